@@ -1,0 +1,266 @@
+"""The cluster spec: one pydantic model for every target (lab, bare metal, AWS, GCP).
+
+The spec is the single source of truth. It is read from the Pulumi stack config
+(key ``railyard:cluster``) or from a plain YAML file, validated here, and flows
+one way: spec -> Pulumi resources -> inventory -> roles -> checks -> report.
+
+Field names are part of the public interface: stack files, the JSON Schema
+(``python -m fabric schema``) and every later stage use them.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from functools import cached_property
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from fabric.hostlist import expand
+
+Target = Literal["lab", "baremetal", "aws", "gcp"]
+NodeRole = Literal["compute", "controller", "login", "sm"]
+FabricKind = Literal["infiniband", "roce", "efa", "gcp-gpudirect"]
+LinkLayer = Literal["InfiniBand", "Ethernet"]
+LinkWidth = Literal["1x", "2x", "4x", "8x", "12x"]
+
+#: InfiniBand MTUs the IBTA defines (bytes).
+IB_MTUS = (256, 512, 1024, 2048, 4096)
+#: Ethernet MTU range accepted for RoCE and cloud fabrics (bytes).
+ETH_MTU_RANGE = (1500, 9216)
+
+
+class Model(BaseModel):
+    """Base for spec models: unknown keys are errors, so typos are caught."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class SecretRef(Model):
+    """A secret held outside the spec: the name of a Pulumi config secret.
+
+    ``{"config": "bmcPassword"}`` means ``pulumi config set --secret bmcPassword ...``.
+    """
+
+    config: str = Field(min_length=1, description="Pulumi config key holding the secret")
+
+
+class HcaSpec(Model):
+    """One host channel adapter (a ConnectX or EFA device) of a node."""
+
+    device: str = Field(description="RDMA device name, e.g. mlx5_0")
+    ports: int = Field(default=1, ge=1, le=2, description="ports used on this HCA")
+    link_layer: LinkLayer = "InfiniBand"
+    rate_gbps: int = Field(default=400, gt=0, description="expected port rate, e.g. 400 for 4xNDR")
+    width: LinkWidth = "4x"
+    rail: int = Field(default=0, ge=0, description="rail index: which leaf of a rail-optimized unit")
+    netdev: str | None = Field(default=None, description="Ethernet netdev for RoCE, e.g. ens1f0np0")
+
+
+class NodeGroup(Model):
+    """Nodes that share a shape; ``names`` is a Slurm host list such as ``gpu[001-016]``."""
+
+    names: str = Field(description="host list, e.g. gpu[001-016]")
+    role: NodeRole = "compute"
+    gpus: int = Field(default=0, ge=0)
+    gpu_type: str | None = Field(default=None, description="GRES type, e.g. h100")
+    cpus: int | None = Field(default=None, ge=1)
+    memory_mb: int | None = Field(default=None, ge=1)
+    hcas: list[HcaSpec] = Field(default_factory=list)
+    instance_type: str | None = Field(default=None, description="cloud machine type")
+
+    @cached_property
+    def hosts(self) -> list[str]:
+        """The expanded host names of this group."""
+        return expand(self.names)
+
+
+class FatTree(Model):
+    """A two-level fat tree (leaves and spines)."""
+
+    kind: Literal["fat-tree"] = "fat-tree"
+    leaves: int = Field(ge=1)
+    spines: int = Field(default=0, ge=0)
+    ports_per_switch: int = Field(default=64, ge=2, le=255)
+    nodes_per_leaf: int = Field(ge=1, description="host ports per leaf (per rail when rail-optimized)")
+    uplinks_per_leaf: int = Field(default=0, ge=0, description="links from each leaf to the spines")
+    rail_optimized: bool = Field(
+        default=False, description="HCA k of every node of a scalable unit goes to leaf k"
+    )
+    link_rate_gbps: int = Field(default=400, gt=0, description="switch-to-switch link rate")
+    link_width: LinkWidth = "4x"
+
+
+class SubnetManager(Model):
+    """An OpenSM instance: the host it runs on and its priority (highest wins master)."""
+
+    host: str
+    priority: int = Field(default=0, description="sm_priority, 0-15")
+
+
+class Partition(Model):
+    """An InfiniBand partition (partitions.conf)."""
+
+    name: str
+    pkey: str = Field(description="partition key, e.g. 0x7fff")
+    members: str = Field(default="ALL", description="ALL, or a host list")
+    membership: Literal["full", "limited", "both"] = "full"
+    ipoib: bool = True
+
+
+class InfinibandSpec(Model):
+    """InfiniBand-only settings."""
+
+    subnet_managers: list[SubnetManager] = Field(default_factory=list)
+    routing_engine: Literal[
+        "ftree", "updn", "minhop", "dor", "lash", "dfsssp", "sssp", "nue", "torus-2QoS"
+    ] = "ftree"
+    lmc: int = Field(default=0, ge=0, le=7)
+    sweep_interval: int = Field(default=10, ge=0, description="OpenSM sweep interval, seconds")
+    partitions: list[Partition] = Field(default_factory=list)
+
+
+class RoceSpec(Model):
+    """RoCEv2 lossless-Ethernet settings (ConnectX defaults used by NVIDIA)."""
+
+    trust: Literal["dscp", "pcp"] = "dscp"
+    rdma_dscp: int = Field(default=26, description="DSCP of RDMA traffic, 0-63")
+    pfc_priority: int = Field(default=3, description="lossless priority, 0-7")
+    ecn: bool = True
+    cnp_dscp: int = Field(default=48, description="DSCP of congestion notification packets, 0-63")
+    roce_tos: int = Field(default=106, ge=0, le=255, description="RoCE ToS for rdma_cm (DSCP<<2|ECN)")
+
+
+class Switch(Model):
+    """A fabric or management switch with a management address (bare metal)."""
+
+    name: str
+    os: Literal["sonic", "cumulus", "onyx", "unmanaged"] = "unmanaged"
+    address: str | None = None
+    role: Literal["leaf", "spine", "management"] = "leaf"
+
+
+class FabricSpec(Model):
+    """The RDMA fabric."""
+
+    kind: FabricKind
+    mtu: int = Field(description="IB: 256-4096; Ethernet: 1500-9216")
+    topology: FatTree | None = None
+    infiniband: InfinibandSpec | None = None
+    roce: RoceSpec | None = None
+    switches: list[Switch] = Field(default_factory=list)
+
+
+class ManagementNetwork(Model):
+    """The SSH / management network."""
+
+    subnet: ipaddress.IPv4Network
+    gateway: ipaddress.IPv4Address | None = None
+    addresses: dict[str, ipaddress.IPv4Address] = Field(
+        default_factory=dict, description="fixed node addresses (bare metal); others are assigned"
+    )
+    ssh_user: str = "root"
+
+
+class RedfishEndpoint(Model):
+    """A node's BMC: the Redfish service root and the system to drive."""
+
+    url: str = Field(description="https://BMC[:port] of the Redfish service")
+    system_id: str | None = Field(default=None, description="Systems/<id>; the first one if unset")
+
+
+class BmcNetwork(Model):
+    """The out-of-band (BMC) network and Redfish credentials."""
+
+    subnet: ipaddress.IPv4Network | None = None
+    username: str = "admin"
+    password: SecretRef | None = None
+    verify_tls: bool = True
+    endpoints: dict[str, RedfishEndpoint] = Field(
+        default_factory=dict, description="node name -> Redfish endpoint (bare metal)"
+    )
+
+
+class SlurmPartition(Model):
+    """A Slurm partition."""
+
+    name: str
+    nodes: str = Field(description="host list, or ALL")
+    default: bool = False
+    max_time: str = "INFINITE"
+
+
+class SlurmSpec(Model):
+    """Slurm settings."""
+
+    cluster_name: str | None = None
+    controller: str | None = Field(default=None, description="host running slurmctld")
+    partitions: list[SlurmPartition] = Field(default_factory=list)
+    topology_plugin: Literal["tree", "block"] = "tree"
+    block_size: int | None = Field(default=None, ge=1)
+
+
+class LabSpec(Model):
+    """Settings for the one-machine lab (target ``lab``)."""
+
+    image: str = Field(default="localhost/railyard-node", description="node image name")
+    bmc_port: int = Field(default=8000, ge=1024, le=65535, description="Redfish emulator port")
+    ibsim_port: int = Field(default=7070, ge=1024, le=65535, description="ibsim remote port")
+
+
+class AwsSpec(Model):
+    """AWS target: EFA instances in a cluster placement group."""
+
+    region: str
+    availability_zone: str | None = None
+    vpc_id: str | None = Field(default=None, description="existing VPC; a new one if unset")
+    vpc_cidr: ipaddress.IPv4Network = ipaddress.IPv4Network("10.0.0.0/16")
+    subnet_id: str | None = None
+    subnet_cidr: ipaddress.IPv4Network = ipaddress.IPv4Network("10.0.0.0/20")
+    placement_group: str | None = Field(default=None, description="cluster placement group name")
+    placement_strategy: Literal["cluster", "spread", "partition"] = "cluster"
+    ami: str
+    key_name: str
+    efa: bool = True
+    gpudirect_rdma: bool = True
+    capacity_reservation_id: str | None = None
+    capacity_block: bool = False
+    head_instance_type: str = "c6i.2xlarge"
+
+
+class GcpSpec(Model):
+    """GCP target: A3 / A3 Mega with GPUDirect-TCPX(O)."""
+
+    project: str
+    region: str
+    zone: str
+    image: str = Field(description="boot image, e.g. a COS or Debian image for A3")
+    network_prefix: str = "railyard"
+    gpu_nic_mtu: int = 8244
+    gpu_subnet_cidrs: list[ipaddress.IPv4Network] = Field(default_factory=list)
+    system_subnet_cidr: ipaddress.IPv4Network = ipaddress.IPv4Network("10.128.0.0/20")
+    compact_placement: bool = True
+
+
+class ClusterSpec(Model):
+    """A whole cluster: nodes, fabric, networks, Slurm, and the target they land on."""
+
+    name: Annotated[str, Field(pattern=r"^[a-z][a-z0-9-]{0,39}$", description="cluster name")]
+    target: Target
+    nodes: list[NodeGroup] = Field(min_length=1)
+    fabric: FabricSpec
+    management: ManagementNetwork
+    bmc: BmcNetwork | None = None
+    slurm: SlurmSpec = Field(default_factory=SlurmSpec)
+    lab: LabSpec | None = None
+    aws: AwsSpec | None = None
+    gcp: GcpSpec | None = None
+
+    @cached_property
+    def hosts(self) -> dict[str, NodeGroup]:
+        """Every host name mapped to its node group, in declaration order."""
+        return {host: group for group in self.nodes for host in group.hosts}
+
+    def hosts_with_role(self, role: NodeRole) -> list[str]:
+        """Host names of every node with ``role``."""
+        return [host for host, group in self.hosts.items() if group.role == role]
