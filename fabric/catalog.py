@@ -1,0 +1,103 @@
+"""Facts about cloud machine types that the spec and the cloud components need.
+
+A small, hand-kept table: GPU count and RDMA-capable interfaces per type. A type
+that is missing here is unknown, not "without EFA": add it with its source.
+
+Sources (public documentation):
+
+- AWS EFA-capable types and interface counts: "Maximize network bandwidth on
+  Amazon EC2 instances with multiple network cards",
+  https://docs.aws.amazon.com/AWSEC2/latest/UserGuide/efa-acc-inst-types.html
+  (P5 and P5e: up to 32 network cards, one EFA each) and the EC2 API field
+  ``NetworkInfo.EfaInfo.MaximumEfaInterfaces``
+  (``aws ec2 describe-instance-types --instance-types TYPE``).
+- trn1.32xlarge: 8 EFA devices, trn1n.32xlarge: 16 — AWS Neuron docs,
+  "How to prepare trn1.32xlarge for multi-node execution".
+- GCP A3 High: 8 H100 and up to 4 GPU NICs; A3 Mega: up to 8 GPU NICs —
+  https://cloud.google.com/kubernetes-engine/docs/how-to/gpu-bandwidth-gpudirect-tcpx
+  and https://cloud.google.com/compute/docs/gpus/gpudirect (GPU NIC VPCs use MTU 8244).
+- GCP A3 Ultra: 8 H200, each with a dedicated ConnectX-7 RoCE NIC —
+  https://cloud.google.com/compute/docs/accelerator-optimized-machines#a3-ultra-vms
+  (RoCE VPC networks use MTU 8896).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+
+@dataclass(frozen=True)
+class AwsInstanceType:
+    """An EC2 instance type: its accelerators and how many EFA interfaces it takes."""
+
+    name: str
+    gpus: int
+    gpu_type: str | None
+    efa_interfaces: int
+
+    @property
+    def efa(self) -> bool:
+        """True when the type supports EFA at all."""
+        return self.efa_interfaces > 0
+
+
+@dataclass(frozen=True)
+class GcpMachineType:
+    """A Compute Engine machine type: its GPUs and its GPU-to-GPU NICs."""
+
+    name: str
+    gpus: int
+    gpu_type: str
+    gpu_nics: int
+    gpu_nic_mtu: int
+    transport: Literal["gpudirect-tcpx", "gpudirect-tcpxo", "rdma-roce"]
+
+
+_AWS: tuple[AwsInstanceType, ...] = (
+    AwsInstanceType("p5.48xlarge", gpus=8, gpu_type="h100", efa_interfaces=32),
+    AwsInstanceType("p5e.48xlarge", gpus=8, gpu_type="h200", efa_interfaces=32),
+    AwsInstanceType("p5en.48xlarge", gpus=8, gpu_type="h200", efa_interfaces=16),
+    AwsInstanceType("p4d.24xlarge", gpus=8, gpu_type="a100", efa_interfaces=4),
+    AwsInstanceType("p4de.24xlarge", gpus=8, gpu_type="a100", efa_interfaces=4),
+    AwsInstanceType("trn1.32xlarge", gpus=0, gpu_type=None, efa_interfaces=8),
+    AwsInstanceType("trn1n.32xlarge", gpus=0, gpu_type=None, efa_interfaces=16),
+    AwsInstanceType("g5.xlarge", gpus=1, gpu_type="a10g", efa_interfaces=0),
+    AwsInstanceType("c6i.2xlarge", gpus=0, gpu_type=None, efa_interfaces=0),
+    AwsInstanceType("m5.large", gpus=0, gpu_type=None, efa_interfaces=0),
+)
+
+_GCP: tuple[GcpMachineType, ...] = (
+    GcpMachineType(
+        "a3-highgpu-8g", gpus=8, gpu_type="h100", gpu_nics=4, gpu_nic_mtu=8244,
+        transport="gpudirect-tcpx",
+    ),
+    GcpMachineType(
+        "a3-megagpu-8g", gpus=8, gpu_type="h100", gpu_nics=8, gpu_nic_mtu=8244,
+        transport="gpudirect-tcpxo",
+    ),
+    GcpMachineType(
+        "a3-ultragpu-8g", gpus=8, gpu_type="h200", gpu_nics=8, gpu_nic_mtu=8896,
+        transport="rdma-roce",
+    ),
+)
+
+
+def aws_instance(instance_type: str) -> AwsInstanceType | None:
+    """The catalog entry for an EC2 instance type, or None when it is not listed."""
+    return next((t for t in _AWS if t.name == instance_type), None)
+
+
+def gcp_machine(machine_type: str) -> GcpMachineType | None:
+    """The catalog entry for a Compute Engine machine type, or None when it is not listed."""
+    return next((t for t in _GCP if t.name == machine_type), None)
+
+
+def aws_efa_types() -> list[str]:
+    """Names of the listed EC2 types that support EFA, for error messages."""
+    return [t.name for t in _AWS if t.efa]
+
+
+def gcp_gpu_machine_types() -> list[str]:
+    """Names of the listed Compute Engine GPU machine types, for error messages."""
+    return [t.name for t in _GCP]
