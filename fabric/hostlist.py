@@ -14,6 +14,10 @@ from collections.abc import Iterable
 
 _TOKEN = re.compile(r"([^,\[\]]*)(?:\[([^\]]+)\])?([^,\[\]]*)")
 
+#: Largest number of hosts one expression may expand to: catches typos such as
+#: ``gpu[1-1000000]`` before they exhaust memory.
+MAX_HOSTS = 100_000
+
 
 class HostlistError(ValueError):
     """Raised for a host list expression that cannot be expanded."""
@@ -53,6 +57,11 @@ def _expand_ranges(body: str, expr: str) -> list[str]:
         low, high = match.groups()
         if int(high) < int(low):
             raise HostlistError(f"range {item!r} in host list {expr!r} runs backwards")
+        if int(high) - int(low) >= MAX_HOSTS:
+            raise HostlistError(
+                f"range {item!r} in host list {expr!r} has {int(high) - int(low) + 1} hosts;"
+                f" at most {MAX_HOSTS} are allowed"
+            )
         width = len(low) if low.startswith("0") else 0
         numbers.extend(str(n).zfill(width) for n in range(int(low), int(high) + 1))
     return numbers
@@ -64,7 +73,9 @@ def expand(expr: str) -> list[str]:
     for part in _split_top_level(expr):
         match = _TOKEN.fullmatch(part)
         if not match:
-            raise HostlistError(f"cannot parse host list {part!r}")
+            raise HostlistError(
+                f"cannot parse host list {part!r}; use prefix[ranges]suffix, one bracket per name"
+            )
         prefix, body, suffix = match.groups()
         if body is None:
             hosts.append(part)
@@ -76,30 +87,61 @@ def expand(expr: str) -> list[str]:
 _NUMBERED = re.compile(r"^(.*?)(\d+)([^\d]*)$")
 
 
+def _width(digits: str) -> int:
+    """Zero-padding width of a number as written: ``007`` -> 3, ``7`` and ``0`` -> 0."""
+    return len(digits) if len(digits) > 1 and digits.startswith("0") else 0
+
+
+def _ranges(values: list[int], width: int) -> str:
+    """``[1, 2, 3, 5]`` -> ``1-3,5`` with each number padded to ``width``."""
+    ranges: list[str] = []
+    start = prev = values[0]
+    for value in values[1:] + [None]:  # type: ignore[list-item]
+        if value is not None and value == prev + 1:
+            prev = value
+            continue
+        low, high = str(start).zfill(width), str(prev).zfill(width)
+        ranges.append(low if start == prev else f"{low}-{high}")
+        if value is not None:
+            start = prev = value
+    return ",".join(ranges)
+
+
 def compress(hosts: Iterable[str]) -> str:
     """Compress host names into the shortest Slurm host list, keeping first-seen order.
 
     Names that share a prefix, suffix and number width are merged into one
     bracket, with consecutive numbers written as ranges, as ``scontrol show
-    hostlist`` does: ``gpu001,gpu002,gpu004`` -> ``gpu[001-002,004]``.
+    hostlist`` does: ``gpu001,gpu002,gpu004`` -> ``gpu[001-002,004]``. An
+    unpadded number as wide as a padded group joins it (``gpu099,gpu100`` ->
+    ``gpu[099-100]``), again as Slurm does.
     """
-    groups: dict[tuple[str, str, int], list[int]] = {}
-    order: list[tuple[str, str, int] | str] = []
+    parsed: list[str | tuple[str, str, str]] = []
+    padded: set[tuple[str, str, int]] = set()
     for host in hosts:
         match = _NUMBERED.match(host)
         if not match:
-            if host not in order:
-                order.append(host)
+            parsed.append(host)
             continue
         prefix, digits, suffix = match.groups()
-        width = len(digits) if digits.startswith("0") else 0
-        key = (prefix, suffix, width)
+        parsed.append((prefix, digits, suffix))
+        if _width(digits):
+            padded.add((prefix, suffix, _width(digits)))
+    groups: dict[tuple[str, str, int], set[int]] = {}
+    order: list[tuple[str, str, int] | str] = []
+    for item in parsed:
+        if isinstance(item, str):
+            if item not in order:
+                order.append(item)
+            continue
+        prefix, digits, suffix = item
+        key = (prefix, suffix, _width(digits))
+        if key[2] == 0 and (prefix, suffix, len(digits)) in padded:
+            key = (prefix, suffix, len(digits))
         if key not in groups:
-            groups[key] = []
+            groups[key] = set()
             order.append(key)
-        value = int(digits)
-        if value not in groups[key]:
-            groups[key].append(value)
+        groups[key].add(int(digits))
     out: list[str] = []
     for key in order:
         if isinstance(key, str):
@@ -109,16 +151,6 @@ def compress(hosts: Iterable[str]) -> str:
         values = sorted(groups[key])
         if len(values) == 1:
             out.append(f"{prefix}{str(values[0]).zfill(width)}{suffix}")
-            continue
-        ranges: list[str] = []
-        start = prev = values[0]
-        for value in values[1:] + [None]:  # type: ignore[list-item]
-            if value is not None and value == prev + 1:
-                prev = value
-                continue
-            low, high = str(start).zfill(width), str(prev).zfill(width)
-            ranges.append(low if start == prev else f"{low}-{high}")
-            if value is not None:
-                start = prev = value
-        out.append(f"{prefix}[{','.join(ranges)}]{suffix}")
+        else:
+            out.append(f"{prefix}[{_ranges(values, width)}]{suffix}")
     return ",".join(out)
