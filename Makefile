@@ -1,0 +1,73 @@
+# railyard — the lab and the tests.
+#   make up     bring up the lab (pulumi up -s lab: provision, hand-off, verification)
+#   make test   run every test (unit, integration against real parts, molecule, lint)
+#   make down   destroy the lab; nothing is left behind
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+
+STACK ?= lab
+ROOT := $(CURDIR)
+STATE := $(ROOT)/state
+CACHE := $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/railyard
+PULUMI_BIN := $(CACHE)/pulumi/v3.259.0/bin
+VENV := $(ROOT)/.venv
+PYTHON := $(VENV)/bin/python
+
+# Everything below runs offline: no update checks, no plugin downloads, a file backend.
+export PATH := $(PULUMI_BIN):$(VENV)/bin:$(PATH)
+export CONTAINERS_CONF := $(ROOT)/scripts/containers.conf
+export PULUMI_BACKEND_URL := file://$(STATE)/pulumi
+export PULUMI_CONFIG_PASSPHRASE_FILE := $(STATE)/$(STACK).passphrase
+export PULUMI_SKIP_UPDATE_CHECK := true
+export PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION := true
+export PULUMI_SKIP_CONFIRMATIONS := true
+export ANSIBLE_CONFIG := $(ROOT)/ansible.cfg
+
+.PHONY: help bootstrap image stack up preview refresh down status check test test-unit test-integration test-molecule lint clean
+
+help: ## Show the targets.
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-18s %s\n", $$1, $$2}'
+
+bootstrap: ## Install Debian packages, .venv and the Pulumi CLI (idempotent).
+	@scripts/bootstrap.sh
+
+image: bootstrap ## Build the lab node image (cached by its package list).
+	@$(PYTHON) -m fabric lab image
+
+stack: bootstrap
+	@mkdir -p $(STATE)/pulumi
+	@# The lab's secrets passphrase: generated once, kept in state/ (git-ignored).
+	@[[ -s $(PULUMI_CONFIG_PASSPHRASE_FILE) ]] || (umask 077; head -c 24 /dev/urandom | base64 > $(PULUMI_CONFIG_PASSPHRASE_FILE))
+	@pulumi stack select --create $(STACK) --non-interactive >/dev/null
+
+up: stack ## Bring up the lab: pulumi up -s $(STACK) (provision, hand-off, verification).
+	pulumi up --stack $(STACK) --yes --non-interactive --skip-preview
+
+preview: stack ## Show what pulumi up would change.
+	pulumi preview --stack $(STACK) --non-interactive
+
+refresh: stack ## Reconcile state with reality (finds dead lab helpers), then converge.
+	pulumi up --stack $(STACK) --yes --non-interactive --refresh --skip-preview
+
+down: stack ## Destroy the lab.
+	pulumi destroy --stack $(STACK) --yes --non-interactive
+
+status: bootstrap ## Show the lab's nodes, BMC power and HCA ports.
+	@$(PYTHON) -m fabric lab status --stack $(STACK)
+
+check: bootstrap ## Run the verification checks against the stack.
+	$(PYTHON) -m fabric check --stack $(STACK)
+
+test: bootstrap image ## Run every test: unit, integration, molecule, lint.
+	@scripts/run-tests.sh
+
+test-unit: bootstrap ## Run the fast unit tests only.
+	$(PYTHON) -m pytest tests/unit -q
+
+lint: bootstrap ## ansible-lint (production profile) and yamllint.
+	$(VENV)/bin/yamllint -s .
+	$(VENV)/bin/ansible-lint --profile production
+
+clean: ## Remove local state of destroyed stacks and caches in the work tree.
+	rm -rf artifacts .pytest_cache
