@@ -11,12 +11,15 @@ Field names are part of the public interface: stack files, the JSON Schema
 from __future__ import annotations
 
 import ipaddress
+import re
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from fabric.hostlist import expand
+from fabric.catalog import aws_efa_types, aws_instance, gcp_gpu_machine_types, gcp_machine
+from fabric.hostlist import HostlistError, compress, expand
 
 Target = Literal["lab", "baremetal", "aws", "gcp"]
 NodeRole = Literal["compute", "controller", "login", "sm"]
@@ -28,6 +31,29 @@ LinkWidth = Literal["1x", "2x", "4x", "8x", "12x"]
 IB_MTUS = (256, 512, 1024, 2048, 4096)
 #: Ethernet MTU range accepted for RoCE and cloud fabrics (bytes).
 ETH_MTU_RANGE = (1500, 9216)
+#: Largest MTU each cloud's VPC carries (bytes): AWS jumbo frames, GCP VPC maximum.
+CLOUD_MAX_MTU = {"aws": 9001, "gcp": 8896}
+#: OpenSM sm_priority range.
+SM_PRIORITY_RANGE = (0, 15)
+#: 802.1Qbb PFC priority range.
+PFC_PRIORITY_RANGE = (0, 7)
+#: DSCP range (6 bits).
+DSCP_RANGE = (0, 63)
+#: The fabric kind each cloud target supports, and the target each cloud kind needs.
+CLOUD_FABRIC = {"aws": "efa", "gcp": "gcp-gpudirect"}
+#: The HCA link layer each fabric kind needs (EFA devices report neither; not checked).
+FABRIC_LINK_LAYER: dict[str, LinkLayer] = {
+    "infiniband": "InfiniBand",
+    "roce": "Ethernet",
+    "gcp-gpudirect": "Ethernet",
+}
+#: A host name: one RFC 1123 label (letters, digits, inner hyphens, at most 63 long).
+HOSTNAME_PATTERN = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$")
+
+
+def _range_schema(bounds: tuple[int, int]) -> dict[str, int]:
+    """JSON Schema bounds for a field whose range is checked by ClusterSpec's rules."""
+    return {"minimum": bounds[0], "maximum": bounds[1]}
 
 
 class Model(BaseModel):
@@ -53,7 +79,9 @@ class HcaSpec(Model):
     link_layer: LinkLayer = "InfiniBand"
     rate_gbps: int = Field(default=400, gt=0, description="expected port rate, e.g. 400 for 4xNDR")
     width: LinkWidth = "4x"
-    rail: int = Field(default=0, ge=0, description="rail index: which leaf of a rail-optimized unit")
+    rail: int = Field(
+        default=0, ge=0, description="rail index: which leaf of a rail-optimized unit"
+    )
     netdev: str | None = Field(default=None, description="Ethernet netdev for RoCE, e.g. ens1f0np0")
 
 
@@ -82,7 +110,9 @@ class FatTree(Model):
     leaves: int = Field(ge=1)
     spines: int = Field(default=0, ge=0)
     ports_per_switch: int = Field(default=64, ge=2, le=255)
-    nodes_per_leaf: int = Field(ge=1, description="host ports per leaf (per rail when rail-optimized)")
+    nodes_per_leaf: int = Field(
+        ge=1, description="host ports per leaf (per rail when rail-optimized)"
+    )
     uplinks_per_leaf: int = Field(default=0, ge=0, description="links from each leaf to the spines")
     rail_optimized: bool = Field(
         default=False, description="HCA k of every node of a scalable unit goes to leaf k"
@@ -95,7 +125,11 @@ class SubnetManager(Model):
     """An OpenSM instance: the host it runs on and its priority (highest wins master)."""
 
     host: str
-    priority: int = Field(default=0, description="sm_priority, 0-15")
+    priority: int = Field(
+        default=0,
+        description="sm_priority, 0-15",
+        json_schema_extra=_range_schema(SM_PRIORITY_RANGE),
+    )
 
 
 class Partition(Model):
@@ -124,11 +158,25 @@ class RoceSpec(Model):
     """RoCEv2 lossless-Ethernet settings (ConnectX defaults used by NVIDIA)."""
 
     trust: Literal["dscp", "pcp"] = "dscp"
-    rdma_dscp: int = Field(default=26, description="DSCP of RDMA traffic, 0-63")
-    pfc_priority: int = Field(default=3, description="lossless priority, 0-7")
+    rdma_dscp: int = Field(
+        default=26,
+        description="DSCP of RDMA traffic, 0-63",
+        json_schema_extra=_range_schema(DSCP_RANGE),
+    )
+    pfc_priority: int = Field(
+        default=3,
+        description="lossless priority, 0-7",
+        json_schema_extra=_range_schema(PFC_PRIORITY_RANGE),
+    )
     ecn: bool = True
-    cnp_dscp: int = Field(default=48, description="DSCP of congestion notification packets, 0-63")
-    roce_tos: int = Field(default=106, ge=0, le=255, description="RoCE ToS for rdma_cm (DSCP<<2|ECN)")
+    cnp_dscp: int = Field(
+        default=48,
+        description="DSCP of congestion notification packets, 0-63",
+        json_schema_extra=_range_schema(DSCP_RANGE),
+    )
+    roce_tos: int = Field(
+        default=106, ge=0, le=255, description="RoCE ToS for rdma_cm (DSCP<<2|ECN)"
+    )
 
 
 class Switch(Model):
@@ -264,3 +312,494 @@ class ClusterSpec(Model):
     def hosts_with_role(self, role: NodeRole) -> list[str]:
         """Host names of every node with ``role``."""
         return [host for host, group in self.hosts.items() if group.role == role]
+
+    @model_validator(mode="after")
+    def _check_cross_field_rules(self) -> ClusterSpec:
+        """Check every rule spanning several fields; report all broken ones at once."""
+        problems = cross_field_problems(self)
+        if problems:
+            raise SpecProblems(problems)
+        return self
+
+
+# --- Cross-field rules ---------------------------------------------------------------------
+# Each rule reads the whole spec and adds (path, message) problems; ClusterSpec's validator
+# runs them all and raises one SpecProblems, so a user sees every mistake in one pass.
+# Paths are written as users read them: ``fabric.infiniband.subnet_managers[1].priority``.
+
+
+class SpecProblems(ValueError):
+    """Every cross-field problem of a cluster spec, as ``(path, message)`` pairs."""
+
+    def __init__(self, problems: list[tuple[str, str]]) -> None:
+        super().__init__(problems)
+        self.problems = problems
+
+    def __str__(self) -> str:
+        count = len(self.problems)
+        lines = [f"{count} problem{'s' if count != 1 else ''} in the cluster spec:"]
+        lines += [f"  {path}: {message}" for path, message in self.problems]
+        return "\n".join(lines)
+
+
+@dataclass
+class _Checker:
+    """The spec under check, its declared hosts, and the problems found so far."""
+
+    spec: ClusterSpec
+    hosts: dict[str, int] = field(default_factory=dict)
+    problems: list[tuple[str, str]] = field(default_factory=list)
+
+    def add(self, path: str, message: str) -> None:
+        """Record one problem at ``path``."""
+        self.problems.append((path, message))
+
+    def declared(self) -> str:
+        """The declared hosts as a compact host list, for messages."""
+        return compress(self.hosts) or "(none)"
+
+    def check_host(self, path: str, host: str) -> None:
+        """Record a problem if ``host`` is not a declared node."""
+        if host not in self.hosts:
+            self.add(path, f"{host!r} is not a declared host; declared hosts: {self.declared()}")
+
+    def check_host_list(self, path: str, expr: str) -> None:
+        """Record a problem if host list ``expr`` is malformed or names undeclared hosts."""
+        if expr == "ALL":
+            return
+        try:
+            names = expand(expr)
+        except HostlistError as error:
+            self.add(path, f"{error}")
+            return
+        unknown = [name for name in names if name not in self.hosts]
+        if not names:
+            self.add(path, f"host list {expr!r} names no hosts; use ALL or e.g. gpu[01-04]")
+        elif unknown:
+            self.add(
+                path,
+                f"{compress(unknown)!r} in {expr!r} are not declared hosts;"
+                f" declared hosts: {self.declared()}",
+            )
+
+
+def _in_range(value: int, bounds: tuple[int, int]) -> bool:
+    return bounds[0] <= value <= bounds[1]
+
+
+def _check_nodes(c: _Checker) -> None:
+    """Host lists expand, host names are valid and unique, HCA devices are unique per node."""
+    groups_of: dict[str, int] = {}
+    for index, group in enumerate(c.spec.nodes):
+        path = f"nodes[{index}].names"
+        try:
+            names = expand(group.names)
+        except HostlistError as error:
+            c.add(path, str(error))
+            continue
+        if not names:
+            c.add(path, f"host list {group.names!r} names no hosts; write e.g. gpu[01-08]")
+        for name in names:
+            if not HOSTNAME_PATTERN.match(name):
+                c.add(
+                    path,
+                    f"host name {name!r} is not valid; use letters, digits and inner hyphens,"
+                    " at most 63 characters",
+                )
+            elif name in groups_of:
+                first = groups_of[name]
+                where = "earlier in this group" if first == index else f"in nodes[{first}]"
+                c.add(
+                    path,
+                    f"host {name!r} is declared twice (also {where}); host names must be unique",
+                )
+            else:
+                groups_of[name] = index
+        devices: dict[str, int] = {}
+        for hca_index, hca in enumerate(group.hcas):
+            if hca.device in devices:
+                c.add(
+                    f"nodes[{index}].hcas[{hca_index}].device",
+                    f"device {hca.device!r} is listed twice (also hcas[{devices[hca.device]}])",
+                )
+            devices.setdefault(hca.device, hca_index)
+    c.hosts = groups_of
+
+
+def _check_target(c: _Checker) -> None:
+    """The fabric kind suits the target, and the target's settings block is present."""
+    spec = c.spec
+    kind, target = spec.fabric.kind, spec.target
+    if target in CLOUD_FABRIC and kind != CLOUD_FABRIC[target]:
+        c.add(
+            "fabric.kind",
+            f"target {target} supports only kind {CLOUD_FABRIC[target]}, not {kind!r}",
+        )
+    for cloud, cloud_kind in CLOUD_FABRIC.items():
+        if kind == cloud_kind and target != cloud:
+            c.add("fabric.kind", f"kind {kind} needs target {cloud}, not {target!r}")
+    blocks = {"aws": spec.aws, "gcp": spec.gcp, "lab": spec.lab}
+    for name, block in blocks.items():
+        if target == name and block is None and name != "lab":
+            c.add(name, f"target {target} needs the {name} block; see python -m fabric schema")
+        if block is not None and target != name:
+            c.add(name, f"the {name} block applies only to target {name}; target is {target!r}")
+
+
+def _check_fabric_settings(c: _Checker) -> None:
+    """MTU per fabric kind, and only the settings block the fabric kind uses."""
+    fabric = c.spec.fabric
+    if fabric.kind == "infiniband":
+        if fabric.mtu not in IB_MTUS:
+            allowed = ", ".join(map(str, IB_MTUS))
+            c.add("fabric.mtu", f"{fabric.mtu} is not an InfiniBand MTU; use one of {allowed}")
+    else:
+        low, high = ETH_MTU_RANGE
+        cap = CLOUD_MAX_MTU.get(c.spec.target)
+        if not _in_range(fabric.mtu, ETH_MTU_RANGE):
+            c.add("fabric.mtu", f"{fabric.mtu} is outside the Ethernet MTU range {low}-{high}")
+        elif cap is not None and fabric.mtu > cap:
+            c.add("fabric.mtu", f"{fabric.mtu} is above the {c.spec.target} maximum MTU {cap}")
+    if fabric.infiniband is not None and fabric.kind != "infiniband":
+        c.add("fabric.infiniband", f"InfiniBand settings do not apply to kind {fabric.kind!r}")
+    if fabric.roce is not None and fabric.kind != "roce":
+        c.add("fabric.roce", f"RoCE settings do not apply to kind {fabric.kind!r}")
+    if fabric.topology is not None and fabric.kind in CLOUD_FABRIC.values():
+        c.add("fabric.topology", f"the {fabric.kind} fabric is the cloud's; remove topology")
+
+
+def _check_hca_link_layers(c: _Checker) -> None:
+    """Every HCA's link layer is the one the fabric kind runs on."""
+    wanted = FABRIC_LINK_LAYER.get(c.spec.fabric.kind)
+    if wanted is None:
+        return
+    for index, group in enumerate(c.spec.nodes):
+        for hca_index, hca in enumerate(group.hcas):
+            if hca.link_layer != wanted:
+                c.add(
+                    f"nodes[{index}].hcas[{hca_index}].link_layer",
+                    f"{hca.link_layer} HCA {hca.device!r} on a {c.spec.fabric.kind} fabric;"
+                    f" set link_layer: {wanted}",
+                )
+
+
+def _check_topology(c: _Checker) -> None:
+    """Leaves have enough host ports, and leaf and spine ports add up."""
+    tree = c.spec.fabric.topology
+    if tree is None:
+        return
+    path = "fabric.topology"
+    used = tree.nodes_per_leaf + tree.uplinks_per_leaf
+    if used > tree.ports_per_switch:
+        c.add(
+            f"{path}.ports_per_switch",
+            f"nodes_per_leaf {tree.nodes_per_leaf} + uplinks_per_leaf {tree.uplinks_per_leaf}"
+            f" = {used} ports, more than ports_per_switch {tree.ports_per_switch}",
+        )
+    if tree.spines == 0 and (tree.leaves > 1 or tree.uplinks_per_leaf > 0):
+        c.add(f"{path}.spines", f"{tree.leaves} leaves with uplinks need at least one spine")
+    if tree.spines > 0 and tree.uplinks_per_leaf == 0:
+        c.add(
+            f"{path}.uplinks_per_leaf",
+            f"{tree.spines} spines are unreachable; set uplinks_per_leaf >= 1",
+        )
+    spine_ports = tree.spines * tree.ports_per_switch
+    if tree.spines > 0 and tree.leaves * tree.uplinks_per_leaf > spine_ports:
+        c.add(
+            f"{path}.spines",
+            f"{tree.leaves} leaves x {tree.uplinks_per_leaf} uplinks = "
+            f"{tree.leaves * tree.uplinks_per_leaf} spine ports needed, but {tree.spines} spines"
+            f" x {tree.ports_per_switch} ports = {spine_ports}",
+        )
+    if tree.rail_optimized:
+        _check_rail_capacity(c, tree)
+    else:
+        _check_leaf_capacity(c, tree)
+
+
+def _fabric_groups(c: _Checker) -> list[NodeGroup]:
+    """Node groups with at least one HCA, whose host names expanded cleanly."""
+    return [g for g in c.spec.nodes if g.hcas and all(h in c.hosts for h in _safe_hosts(g))]
+
+
+def _safe_hosts(group: NodeGroup) -> list[str]:
+    try:
+        return expand(group.names)
+    except HostlistError:
+        return []
+
+
+def _check_leaf_capacity(c: _Checker, tree: FatTree) -> None:
+    nodes = sum(len(_safe_hosts(g)) for g in _fabric_groups(c))
+    ports = tree.leaves * tree.nodes_per_leaf
+    if nodes > ports:
+        c.add(
+            "fabric.topology.nodes_per_leaf",
+            f"{nodes} HCA-bearing nodes but {tree.leaves} leaves x {tree.nodes_per_leaf}"
+            f" nodes_per_leaf = {ports} host ports; add leaves or raise nodes_per_leaf",
+        )
+
+
+def _check_rail_capacity(c: _Checker, tree: FatTree) -> None:
+    per_rail: dict[int, int] = {}
+    for group in _fabric_groups(c):
+        for hca in group.hcas:
+            per_rail[hca.rail] = per_rail.get(hca.rail, 0) + hca.ports * len(_safe_hosts(group))
+    if not per_rail:
+        return
+    rails = max(per_rail) + 1
+    if tree.leaves % rails:
+        c.add(
+            "fabric.topology.leaves",
+            f"{tree.leaves} leaves cannot be split evenly over {rails} rails"
+            f" (HCA rail 0-{rails - 1}); use a multiple of {rails}",
+        )
+        return
+    units = tree.leaves // rails
+    capacity = units * tree.nodes_per_leaf
+    for rail, ports in sorted(per_rail.items()):
+        if ports > capacity:
+            c.add(
+                "fabric.topology.nodes_per_leaf",
+                f"rail {rail} has {ports} HCA ports but {units} scalable unit(s) x"
+                f" {tree.nodes_per_leaf} nodes_per_leaf = {capacity} leaf ports",
+            )
+
+
+def _check_infiniband(c: _Checker) -> None:
+    """An InfiniBand fabric has subnet managers on declared IB hosts, and valid partitions."""
+    fabric = c.spec.fabric
+    if fabric.kind != "infiniband":
+        return
+    ib = fabric.infiniband
+    if ib is None or not ib.subnet_managers:
+        path = "fabric.infiniband" if ib is None else "fabric.infiniband.subnet_managers"
+        c.add(path, "an infiniband fabric needs at least one subnet manager, e.g. - {host: sm1}")
+        return
+    seen: set[str] = set()
+    for index, sm in enumerate(ib.subnet_managers):
+        path = f"fabric.infiniband.subnet_managers[{index}]"
+        if not _in_range(sm.priority, SM_PRIORITY_RANGE):
+            c.add(f"{path}.priority", f"{sm.priority} is outside the sm_priority range 0-15")
+        c.check_host(f"{path}.host", sm.host)
+        if sm.host in seen:
+            c.add(f"{path}.host", f"{sm.host!r} runs a subnet manager already; list each host once")
+        seen.add(sm.host)
+        if sm.host in c.hosts and not c.spec.nodes[c.hosts[sm.host]].hcas:
+            c.add(
+                f"{path}.host",
+                f"{sm.host!r} has no HCA, so OpenSM there cannot reach the fabric",
+            )
+    pkeys: dict[int, int] = {}
+    for index, part in enumerate(ib.partitions):
+        path = f"fabric.infiniband.partitions[{index}]"
+        c.check_host_list(f"{path}.members", part.members)
+        value = int(part.pkey, 16) if re.fullmatch(r"0x[0-9a-fA-F]{1,4}", part.pkey) else None
+        if value is None or not 1 <= value <= 0x7FFF:
+            c.add(f"{path}.pkey", f"{part.pkey!r} is not a partition key; use hex 0x0001-0x7fff")
+        elif value in pkeys:
+            c.add(f"{path}.pkey", f"{part.pkey} is already used by partitions[{pkeys[value]}]")
+        else:
+            pkeys[value] = index
+
+
+def _check_roce(c: _Checker) -> None:
+    """PFC priority and DSCP values are in range and consistent with the RoCE ToS."""
+    roce = c.spec.fabric.roce
+    if roce is None:
+        return
+    if not _in_range(roce.pfc_priority, PFC_PRIORITY_RANGE):
+        c.add(
+            "fabric.roce.pfc_priority",
+            f"{roce.pfc_priority} is outside the PFC priority range 0-7",
+        )
+    for name in ("rdma_dscp", "cnp_dscp"):
+        value = getattr(roce, name)
+        if not _in_range(value, DSCP_RANGE):
+            c.add(f"fabric.roce.{name}", f"{value} is outside the DSCP range 0-63")
+    if roce.rdma_dscp == roce.cnp_dscp:
+        c.add(
+            "fabric.roce.cnp_dscp",
+            f"{roce.cnp_dscp} equals rdma_dscp; CNPs need their own DSCP, e.g. 48",
+        )
+    if _in_range(roce.rdma_dscp, DSCP_RANGE) and roce.roce_tos >> 2 != roce.rdma_dscp:
+        c.add(
+            "fabric.roce.roce_tos",
+            f"{roce.roce_tos} carries DSCP {roce.roce_tos >> 2} but rdma_dscp is {roce.rdma_dscp};"
+            f" use {roce.rdma_dscp << 2 | 2} (rdma_dscp << 2 | ECT(0))",
+        )
+
+
+def _check_slurm(c: _Checker) -> None:
+    """Slurm names declared hosts and has a block size for the block plugin."""
+    slurm = c.spec.slurm
+    if slurm.controller is not None:
+        c.check_host("slurm.controller", slurm.controller)
+    if slurm.topology_plugin == "block" and slurm.block_size is None:
+        c.add(
+            "slurm.block_size",
+            "topology_plugin block needs block_size (nodes per block), e.g. 16",
+        )
+    if slurm.topology_plugin != "block" and slurm.block_size is not None:
+        c.add(
+            "slurm.block_size",
+            f"block_size applies only to topology_plugin block, not {slurm.topology_plugin!r}",
+        )
+    names: dict[str, int] = {}
+    defaults: list[int] = []
+    for index, part in enumerate(slurm.partitions):
+        path = f"slurm.partitions[{index}]"
+        c.check_host_list(f"{path}.nodes", part.nodes)
+        if part.name in names:
+            c.add(f"{path}.name", f"{part.name!r} is already partitions[{names[part.name]}]")
+        names.setdefault(part.name, index)
+        if part.default:
+            defaults.append(index)
+    for index in defaults[1:]:
+        c.add(
+            f"slurm.partitions[{index}].default",
+            f"partitions[{defaults[0]}] is already the default",
+        )
+
+
+def _check_networks(c: _Checker) -> None:
+    """Management addresses and BMC endpoints belong to declared hosts and fit their subnets."""
+    mgmt = c.spec.management
+    if mgmt.gateway is not None and mgmt.gateway not in mgmt.subnet:
+        c.add("management.gateway", f"{mgmt.gateway} is outside management.subnet {mgmt.subnet}")
+    usable = max(mgmt.subnet.num_addresses - 3, 0)  # network, broadcast, gateway
+    if c.spec.target == "lab" and len(c.hosts) > usable:
+        c.add(
+            "management.subnet",
+            f"{mgmt.subnet} has {usable} host addresses for {len(c.hosts)} hosts",
+        )
+    owners: dict[ipaddress.IPv4Address, str] = {}
+    for host, address in mgmt.addresses.items():
+        path = f"management.addresses.{host}"
+        c.check_host(path, host)
+        if address not in mgmt.subnet:
+            c.add(path, f"{address} is outside management.subnet {mgmt.subnet}")
+        if address in owners:
+            c.add(path, f"{address} is already the address of {owners[address]!r}")
+        owners.setdefault(address, host)
+    if c.spec.bmc is None:
+        return
+    for host, endpoint in c.spec.bmc.endpoints.items():
+        path = f"bmc.endpoints.{host}"
+        c.check_host(path, host)
+        if not endpoint.url.startswith(("https://", "http://")):
+            c.add(f"{path}.url", f"{endpoint.url!r} is not a Redfish URL; write https://BMC[:port]")
+
+
+def _check_lab(c: _Checker) -> None:
+    lab = c.spec.lab
+    if lab is not None and lab.bmc_port == lab.ibsim_port:
+        c.add("lab.ibsim_port", f"{lab.ibsim_port} is also lab.bmc_port; use two different ports")
+
+
+def _check_aws(c: _Checker) -> None:
+    """EFA on EFA-capable types, GPUDirect RDMA over EFA, and a cluster placement group."""
+    aws = c.spec.aws
+    if aws is None or c.spec.target != "aws":
+        return
+    if c.spec.fabric.kind == "efa" and not aws.efa:
+        c.add("aws.efa", "fabric kind efa needs aws.efa: true")
+    if aws.gpudirect_rdma and not aws.efa:
+        c.add(
+            "aws.gpudirect_rdma",
+            "GPUDirect RDMA runs over EFA; set aws.efa: true or gpudirect_rdma: false",
+        )
+    if aws.efa:
+        if aws.placement_strategy != "cluster":
+            c.add(
+                "aws.placement_strategy",
+                f"{aws.placement_strategy!r}: EFA clusters need placement_strategy: cluster",
+            )
+        if aws.placement_group is None:
+            c.add(
+                "aws.placement_group",
+                "EFA clusters need a cluster placement group name, e.g. railyard-pg",
+            )
+    for index, group in enumerate(c.spec.nodes):
+        if group.role != "compute":
+            continue
+        path = f"nodes[{index}]"
+        if group.instance_type is None:
+            c.add(
+                f"{path}.instance_type",
+                "target aws needs an instance type for compute nodes, e.g. p5.48xlarge",
+            )
+            continue
+        known = aws_instance(group.instance_type)
+        if known is None:
+            if aws.efa:
+                c.add(
+                    f"{path}.instance_type",
+                    f"{group.instance_type!r} is not in fabric/catalog.py; EFA types known:"
+                    f" {', '.join(aws_efa_types())}",
+                )
+            continue
+        if aws.efa and not known.efa:
+            c.add(
+                f"{path}.instance_type",
+                f"{known.name} has no EFA; use one of {', '.join(aws_efa_types())}",
+            )
+        if group.gpus and group.gpus != known.gpus:
+            c.add(f"{path}.gpus", f"{group.gpus} GPUs, but {known.name} has {known.gpus}")
+
+
+def _check_gcp(c: _Checker) -> None:
+    """Compute nodes use a known A3 machine type whose GPU NICs match the GPU subnets."""
+    gcp = c.spec.gcp
+    if gcp is None or c.spec.target != "gcp":
+        return
+    if gcp.gpu_nic_mtu != c.spec.fabric.mtu:
+        c.add(
+            "gcp.gpu_nic_mtu",
+            f"{gcp.gpu_nic_mtu} differs from fabric.mtu {c.spec.fabric.mtu}; set them equal",
+        )
+    for index, group in enumerate(c.spec.nodes):
+        if group.role != "compute":
+            continue
+        path = f"nodes[{index}]"
+        known = gcp_machine(group.instance_type) if group.instance_type else None
+        if known is None:
+            c.add(
+                f"{path}.instance_type",
+                f"{group.instance_type!r} is not a known GPU machine type; use one of"
+                f" {', '.join(gcp_gpu_machine_types())}",
+            )
+            continue
+        if group.gpus and group.gpus != known.gpus:
+            c.add(f"{path}.gpus", f"{group.gpus} GPUs, but {known.name} has {known.gpus}")
+        subnets = len(gcp.gpu_subnet_cidrs)
+        if subnets and subnets != known.gpu_nics and "gcp.gpu_subnet_cidrs" not in dict(c.problems):
+            c.add(
+                "gcp.gpu_subnet_cidrs",
+                f"{subnets} subnets, but {known.name} has {known.gpu_nics} GPU NICs; list one each",
+            )
+
+
+#: The rules, in the order their problems are reported.
+_RULES = (
+    _check_nodes,
+    _check_target,
+    _check_fabric_settings,
+    _check_hca_link_layers,
+    _check_topology,
+    _check_infiniband,
+    _check_roce,
+    _check_slurm,
+    _check_networks,
+    _check_lab,
+    _check_aws,
+    _check_gcp,
+)
+
+
+def cross_field_problems(spec: ClusterSpec) -> list[tuple[str, str]]:
+    """Every broken cross-field rule of ``spec`` as ``(path, message)`` pairs, in spec order."""
+    checker = _Checker(spec)
+    for rule in _RULES:
+        rule(checker)
+    return checker.problems
