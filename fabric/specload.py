@@ -142,7 +142,7 @@ def _read_yaml(path: Path) -> Any:
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise SpecError([(where, "no such file; pass a spec YAML or Pulumi.<stack>.yaml")]) from None
+        raise SpecError([(where, "no such file; pass a spec or Pulumi.<stack>.yaml")]) from None
     except IsADirectoryError:
         raise SpecError([(where, "is a directory; pass a spec YAML file")]) from None
     except (OSError, UnicodeDecodeError) as error:

@@ -1,9 +1,122 @@
-"""Placeholder: this subcommand module is being written (see the issue tracker)."""
+"""``python -m fabric validate SPEC`` and ``python -m fabric schema``."""
 
 from __future__ import annotations
 
 import argparse
+import json
+import sys
+from pathlib import Path
+
+from fabric.spec import ClusterSpec
+from fabric.specload import SpecError, load_spec
+
+_VALIDATE_EPILOG = """\
+SPEC is a plain spec YAML (the cluster mapping at the top level) or a Pulumi stack
+file, whose cluster is read from config["railyard:cluster"].
+
+examples:
+  python -m fabric validate Pulumi.lab.yaml
+  python -m fabric validate examples/roce-rail.yaml
+  python -m fabric validate --json cluster.yaml | jq .problems
+
+exit status: 0 when the spec is valid, 1 when it has problems (each printed as
+"path: message", all of them at once).
+"""
+
+_SCHEMA_EPILOG = """\
+examples:
+  python -m fabric schema > cluster.schema.json
+  python -m fabric schema --output cluster.schema.json
+
+Point your editor's YAML language server at the file to get completion and
+inline errors while writing a spec.
+"""
+
+
+def _plural(count: int, one: str, many: str | None = None) -> str:
+    return f"{count} {one if count == 1 else (many or one + 's')}"
+
+
+def summary(spec: ClusterSpec) -> str:
+    """A one-line description of a valid spec, e.g. for ``validate`` output."""
+    fabric = spec.fabric
+    parts = [_plural(len(spec.hosts), "host")]
+    words = [fabric.kind]
+    if fabric.topology is not None:
+        tree = fabric.topology
+        if tree.rail_optimized:
+            words.append("rail-optimized")
+        leaves = _plural(tree.leaves, "leaf", "leaves")
+        words.append(f"fat-tree {leaves}/{_plural(tree.spines, 'spine')}")
+    if spec.target in ("aws", "gcp"):
+        words.append(f"on {spec.target}")
+    parts.append(" ".join(words))
+    if fabric.infiniband is not None:
+        parts.append(_plural(len(fabric.infiniband.subnet_managers), "subnet manager"))
+    if fabric.roce is not None:
+        roce = fabric.roce
+        parts.append(f"PFC priority {roce.pfc_priority}, RDMA DSCP {roce.rdma_dscp}")
+    return f"{spec.name}: valid — {', '.join(parts)}"
+
+
+def run_validate(args: argparse.Namespace) -> int:
+    """Validate one spec file; print a summary or every problem."""
+    try:
+        spec = load_spec(args.spec)
+    except SpecError as error:
+        if args.json:
+            problems = [{"path": path, "message": message} for path, message in error.problems]
+            print(json.dumps({"valid": False, "problems": problems}, indent=2))
+        else:
+            print(f"{args.spec}: {_plural(len(error.problems), 'problem')}")
+            for path, message in error.problems:
+                print(f"  {path}: {message}")
+        return 1
+    if args.json:
+        print(json.dumps({"valid": True, "summary": summary(spec), "problems": []}, indent=2))
+    else:
+        print(summary(spec))
+    return 0
+
+
+def run_schema(args: argparse.Namespace) -> int:
+    """Print (or write) the cluster spec's JSON Schema."""
+    text = json.dumps(ClusterSpec.model_json_schema(), indent=2) + "\n"
+    if args.output is None:
+        sys.stdout.write(text)
+    else:
+        Path(args.output).write_text(text, encoding="utf-8")
+        print(f"wrote {args.output}")
+    return 0
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    """Register nothing yet."""
+    """Add the ``validate`` and ``schema`` subcommands."""
+    validate = subparsers.add_parser(
+        "validate",
+        help="check a cluster spec and report every problem",
+        description=(
+            "Check a cluster spec: field types and ranges, then the rules that span fields\n"
+            "(unique hosts, switch port counts, MTU for the fabric kind, subnet managers,\n"
+            "Slurm hosts, cloud instance types). Every problem is reported, not just the first."
+        ),
+        epilog=_VALIDATE_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    validate.add_argument("spec", metavar="SPEC", help="spec YAML or Pulumi.<stack>.yaml")
+    validate.add_argument(
+        "--json", action="store_true", help="print the result as JSON (for CI and editors)"
+    )
+    validate.set_defaults(func=run_validate)
+
+    schema = subparsers.add_parser(
+        "schema",
+        help="print the cluster spec's JSON Schema",
+        description="Print the JSON Schema of the cluster spec (fabric/spec.py).",
+        epilog=_SCHEMA_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    schema.add_argument(
+        "-o", "--output", metavar="FILE", help="write the schema to FILE instead of stdout"
+    )
+    schema.set_defaults(func=run_schema)
