@@ -1,0 +1,325 @@
+"""AWS target: EFA GPU instances in a cluster placement group, plus a head node.
+
+Children: a VPC and subnet (or the existing ones named in ``spec.aws``), a cluster
+placement group, one security group that lets its members talk freely in both
+directions (EFA's OS-bypass traffic needs a self-referencing ingress *and*
+egress rule), one launch template per compute node group carrying every EFA
+interface of the instance type (counts from :mod:`fabric.catalog`), and one
+instance per host. Non-compute nodes (login, controller) become plain instances
+in the same subnet and security group: the head node.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pulumi
+import pulumi_aws as aws
+
+from fabric.catalog import aws_instance
+from fabric.spec import AwsSpec, ClusterSpec, NodeGroup, SpecProblems, cross_field_problems
+
+#: EC2 tag keys railyard sets on everything it creates.
+TAG_CLUSTER = "railyard:cluster"
+TAG_ROLE = "railyard:role"
+
+
+def aws_problems(spec: ClusterSpec) -> list[tuple[str, str]]:
+    """The spec's own cross-field problems plus what this component needs."""
+    problems = list(cross_field_problems(spec))
+    if spec.target != "aws":
+        problems.append(("target", f"{spec.target!r}: this component provisions aws"))
+    if spec.aws is None:
+        return problems + [("aws", "target aws needs the aws block (region, ami, key_name)")]
+    if spec.aws.capacity_block and not spec.aws.capacity_reservation_id:
+        problems.append(
+            ("aws.capacity_reservation_id",
+             "capacity_block: true launches into a purchased Capacity Block; set its id, "
+             "e.g. cr-0123456789abcdef0")
+        )
+    if spec.aws.subnet_id and not spec.aws.vpc_id:
+        problems.append(("aws.vpc_id", "subnet_id is set: also set the vpc_id it belongs to"))
+    if not any(group.role != "compute" for group in spec.nodes):
+        problems.append(
+            ("nodes", "declare a head node, e.g. - {names: head1, role: login}; the compute "
+             "nodes have no public address")
+        )
+    return problems
+
+
+def efa_interface_count(group: NodeGroup, settings: AwsSpec) -> int:
+    """How many EFA interfaces an instance of ``group`` gets (0 without EFA)."""
+    known = aws_instance(group.instance_type or "")
+    if not settings.efa or known is None:
+        return 0
+    return known.efa_interfaces
+
+
+def efa_network_interfaces(
+    count: int, subnet_id: pulumi.Input[str], security_group_id: pulumi.Input[str]
+) -> list[aws.ec2.LaunchTemplateNetworkInterfaceArgs]:
+    """One EFA interface per network card: device index 0 on card 0, 1 on the others."""
+    return [
+        aws.ec2.LaunchTemplateNetworkInterfaceArgs(
+            network_card_index=card,
+            device_index=0 if card == 0 else 1,
+            interface_type="efa",
+            subnet_id=subnet_id,
+            security_groups=[security_group_id],
+            delete_on_termination="true",
+            description=f"railyard EFA {card}",
+        )
+        for card in range(count)
+    ]
+
+
+class AwsCluster(pulumi.ComponentResource):
+    """An EFA cluster on EC2, described by a railyard cluster spec."""
+
+    inventory: pulumi.Output[Any]
+    hosts: pulumi.Output[dict[str, Any]]
+
+    def __init__(
+        self, name: str, spec: ClusterSpec, opts: pulumi.ResourceOptions | None = None
+    ) -> None:
+        problems = aws_problems(spec)
+        if problems:
+            raise SpecProblems(problems)
+        assert spec.aws is not None  # checked above
+        super().__init__("railyard:aws:Cluster", name, None, opts)
+        self._name, self._spec, self._aws = name, spec, spec.aws
+        self._child = pulumi.ResourceOptions(parent=self)
+        self._tags = {TAG_CLUSTER: spec.name}
+        config = pulumi.Config()
+
+        vpc_id, subnet_id, public = self._network()
+        sg = self._security_group(vpc_id)
+        head_sgs = [sg.id, *self._head_ssh(vpc_id, config.get("sshIngressCidr"))]
+        self.placement_group = aws.ec2.PlacementGroup(
+            f"{name}-pg",
+            name=self._aws.placement_group,
+            strategy=self._aws.placement_strategy,
+            tags=self._tags,
+            opts=self._child,
+        )
+
+        instances: dict[str, aws.ec2.Instance] = {}
+        facts: dict[str, dict[str, Any]] = {}
+        for index, group in enumerate(spec.nodes):
+            if group.role == "compute":
+                template = self._launch_template(index, group, subnet_id, sg.id)
+                made = {h: self._compute(h, group, template) for h in group.hosts}
+            else:
+                made = {h: self._head(h, group, subnet_id, head_sgs, public) for h in group.hosts}
+            instances.update(made)
+            for host in group.hosts:
+                facts[host] = {
+                    "role": group.role,
+                    "instance_type": group.instance_type or self._aws.head_instance_type,
+                    "efa_interfaces": efa_interface_count(group, self._aws)
+                    if group.role == "compute" else 0,
+                }
+
+        self.hosts = pulumi.Output.all(
+            **{
+                host: pulumi.Output.all(
+                    private_ip=inst.private_ip, public_ip=inst.public_ip, instance_id=inst.id
+                ).apply(lambda o, f=facts[host]: {**f, **o})
+                for host, inst in instances.items()
+            }
+        )
+        addresses = pulumi.Output.all(**{h: i.private_ip for h, i in instances.items()})
+        self.inventory = addresses.apply(lambda a: _build_inventory(spec, a, config))
+        self.register_outputs({"inventory": self.inventory, "hosts": self.hosts})
+
+    def _network(self) -> tuple[pulumi.Input[str], pulumi.Input[str], bool]:
+        """The VPC and subnet ids, and whether the head node gets a public address."""
+        if self._aws.vpc_id and self._aws.subnet_id:
+            return self._aws.vpc_id, self._aws.subnet_id, False
+        vpc_id: pulumi.Input[str]
+        if self._aws.vpc_id:
+            vpc_id = self._aws.vpc_id
+        else:
+            vpc = aws.ec2.Vpc(
+                f"{self._name}-vpc",
+                cidr_block=str(self._aws.vpc_cidr),
+                enable_dns_hostnames=True,
+                enable_dns_support=True,
+                tags=self._tags,
+                opts=self._child,
+            )
+            vpc_id = vpc.id
+        subnet = aws.ec2.Subnet(
+            f"{self._name}-subnet",
+            vpc_id=vpc_id,
+            cidr_block=str(self._aws.subnet_cidr),
+            availability_zone=self._aws.availability_zone,
+            tags=self._tags,
+            opts=self._child,
+        )
+        if self._aws.vpc_id:
+            return vpc_id, subnet.id, False
+        gateway = aws.ec2.InternetGateway(
+            f"{self._name}-igw", vpc_id=vpc_id, tags=self._tags, opts=self._child
+        )
+        table = aws.ec2.RouteTable(
+            f"{self._name}-rt",
+            vpc_id=vpc_id,
+            routes=[aws.ec2.RouteTableRouteArgs(cidr_block="0.0.0.0/0", gateway_id=gateway.id)],
+            tags=self._tags,
+            opts=self._child,
+        )
+        aws.ec2.RouteTableAssociation(
+            f"{self._name}-rta", subnet_id=subnet.id, route_table_id=table.id, opts=self._child
+        )
+        return vpc_id, subnet.id, True
+
+    def _security_group(self, vpc_id: pulumi.Input[str]) -> aws.ec2.SecurityGroup:
+        """The cluster security group: all traffic between members, both ways; egress out."""
+        sg = aws.ec2.SecurityGroup(
+            f"{self._name}-efa-sg",
+            vpc_id=vpc_id,
+            description=f"railyard {self._spec.name}: all traffic between members (EFA)",
+            tags=self._tags,
+            opts=self._child,
+        )
+        aws.vpc.SecurityGroupIngressRule(
+            f"{self._name}-efa-in-self",
+            security_group_id=sg.id,
+            referenced_security_group_id=sg.id,
+            ip_protocol="-1",
+            description="EFA: all traffic from members",
+            opts=self._child,
+        )
+        aws.vpc.SecurityGroupEgressRule(
+            f"{self._name}-efa-out-self",
+            security_group_id=sg.id,
+            referenced_security_group_id=sg.id,
+            ip_protocol="-1",
+            description="EFA: all traffic to members",
+            opts=self._child,
+        )
+        aws.vpc.SecurityGroupEgressRule(
+            f"{self._name}-out-any",
+            security_group_id=sg.id,
+            cidr_ipv4="0.0.0.0/0",
+            ip_protocol="-1",
+            description="package mirrors and the EFA installer",
+            opts=self._child,
+        )
+        return sg
+
+    def _head_ssh(self, vpc_id: pulumi.Input[str], cidr: str | None) -> list[pulumi.Output[str]]:
+        """A security group opening SSH to the head node from ``cidr`` (config sshIngressCidr)."""
+        if not cidr:
+            return []
+        sg = aws.ec2.SecurityGroup(
+            f"{self._name}-head-ssh-sg",
+            vpc_id=vpc_id,
+            description=f"railyard {self._spec.name}: SSH to the head node",
+            tags=self._tags,
+            opts=self._child,
+        )
+        aws.vpc.SecurityGroupIngressRule(
+            f"{self._name}-head-ssh-in",
+            security_group_id=sg.id,
+            cidr_ipv4=cidr,
+            ip_protocol="tcp",
+            from_port=22,
+            to_port=22,
+            description="SSH from sshIngressCidr",
+            opts=self._child,
+        )
+        return [sg.id]
+
+    def _launch_template(
+        self,
+        index: int,
+        group: NodeGroup,
+        subnet_id: pulumi.Input[str],
+        sg_id: pulumi.Input[str],
+    ) -> aws.ec2.LaunchTemplate:
+        """The launch template of a compute group: AMI, key, EFA NICs, placement, capacity."""
+        settings = self._aws
+        reservation = None
+        if settings.capacity_reservation_id:
+            reservation = aws.ec2.LaunchTemplateCapacityReservationSpecificationArgs(
+                capacity_reservation_target=aws.ec2.
+                LaunchTemplateCapacityReservationSpecificationCapacityReservationTargetArgs(
+                    capacity_reservation_id=settings.capacity_reservation_id
+                )
+            )
+        market = (
+            aws.ec2.LaunchTemplateInstanceMarketOptionsArgs(market_type="capacity-block")
+            if settings.capacity_block else None
+        )
+        return aws.ec2.LaunchTemplate(
+            f"{self._name}-lt-{index}",
+            image_id=settings.ami,
+            instance_type=group.instance_type,
+            key_name=settings.key_name,
+            network_interfaces=efa_network_interfaces(
+                efa_interface_count(group, settings), subnet_id, sg_id
+            ),
+            placement=aws.ec2.LaunchTemplatePlacementArgs(
+                group_name=self.placement_group.name,
+                availability_zone=settings.availability_zone,
+            ),
+            capacity_reservation_specification=reservation,
+            instance_market_options=market,
+            metadata_options=aws.ec2.LaunchTemplateMetadataOptionsArgs(
+                http_tokens="required", http_endpoint="enabled"
+            ),
+            tags=self._tags,
+            opts=self._child,
+        )
+
+    def _compute(
+        self, host: str, group: NodeGroup, template: aws.ec2.LaunchTemplate
+    ) -> aws.ec2.Instance:
+        """One GPU instance from its group's launch template."""
+        return aws.ec2.Instance(
+            f"{self._name}-{host}",
+            launch_template=aws.ec2.InstanceLaunchTemplateArgs(
+                id=template.id, version=template.latest_version.apply(str)
+            ),
+            tags={**self._tags, TAG_ROLE: group.role, "Name": host},
+            opts=self._child,
+        )
+
+    def _head(
+        self,
+        host: str,
+        group: NodeGroup,
+        subnet_id: pulumi.Input[str],
+        security_groups: list[pulumi.Input[str]],
+        public: bool,
+    ) -> aws.ec2.Instance:
+        """A head (login / controller) instance: no EFA, same subnet and security group."""
+        return aws.ec2.Instance(
+            f"{self._name}-{host}",
+            ami=self._aws.ami,
+            instance_type=group.instance_type or self._aws.head_instance_type,
+            key_name=self._aws.key_name,
+            subnet_id=subnet_id,
+            vpc_security_group_ids=security_groups,
+            associate_public_ip_address=public or None,
+            metadata_options=aws.ec2.InstanceMetadataOptionsArgs(
+                http_tokens="required", http_endpoint="enabled"
+            ),
+            tags={**self._tags, TAG_ROLE: group.role, "Name": host},
+            opts=self._child,
+        )
+
+
+def _build_inventory(spec: ClusterSpec, addresses: dict[str, str], config: pulumi.Config) -> Any:
+    """The shared Ansible inventory over the instances' private addresses."""
+    from fabric.inventory import build_inventory
+
+    return build_inventory(
+        spec,
+        addresses,
+        ssh_user=spec.management.ssh_user,
+        private_key_file=config.get("sshPrivateKeyFile"),
+        known_hosts_file=config.get("knownHostsFile"),
+    )

@@ -1,0 +1,210 @@
+"""A Pulumi dynamic resource for one bare-metal node driven through its Redfish BMC.
+
+Create: read the system (serial, MACs), set a one-time boot override and read it
+back, power the node on, wait until the BMC reports ``On``, then wait until SSH
+answers on the node's management address. Delete leaves the machine as it is
+(powering off hardware is an operator's decision, not a ``pulumi destroy`` side
+effect). The provider is pickled by Pulumi: it holds no live handles.
+"""
+
+from __future__ import annotations
+
+import socket
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pulumi
+from pulumi.dynamic import CreateResult, DiffResult, ResourceProvider, UpdateResult
+
+from fabric.redfish import RedfishClient, RedfishError
+
+#: Inputs whose change means a different machine: replace, do not update.
+REPLACE_ON = ("node", "url", "system_id")
+#: Inputs that may change in place (re-checked by update).
+UPDATE_ON = ("username", "password", "verify_tls", "address", "ssh_port", "ssh_timeout",
+             "power_timeout", "boot_target", "settle_target", "restart_if_on")
+#: Outputs the provider reports (declared so that they are attributes of the resource).
+OUTPUTS = ("system_path", "serial", "uuid", "macs", "power_state", "boot_override_target",
+           "boot_override_enabled", "boot_note", "ssh_banner", "ssh_seconds")
+
+
+class SshWaitError(RuntimeError):
+    """SSH did not answer on the node's management address in time."""
+
+
+def wait_for_ssh(
+    host: str,
+    port: int = 22,
+    timeout: float = 600.0,
+    *,
+    interval: float = 2.0,
+    clock: Callable[[], float] = time.monotonic,
+) -> tuple[str, float]:
+    """Wait until ``host:port`` sends an SSH banner; return it and the seconds waited."""
+    start = clock()
+    last = "no attempt"
+    while True:
+        try:
+            with socket.create_connection((host, port), timeout=min(interval * 2, 10.0)) as conn:
+                conn.settimeout(10.0)
+                banner = conn.recv(256).split(b"\r\n", 1)[0].decode("ascii", "replace")
+            if banner.startswith("SSH-"):
+                return banner, clock() - start
+            last = f"answered {banner[:40]!r}, not an SSH banner"
+        except OSError as exc:
+            last = exc.strerror or exc.__class__.__name__
+        if clock() - start >= timeout:
+            raise SshWaitError(
+                f"SSH on {host}:{port} did not answer within {timeout:.0f} s (last: {last}); "
+                "check management.addresses, that the node booted its OS, and the console "
+                "through the BMC"
+            )
+        time.sleep(interval)
+
+
+def provision(props: dict[str, Any]) -> dict[str, Any]:
+    """Drive one node from its inputs; return the outputs (never the password)."""
+    node = props["node"]
+    with RedfishClient(
+        props["url"], props["username"], props["password"], verify_tls=props["verify_tls"]
+    ) as bmc:
+        try:
+            path = bmc.system_path(props.get("system_id"))
+            info = bmc.system(path)
+            boot = bmc.set_boot_override(path, props["boot_target"], "Once")
+            if info.power_state != "On":
+                bmc.reset(path, "On")
+            elif props.get("restart_if_on"):
+                bmc.reset(path, "ForceRestart")
+            bmc.wait_power_state(path, "On", timeout=float(props["power_timeout"]))
+        except RedfishError as exc:
+            raise RedfishError(f"node {node}: {exc}") from None
+        notes: list[str] = []
+        if info.power_state == "On" and not props.get("restart_if_on"):
+            notes.append("node was already On: the boot override applies at its next reboot")
+        banner, waited = wait_for_ssh(
+            props["address"], int(props["ssh_port"]), float(props["ssh_timeout"])
+        )
+        readback = boot.readback
+        settle = props.get("settle_target")
+        if not boot.enabled_applied and settle and settle != props["boot_target"]:
+            # The BMC kept the override past one boot: point it back at the disk.
+            settled = bmc.set_boot_override(path, settle, "Continuous")
+            readback = settled.readback
+            notes.append(
+                f"asked BootSourceOverrideEnabled Once, BMC read back {boot.readback.enabled}; "
+                f"after SSH answered, set {settle} {settled.readback.enabled} so the next "
+                "reboot does not repeat the one-time boot"
+            )
+        elif not boot.enabled_applied:
+            notes.append(
+                f"asked BootSourceOverrideEnabled Once, BMC read back {boot.readback.enabled}"
+            )
+        return {
+            **{k: v for k, v in props.items() if k != "password"},
+            "system_path": path,
+            "serial": info.serial,
+            "uuid": info.uuid,
+            "macs": list(info.macs),
+            "power_state": bmc.power_state(path),
+            "boot_override_target": readback.target,
+            "boot_override_enabled": readback.enabled,
+            "boot_note": "; ".join(notes),
+            "ssh_banner": banner,
+            "ssh_seconds": round(waited, 1),
+        }
+
+
+def refresh(props: dict[str, Any], olds: dict[str, Any]) -> dict[str, Any]:
+    """Update in place: re-read the system and check power and SSH, without a boot override."""
+    with RedfishClient(
+        props["url"], props["username"], props["password"], verify_tls=props["verify_tls"]
+    ) as bmc:
+        path = olds.get("system_path") or bmc.system_path(props.get("system_id"))
+        info = bmc.system(path)
+        if info.power_state != "On":
+            bmc.reset(path, "On")
+            bmc.wait_power_state(path, "On", timeout=float(props["power_timeout"]))
+        banner, waited = wait_for_ssh(
+            props["address"], int(props["ssh_port"]), float(props["ssh_timeout"])
+        )
+        return {
+            **{k: v for k, v in olds.items() if k in OUTPUTS},
+            **{k: v for k, v in props.items() if k != "password"},
+            "system_path": path,
+            "serial": info.serial,
+            "uuid": info.uuid,
+            "macs": list(info.macs),
+            "power_state": bmc.power_state(path),
+            "ssh_banner": banner,
+            "ssh_seconds": round(waited, 1),
+        }
+
+
+class RedfishNodeProvider(ResourceProvider):
+    """The dynamic provider behind :class:`RedfishNode`."""
+
+    def create(self, props: dict[str, Any]) -> CreateResult:
+        outs = provision(props)
+        return CreateResult(id_=f"{props['node']}@{outs['system_path']}", outs=outs)
+
+    def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
+        replaces = [k for k in REPLACE_ON if olds.get(k) != news.get(k)]
+        changed = [k for k in UPDATE_ON if k != "password" and olds.get(k) != news.get(k)]
+        return DiffResult(
+            changes=bool(replaces or changed), replaces=replaces, delete_before_replace=True
+        )
+
+    def update(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
+        return UpdateResult(outs=refresh(news, olds))
+
+    def delete(self, _id: str, _props: dict[str, Any]) -> None:
+        """Leave the machine powered as it is; only the Pulumi record goes."""
+
+
+class RedfishNode(pulumi.dynamic.Resource):
+    """One bare-metal node: read, one-time boot, power on, SSH up."""
+
+    system_path: pulumi.Output[str]
+    serial: pulumi.Output[str | None]
+    uuid: pulumi.Output[str | None]
+    macs: pulumi.Output[list[str]]
+    power_state: pulumi.Output[str]
+    boot_override_target: pulumi.Output[str]
+    boot_override_enabled: pulumi.Output[str]
+    boot_note: pulumi.Output[str]
+    ssh_banner: pulumi.Output[str]
+    ssh_seconds: pulumi.Output[float]
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        node: str,
+        url: str,
+        system_id: str | None,
+        username: str,
+        password: pulumi.Input[str],
+        verify_tls: bool,
+        address: str,
+        boot_target: str,
+        settle_target: str | None = "Hdd",
+        ssh_port: int = 22,
+        ssh_timeout: float = 900.0,
+        power_timeout: float = 120.0,
+        restart_if_on: bool = False,
+        opts: pulumi.ResourceOptions | None = None,
+    ) -> None:
+        props: dict[str, Any] = {
+            "node": node, "url": url, "system_id": system_id, "username": username,
+            "password": pulumi.Output.secret(password), "verify_tls": verify_tls,
+            "address": address, "boot_target": boot_target, "settle_target": settle_target,
+            "ssh_port": ssh_port, "ssh_timeout": ssh_timeout, "power_timeout": power_timeout,
+            "restart_if_on": restart_if_on,
+            **{k: None for k in OUTPUTS},
+        }
+        secret = pulumi.ResourceOptions(additional_secret_outputs=["password"])
+        super().__init__(
+            RedfishNodeProvider(), name, props, pulumi.ResourceOptions.merge(opts, secret)
+        )
