@@ -30,6 +30,10 @@ Filters:
     ``{PARAM: wanted_value}`` for every wanted parameter whose current value differs
 ``mlxconfig_value_matches(current, wanted)``
     whether one current cell satisfies one wanted value
+``mlxconfig_reboot_pending(text, names=None)``
+    parameters set for the next boot but not yet current (needs ``query -e`` output)
+``mlxconfig_set_args(changes)``
+    ``["NAME=value", ...]`` arguments for ``mlxconfig set``
 """
 
 from __future__ import annotations
@@ -183,6 +187,25 @@ def mlxconfig_diff(current: dict, wanted: dict) -> dict:
     return changes
 
 
+def mlxconfig_reboot_pending(text: str, names=None) -> list[str]:
+    """Parameters whose ``Next Boot`` value differs from their ``Current`` one (``query -e``).
+
+    Such a setting was made but the adapter has not been reset since, so a reboot is still
+    needed. Only ``names`` are looked at when given. Output without a ``Current`` column
+    (a plain ``query``) tells nothing, so the answer is then empty.
+    """
+    devices = mlxconfig_devices(text)
+    if not devices:
+        return []
+    pending = []
+    for name, cells in devices[0]["params"].items():
+        if names and name not in names:
+            continue
+        if "Current" in cells and "Next Boot" in cells and cells["Current"] != cells["Next Boot"]:
+            pending.append(name)
+    return pending
+
+
 def mlxconfig_set_args(changes: dict) -> list[str]:
     """``{"SRIOV_EN": True}`` -> ``["SRIOV_EN=True"]`` for ``mlxconfig set``."""
     args = []
@@ -203,4 +226,5 @@ class FilterModule:
             "mlxconfig_diff": mlxconfig_diff,
             "mlxconfig_value_matches": mlxconfig_value_matches,
             "mlxconfig_set_args": mlxconfig_set_args,
+            "mlxconfig_reboot_pending": mlxconfig_reboot_pending,
         }

@@ -147,3 +147,9 @@ def test_empty_output():
 def test_filter_module_exports():
     names = set(mlx.FilterModule().filters())
     assert {"mlxconfig_params", "mlxconfig_diff", "mlxconfig_devices"} <= names
+
+
+def test_reboot_pending_needs_current_column():
+    # Neither sample has a "Current" column (no ``-e``): nothing can be said, so nothing pending.
+    assert mlx.mlxconfig_reboot_pending(read("mlxconfig__skyao__1.txt")) == []
+    assert mlx.mlxconfig_reboot_pending(read("mlxconfig__magnate3__1.txt"), ["SRIOV_EN"]) == []
