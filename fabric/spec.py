@@ -349,10 +349,17 @@ class _Checker:
     spec: ClusterSpec
     hosts: dict[str, int] = field(default_factory=dict)
     problems: list[tuple[str, str]] = field(default_factory=list)
+    #: False when some node group's host list could not be expanded: references to
+    #: hosts are then not reported as undeclared, as they may be in that group.
+    all_hosts_known: bool = True
 
     def add(self, path: str, message: str) -> None:
         """Record one problem at ``path``."""
         self.problems.append((path, message))
+
+    def host_groups(self) -> list[tuple[str, NodeGroup]]:
+        """Each declared host with its node group, in declaration order."""
+        return [(host, self.spec.nodes[index]) for host, index in self.hosts.items()]
 
     def declared(self) -> str:
         """The declared hosts as a compact host list, for messages."""
@@ -360,7 +367,7 @@ class _Checker:
 
     def check_host(self, path: str, host: str) -> None:
         """Record a problem if ``host`` is not a declared node."""
-        if host not in self.hosts:
+        if host not in self.hosts and self.all_hosts_known:
             self.add(path, f"{host!r} is not a declared host; declared hosts: {self.declared()}")
 
     def check_host_list(self, path: str, expr: str) -> None:
@@ -375,7 +382,7 @@ class _Checker:
         unknown = [name for name in names if name not in self.hosts]
         if not names:
             self.add(path, f"host list {expr!r} names no hosts; use ALL or e.g. gpu[01-04]")
-        elif unknown:
+        elif unknown and self.all_hosts_known:
             self.add(
                 path,
                 f"{compress(unknown)!r} in {expr!r} are not declared hosts;"
@@ -396,6 +403,7 @@ def _check_nodes(c: _Checker) -> None:
             names = expand(group.names)
         except HostlistError as error:
             c.add(path, str(error))
+            c.all_hosts_known = False
             continue
         if not names:
             c.add(path, f"host list {group.names!r} names no hosts; write e.g. gpu[01-08]")
@@ -406,7 +414,7 @@ def _check_nodes(c: _Checker) -> None:
                     f"host name {name!r} is not valid; use letters, digits and inner hyphens,"
                     " at most 63 characters",
                 )
-            elif name in groups_of:
+            if name in groups_of:
                 first = groups_of[name]
                 where = "earlier in this group" if first == index else f"in nodes[{first}]"
                 c.add(
@@ -484,24 +492,74 @@ def _check_hca_link_layers(c: _Checker) -> None:
 
 
 def _check_topology(c: _Checker) -> None:
-    """Leaves have enough host ports, and leaf and spine ports add up."""
+    """Leaves have enough host ports for the fabric nodes, and leaf and spine ports add up.
+
+    Layout as in fabric/topology/from_spec.py: fabric nodes fill leaves ``nodes_per_leaf``
+    at a time; rail-optimized, each ``nodes_per_leaf`` nodes form a scalable unit taking
+    one leaf per rail, with HCA rail k on leaf k of the unit.
+    """
     tree = c.spec.fabric.topology
     if tree is None:
         return
     path = "fabric.topology"
-    used = tree.nodes_per_leaf + tree.uplinks_per_leaf
+    fabric_nodes = [(host, g) for host, g in c.host_groups() if g.hcas]
+    rails = 1 + max((h.rail for _, g in fabric_nodes for h in g.hcas), default=0)
+    if tree.rail_optimized:
+        units = tree.leaves // rails
+        ports = units * tree.nodes_per_leaf
+        if len(fabric_nodes) > ports:
+            needed = -(-len(fabric_nodes) // tree.nodes_per_leaf)
+            c.add(
+                f"{path}.leaves",
+                f"{tree.leaves} leaves hold {units} scalable unit(s) of {rails} rails ="
+                f" {ports} nodes, but {len(fabric_nodes)} HCA-bearing nodes need {needed}"
+                f" units = {needed * rails} leaves; raise leaves or nodes_per_leaf",
+            )
+    else:
+        ports = tree.leaves * tree.nodes_per_leaf
+        if len(fabric_nodes) > ports:
+            c.add(
+                f"{path}.nodes_per_leaf",
+                f"{len(fabric_nodes)} HCA-bearing nodes but {tree.leaves} leaves x"
+                f" {tree.nodes_per_leaf} nodes_per_leaf = {ports} host ports;"
+                " raise leaves or nodes_per_leaf",
+            )
+    _check_leaf_ports(c, tree, fabric_nodes)
+    _check_spines(c, tree)
+
+
+def _check_leaf_ports(
+    c: _Checker, tree: FatTree, fabric_nodes: list[tuple[str, NodeGroup]]
+) -> None:
+    """Host ports plus uplinks of one leaf fit in ``ports_per_switch``."""
+    per_node = 1
+    for _, group in fabric_nodes:
+        by_leaf: dict[int, int] = {}
+        for hca in group.hcas:
+            leaf = hca.rail if tree.rail_optimized else 0
+            by_leaf[leaf] = by_leaf.get(leaf, 0) + hca.ports
+        per_node = max(per_node, *by_leaf.values())
+    host_ports = tree.nodes_per_leaf * per_node
+    used = host_ports + tree.uplinks_per_leaf
     if used > tree.ports_per_switch:
+        each = f" x {per_node} ports each" if per_node > 1 else ""
         c.add(
-            f"{path}.ports_per_switch",
-            f"nodes_per_leaf {tree.nodes_per_leaf} + uplinks_per_leaf {tree.uplinks_per_leaf}"
-            f" = {used} ports, more than ports_per_switch {tree.ports_per_switch}",
+            "fabric.topology.ports_per_switch",
+            f"nodes_per_leaf {tree.nodes_per_leaf}{each} + uplinks_per_leaf"
+            f" {tree.uplinks_per_leaf} = {used} leaf ports, more than ports_per_switch"
+            f" {tree.ports_per_switch}",
         )
+
+
+def _check_spines(c: _Checker, tree: FatTree) -> None:
+    """Leaves reach the spines, and the spines have a port for every uplink."""
+    path = "fabric.topology"
     if tree.spines == 0 and (tree.leaves > 1 or tree.uplinks_per_leaf > 0):
         c.add(f"{path}.spines", f"{tree.leaves} leaves with uplinks need at least one spine")
     if tree.spines > 0 and tree.uplinks_per_leaf == 0:
         c.add(
             f"{path}.uplinks_per_leaf",
-            f"{tree.spines} spines are unreachable; set uplinks_per_leaf >= 1",
+            f"0 uplinks leave {tree.spines} spines unreachable; set uplinks_per_leaf >= 1",
         )
     spine_ports = tree.spines * tree.ports_per_switch
     if tree.spines > 0 and tree.leaves * tree.uplinks_per_leaf > spine_ports:
@@ -511,59 +569,6 @@ def _check_topology(c: _Checker) -> None:
             f"{tree.leaves * tree.uplinks_per_leaf} spine ports needed, but {tree.spines} spines"
             f" x {tree.ports_per_switch} ports = {spine_ports}",
         )
-    if tree.rail_optimized:
-        _check_rail_capacity(c, tree)
-    else:
-        _check_leaf_capacity(c, tree)
-
-
-def _fabric_groups(c: _Checker) -> list[NodeGroup]:
-    """Node groups with at least one HCA, whose host names expanded cleanly."""
-    return [g for g in c.spec.nodes if g.hcas and all(h in c.hosts for h in _safe_hosts(g))]
-
-
-def _safe_hosts(group: NodeGroup) -> list[str]:
-    try:
-        return expand(group.names)
-    except HostlistError:
-        return []
-
-
-def _check_leaf_capacity(c: _Checker, tree: FatTree) -> None:
-    nodes = sum(len(_safe_hosts(g)) for g in _fabric_groups(c))
-    ports = tree.leaves * tree.nodes_per_leaf
-    if nodes > ports:
-        c.add(
-            "fabric.topology.nodes_per_leaf",
-            f"{nodes} HCA-bearing nodes but {tree.leaves} leaves x {tree.nodes_per_leaf}"
-            f" nodes_per_leaf = {ports} host ports; add leaves or raise nodes_per_leaf",
-        )
-
-
-def _check_rail_capacity(c: _Checker, tree: FatTree) -> None:
-    per_rail: dict[int, int] = {}
-    for group in _fabric_groups(c):
-        for hca in group.hcas:
-            per_rail[hca.rail] = per_rail.get(hca.rail, 0) + hca.ports * len(_safe_hosts(group))
-    if not per_rail:
-        return
-    rails = max(per_rail) + 1
-    if tree.leaves % rails:
-        c.add(
-            "fabric.topology.leaves",
-            f"{tree.leaves} leaves cannot be split evenly over {rails} rails"
-            f" (HCA rail 0-{rails - 1}); use a multiple of {rails}",
-        )
-        return
-    units = tree.leaves // rails
-    capacity = units * tree.nodes_per_leaf
-    for rail, ports in sorted(per_rail.items()):
-        if ports > capacity:
-            c.add(
-                "fabric.topology.nodes_per_leaf",
-                f"rail {rail} has {ports} HCA ports but {units} scalable unit(s) x"
-                f" {tree.nodes_per_leaf} nodes_per_leaf = {capacity} leaf ports",
-            )
 
 
 def _check_infiniband(c: _Checker) -> None:

@@ -1,0 +1,256 @@
+"""The cluster spec: valid specs load, every broken rule is reported with its path."""
+
+from __future__ import annotations
+
+import copy
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from fabric.spec import ClusterSpec, SpecProblems
+from fabric.specload import SpecError, format_path, load_spec, spec_from_mapping
+
+ROOT = Path(__file__).resolve().parents[2]
+SPECS = Path(__file__).parent / "specs"
+VALID = sorted((SPECS / "valid").glob("*.yaml"))
+INVALID = yaml.safe_load((SPECS / "invalid.yaml").read_text())
+
+
+def base(name: str) -> dict[str, Any]:
+    """A fresh copy of the valid spec ``specs/valid/<name>.yaml``."""
+    return yaml.safe_load((SPECS / "valid" / f"{name}.yaml").read_text())
+
+
+def _parts(path: str) -> list[str | int]:
+    return [int(i) if i else key for key, i in re.findall(r"([^.\[\]]+)|\[(\d+)\]", path)]
+
+
+def _parent(data: Any, parts: list[str | int]) -> Any:
+    for part in parts[:-1]:
+        if isinstance(part, str) and part not in data:
+            data[part] = {}
+        data = data[part]
+    return data
+
+
+def set_path(data: dict[str, Any], path: str, value: Any) -> None:
+    """Set ``path`` (``a.b[1].c``) in ``data``; an index one past a list's end appends."""
+    parts = _parts(path)
+    parent, last = _parent(data, parts), parts[-1]
+    if isinstance(last, int) and last == len(parent):
+        parent.append(value)
+    else:
+        parent[last] = value
+
+
+def delete_path(data: dict[str, Any], path: str) -> None:
+    parts = _parts(path)
+    del _parent(data, parts)[parts[-1]]
+
+
+def problems(data: dict[str, Any]) -> list[tuple[str, str]]:
+    """The problems SpecError reports for ``data``; fails the test if it validates."""
+    with pytest.raises(SpecError) as caught:
+        spec_from_mapping(data)
+    return caught.value.problems
+
+
+def broken(case: dict[str, Any]) -> dict[str, Any]:
+    data = base(case["base"])
+    for path, value in case.get("set", {}).items():
+        set_path(data, path, value)
+    for path in case.get("delete", []):
+        delete_path(data, path)
+    return data
+
+
+# --- valid specs ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("path", VALID, ids=[p.stem for p in VALID])
+def test_valid_spec_loads(path: Path) -> None:
+    assert isinstance(load_spec(path), ClusterSpec)
+
+
+def test_lab_stack_validates() -> None:
+    spec = load_spec(ROOT / "Pulumi.lab.yaml")
+    assert (spec.name, len(spec.hosts)) == ("lab", 11)
+
+
+EXAMPLES = sorted((ROOT / "examples").glob("*.yaml"))
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=[p.stem for p in EXAMPLES])
+def test_example_validates(path: Path) -> None:
+    assert isinstance(load_spec(path), ClusterSpec)
+
+
+def test_hosts_keep_declaration_order() -> None:
+    spec = spec_from_mapping(base("lab"))
+    assert list(spec.hosts)[:2] + list(spec.hosts)[-3:] == ["gpu01", "gpu02", "sm1", "sm2", "ctl1"]
+
+
+# --- one broken rule per case --------------------------------------------------------------
+
+
+@pytest.mark.parametrize("case", INVALID, ids=[c["id"] for c in INVALID])
+def test_invalid_case_reports_path(case: dict[str, Any]) -> None:
+    paths = [path for path, _ in problems(broken(case))]
+    assert set(case["expect"]) <= set(paths), paths
+
+
+@pytest.mark.parametrize("case", INVALID, ids=[c["id"] for c in INVALID])
+def test_invalid_case_message_explains(case: dict[str, Any]) -> None:
+    found = dict(reversed(problems(broken(case))))  # first message per path
+    assert case["says"] in found[case["expect"][0]]
+
+
+def test_invalid_cases_cover_distinct_ids() -> None:
+    ids = [case["id"] for case in INVALID]
+    assert len(ids) == len(set(ids))
+
+
+# --- all problems at once ------------------------------------------------------------------
+
+
+def test_every_problem_is_reported_together() -> None:
+    data = base("lab")
+    set_path(data, "fabric.mtu", 9000)
+    set_path(data, "fabric.infiniband.subnet_managers[1].priority", 20)
+    set_path(data, "slurm.controller", "ctl9")
+    set_path(data, "nodes[1].names", "sm1,gpu01")
+    set_path(data, "slurm.topology_plugin", "block")
+    assert {path for path, _ in problems(data)} >= {
+        "fabric.mtu",
+        "fabric.infiniband.subnet_managers[1].priority",
+        "slurm.controller",
+        "nodes[1].names",
+        "slurm.block_size",
+    }
+
+
+def test_malformed_host_list_does_not_cascade() -> None:
+    data = base("lab")
+    set_path(data, "nodes[0].names", "gpu[01-08")
+    assert [path for path, _ in problems(data)] == ["nodes[0].names"]
+
+
+def test_field_errors_are_reported_together() -> None:
+    data = base("lab")
+    set_path(data, "fabric.topology.leaves", 0)
+    set_path(data, "target", "azure")
+    set_path(data, "bogus", 1)
+    assert {path for path, _ in problems(data)} == {"fabric.topology.leaves", "target", "bogus"}
+
+
+def test_pydantic_error_lists_cross_field_problems() -> None:
+    data = base("lab")
+    set_path(data, "fabric.mtu", 9000)
+    with pytest.raises(ValueError, match=r"fabric\.mtu: 9000 is not an InfiniBand MTU"):
+        ClusterSpec.model_validate(data)
+
+
+def test_spec_problems_str_counts_and_lists() -> None:
+    text = str(SpecProblems([("a.b", "bad"), ("c[0]", "worse")]))
+    assert text.splitlines() == ["2 problems in the cluster spec:", "  a.b: bad", "  c[0]: worse"]
+
+
+def test_spec_error_str_is_one_problem_per_line() -> None:
+    assert str(SpecError([("a.b", "bad"), ("c", "worse")])) == "a.b: bad\nc: worse"
+
+
+@pytest.mark.parametrize(
+    ("loc", "path"),
+    [
+        (("fabric", "infiniband", "subnet_managers", 1, "priority"),
+         "fabric.infiniband.subnet_managers[1].priority"),
+        (("nodes", 0), "nodes[0]"),
+        (("name",), "name"),
+    ],
+)
+def test_format_path(loc: tuple[str | int, ...], path: str) -> None:
+    assert format_path(loc) == path
+
+
+# --- the JSON Schema -----------------------------------------------------------------------
+
+
+def test_schema_documents_sm_priority_range() -> None:
+    priority = ClusterSpec.model_json_schema()["$defs"]["SubnetManager"]["properties"]["priority"]
+    assert (priority["minimum"], priority["maximum"]) == (0, 15)
+
+
+def test_schema_documents_pfc_priority_range() -> None:
+    pfc = ClusterSpec.model_json_schema()["$defs"]["RoceSpec"]["properties"]["pfc_priority"]
+    assert (pfc["minimum"], pfc["maximum"]) == (0, 7)
+
+
+# --- loading files -------------------------------------------------------------------------
+
+
+def test_load_plain_spec_equals_stack_spec(tmp_path: Path) -> None:
+    stack = tmp_path / "Pulumi.x.yaml"
+    stack.write_text(yaml.safe_dump({"config": {"railyard:cluster": base("lab")}}))
+    assert load_spec(stack) == load_spec(SPECS / "valid" / "lab.yaml")
+
+
+def test_load_missing_file_names_it(tmp_path: Path) -> None:
+    with pytest.raises(SpecError, match=r"nope\.yaml: no such file"):
+        load_spec(tmp_path / "nope.yaml")
+
+
+def test_load_directory_is_an_error(tmp_path: Path) -> None:
+    with pytest.raises(SpecError, match="is a directory"):
+        load_spec(tmp_path)
+
+
+def test_load_yaml_syntax_error_gives_line(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: lab\nnodes: [gpu01\n")
+    with pytest.raises(SpecError, match=r"bad\.yaml:3:1: invalid YAML"):
+        load_spec(bad)
+
+
+def test_load_duplicate_key_is_an_error(tmp_path: Path) -> None:
+    bad = tmp_path / "dup.yaml"
+    bad.write_text("name: lab\ntarget: lab\nname: other\n")
+    with pytest.raises(SpecError, match="found the key 'name' twice"):
+        load_spec(bad)
+
+
+def test_load_empty_file_is_an_error(tmp_path: Path) -> None:
+    empty = tmp_path / "empty.yaml"
+    empty.write_text("# nothing\n")
+    with pytest.raises(SpecError, match="is empty"):
+        load_spec(empty)
+
+
+def test_load_stack_without_cluster_key(tmp_path: Path) -> None:
+    stack = tmp_path / "Pulumi.x.yaml"
+    stack.write_text("config:\n  aws:region: us-east-2\n")
+    with pytest.raises(SpecError, match=r"config\.railyard:cluster: missing .* aws:region"):
+        load_spec(stack)
+
+
+def test_spec_from_non_mapping() -> None:
+    with pytest.raises(SpecError, match=r"\(spec\): expected a mapping"):
+        spec_from_mapping(["name", "lab"])
+
+
+def test_spec_error_keeps_source(tmp_path: Path) -> None:
+    data = base("lab")
+    set_path(data, "fabric.mtu", 9000)
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump(data))
+    with pytest.raises(SpecError) as caught:
+        load_spec(path)
+    assert caught.value.source == str(path)
+
+
+def test_broken_does_not_touch_base() -> None:
+    before = copy.deepcopy(base("lab"))
+    broken({"base": "lab", "set": {"fabric.mtu": 1}})
+    assert base("lab") == before
