@@ -11,6 +11,7 @@ in the same subnet and security group: the head node.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pulumi
@@ -313,13 +314,20 @@ class AwsCluster(pulumi.ComponentResource):
 
 
 def _build_inventory(spec: ClusterSpec, addresses: dict[str, str], config: pulumi.Config) -> Any:
-    """The shared Ansible inventory over the instances' private addresses."""
+    """The shared Ansible inventory over the instances' private addresses.
+
+    Key and known_hosts files come from config ``sshPrivateKeyFile`` / ``knownHostsFile``
+    (``~`` expanded), by default ``state/<stack>/id_ed25519`` and ``state/<stack>/known_hosts``.
+    """
     from fabric.inventory import build_inventory
 
+    state = Path("state") / pulumi.get_stack()
+    key = Path(config.get("sshPrivateKeyFile") or state / "id_ed25519").expanduser()
+    known = Path(config.get("knownHostsFile") or state / "known_hosts").expanduser()
     return build_inventory(
         spec,
         addresses,
         ssh_user=spec.management.ssh_user,
-        private_key_file=config.get("sshPrivateKeyFile"),
-        known_hosts_file=config.get("knownHostsFile"),
+        private_key_file=str(key.absolute()),
+        known_hosts_file=str(known.absolute()),
     )

@@ -11,6 +11,7 @@ provisioning knobs listed in :class:`BareMetalSettings`.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pulumi
@@ -185,24 +186,31 @@ class BareMetalCluster(pulumi.ComponentResource):
             }
         )
         self.switches = pulumi.Output.all(**{n: s.hostvars for n, s in switches.items()})
+        addresses = {h: str(a) for h, a in spec.management.addresses.items()}
         # Depends on every node, so the hand-off runs only once SSH answers everywhere.
         self.inventory = pulumi.Output.all(*[n.ssh_banner for n in nodes.values()]).apply(
-            lambda _: _build_inventory(spec, config)
+            lambda _: _build_inventory(spec, addresses, config)
         )
         self.register_outputs(
             {"inventory": self.inventory, "hosts": self.hosts, "switches": self.switches}
         )
 
 
-def _build_inventory(spec: ClusterSpec, config: pulumi.Config) -> Any:
-    """The shared Ansible inventory for the fixed management addresses."""
+def _build_inventory(spec: ClusterSpec, addresses: dict[str, str], config: pulumi.Config) -> Any:
+    """The shared Ansible inventory over the fixed management addresses.
+
+    Key and known_hosts files come from config ``sshPrivateKeyFile`` / ``knownHostsFile``
+    (``~`` expanded), by default ``state/<stack>/id_ed25519`` and ``state/<stack>/known_hosts``.
+    """
     from fabric.inventory import build_inventory
 
-    addresses = {host: str(addr) for host, addr in spec.management.addresses.items()}
+    state = Path("state") / pulumi.get_stack()
+    key = Path(config.get("sshPrivateKeyFile") or state / "id_ed25519").expanduser()
+    known = Path(config.get("knownHostsFile") or state / "known_hosts").expanduser()
     return build_inventory(
         spec,
         addresses,
         ssh_user=spec.management.ssh_user,
-        private_key_file=config.get("sshPrivateKeyFile"),
-        known_hosts_file=config.get("knownHostsFile"),
+        private_key_file=str(key.absolute()),
+        known_hosts_file=str(known.absolute()),
     )

@@ -11,6 +11,7 @@ GPU NIC counts come from :mod:`fabric.catalog`.
 from __future__ import annotations
 
 import ipaddress
+from pathlib import Path
 from typing import Any
 
 import pulumi
@@ -256,13 +257,20 @@ def _addresses(interfaces: list[dict[str, Any]] | None) -> dict[str, str | None]
 
 
 def _build_inventory(spec: ClusterSpec, addresses: dict[str, str], config: pulumi.Config) -> Any:
-    """The shared Ansible inventory over the instances' system-NIC addresses."""
+    """The shared Ansible inventory over the instances' system-NIC addresses.
+
+    Key and known_hosts files come from config ``sshPrivateKeyFile`` / ``knownHostsFile``
+    (``~`` expanded), by default ``state/<stack>/id_ed25519`` and ``state/<stack>/known_hosts``.
+    """
     from fabric.inventory import build_inventory
 
+    state = Path("state") / pulumi.get_stack()
+    key = Path(config.get("sshPrivateKeyFile") or state / "id_ed25519").expanduser()
+    known = Path(config.get("knownHostsFile") or state / "known_hosts").expanduser()
     return build_inventory(
         spec,
         addresses,
         ssh_user=spec.management.ssh_user,
-        private_key_file=config.get("sshPrivateKeyFile"),
-        known_hosts_file=config.get("knownHostsFile"),
+        private_key_file=str(key.absolute()),
+        known_hosts_file=str(known.absolute()),
     )

@@ -1,0 +1,226 @@
+"""The AWS component's resource graph under Pulumi mocks, and the specs it refuses."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pulumi
+import pytest
+import yaml
+
+from fabric.components.aws import AwsCluster
+from fabric.spec import ClusterSpec, SpecProblems
+
+EXAMPLE = Path(__file__).parents[2] / "Pulumi.aws-efa.example.yaml"
+
+
+class Mocks(pulumi.runtime.Mocks):
+    """Records every resource; gives instances an address and templates a version."""
+
+    def __init__(self) -> None:
+        self.resources: list[pulumi.runtime.MockResourceArgs] = []
+
+    def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str, dict[str, Any]]:
+        self.resources.append(args)
+        outs = dict(args.inputs)
+        if args.typ == "aws:ec2/launchTemplate:LaunchTemplate":
+            outs["latestVersion"] = 1
+        if args.typ == "aws:ec2/instance:Instance":
+            outs["privateIp"] = f"10.0.0.{len(self.resources)}"
+        return f"{args.name}-id", outs
+
+    def call(self, args: pulumi.runtime.MockCallArgs) -> dict[str, Any]:
+        return {}
+
+    def of(self, typ: str) -> list[pulumi.runtime.MockResourceArgs]:
+        return [r for r in self.resources if r.typ == typ]
+
+
+def example(**aws: Any) -> dict[str, Any]:
+    data = yaml.safe_load(EXAMPLE.read_text())["config"]["railyard:cluster"]
+    data["aws"].update(aws)
+    return data
+
+
+def build(spec: ClusterSpec) -> tuple[Mocks, dict[str, Any]]:
+    """Run the component under fresh mocks; return the mocks and its resolved outputs."""
+    mocks = Mocks()
+    pulumi.runtime.set_mocks(mocks, project="railyard", stack="awstest", preview=False)
+    result: dict[str, Any] = {}
+
+    @pulumi.runtime.test
+    def run() -> pulumi.Output[Any]:
+        cluster = AwsCluster("c", spec)
+        return pulumi.Output.all(cluster.hosts, cluster.inventory).apply(
+            lambda v: result.update(hosts=v[0], inventory=v[1])
+        )
+
+    run()
+    monitor = pulumi.runtime.settings.get_monitor()
+    result["urns"] = list(monitor.get_registered_resources())  # type: ignore[union-attr]
+    return mocks, result
+
+
+@pytest.fixture(scope="module")
+def p5() -> tuple[Mocks, dict[str, Any]]:
+    return build(ClusterSpec.model_validate(example()))
+
+
+def test_every_host_is_one_instance(p5: tuple[Mocks, dict[str, Any]]) -> None:
+    mocks, out = p5
+    names = sorted(r.inputs["tags"]["Name"] for r in mocks.of("aws:ec2/instance:Instance"))
+    assert names == ["gpu01", "gpu02", "gpu03", "gpu04", "head1"]
+    assert sorted(out["hosts"]) == names
+
+
+def test_children_are_parented_to_the_component(p5: tuple[Mocks, dict[str, Any]]) -> None:
+    mocks, out = p5
+    children = [u for u in out["urns"] if not u.endswith("railyard:aws:Cluster::c")]
+    assert len(children) == len(mocks.resources) - 1 > 10
+    assert all("::railyard:aws:Cluster$aws:" in urn for urn in children)
+
+
+def test_p5_launch_template_has_32_efa_interfaces(p5: tuple[Mocks, dict[str, Any]]) -> None:
+    mocks, _ = p5
+    (template,) = mocks.of("aws:ec2/launchTemplate:LaunchTemplate")
+    nics = template.inputs["networkInterfaces"]
+    assert len(nics) == 32
+    assert [n["networkCardIndex"] for n in nics] == list(range(32))
+    assert [n["deviceIndex"] for n in nics] == [0] + [1] * 31
+    assert {n["interfaceType"] for n in nics} == {"efa"}
+    assert {n["subnetId"] for n in nics} == {"c-subnet-id"}
+    assert all(n["securityGroups"] == ["c-efa-sg-id"] for n in nics)
+    assert template.inputs["instanceType"] == "p5.48xlarge"
+    assert template.inputs["imageId"] == "ami-0123456789abcdef0"
+    assert template.inputs["keyName"] == "railyard"
+
+
+def test_compute_instances_launch_from_the_template(p5: tuple[Mocks, dict[str, Any]]) -> None:
+    mocks, out = p5
+    compute = [r for r in mocks.of("aws:ec2/instance:Instance")
+               if r.inputs["tags"]["railyard:role"] == "compute"]
+    assert len(compute) == 4
+    assert {r.inputs["launchTemplate"]["id"] for r in compute} == {"c-lt-0-id"}
+    assert {r.inputs["launchTemplate"]["version"] for r in compute} == {"1"}
+    assert out["hosts"]["gpu01"]["efa_interfaces"] == 32
+
+
+def test_placement_group_is_explicit_cluster(p5: tuple[Mocks, dict[str, Any]]) -> None:
+    mocks, _ = p5
+    (group,) = mocks.of("aws:ec2/placementGroup:PlacementGroup")
+    assert group.inputs["strategy"] == "cluster"
+    assert group.inputs["name"] == "efa-p5-pg"
+    (template,) = mocks.of("aws:ec2/launchTemplate:LaunchTemplate")
+    assert template.inputs["placement"]["groupName"] == "efa-p5-pg"
+    assert template.inputs["placement"]["availabilityZone"] == "us-east-2b"
+
+
+def test_security_group_refers_to_itself_both_ways(p5: tuple[Mocks, dict[str, Any]]) -> None:
+    mocks, _ = p5
+    ingress = mocks.of("aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule")
+    egress = mocks.of("aws:vpc/securityGroupEgressRule:SecurityGroupEgressRule")
+    self_in = [r.inputs for r in ingress if r.inputs.get("referencedSecurityGroupId")]
+    self_out = [r.inputs for r in egress if r.inputs.get("referencedSecurityGroupId")]
+    for rules in (self_in, self_out):
+        assert len(rules) == 1
+        assert rules[0]["securityGroupId"] == rules[0]["referencedSecurityGroupId"] == "c-efa-sg-id"
+        assert rules[0]["ipProtocol"] == "-1"
+
+
+def test_new_vpc_subnet_and_public_head(p5: tuple[Mocks, dict[str, Any]]) -> None:
+    mocks, _ = p5
+    (vpc,) = mocks.of("aws:ec2/vpc:Vpc")
+    (subnet,) = mocks.of("aws:ec2/subnet:Subnet")
+    assert vpc.inputs["cidrBlock"] == "10.0.0.0/16"
+    assert subnet.inputs["cidrBlock"] == "10.0.0.0/20"
+    assert len(mocks.of("aws:ec2/internetGateway:InternetGateway")) == 1
+    (head,) = [r for r in mocks.of("aws:ec2/instance:Instance")
+               if r.inputs["tags"]["Name"] == "head1"]
+    assert head.inputs["instanceType"] == "c6i.2xlarge"
+    assert head.inputs["associatePublicIpAddress"] is True
+    assert "launchTemplate" not in head.inputs
+
+
+def test_inventory_uses_private_addresses(p5: tuple[Mocks, dict[str, Any]]) -> None:
+    mocks, out = p5
+    hosts = out["inventory"]["all"]["hosts"]
+    by_name = {r.inputs["tags"]["Name"]: r for r in mocks.of("aws:ec2/instance:Instance")}
+    assert sorted(hosts) == sorted(by_name)
+    assert hosts["gpu01"]["ansible_host"] == out["hosts"]["gpu01"]["private_ip"]
+    assert out["inventory"]["all"]["vars"]["ansible_user"] == "ubuntu"
+
+
+def test_p4d_gets_4_efa_interfaces() -> None:
+    data = example()
+    data["nodes"][0]["instance_type"] = "p4d.24xlarge"
+    mocks, out = build(ClusterSpec.model_validate(data))
+    (template,) = mocks.of("aws:ec2/launchTemplate:LaunchTemplate")
+    nics = template.inputs["networkInterfaces"]
+    assert [(n["networkCardIndex"], n["deviceIndex"]) for n in nics] == [
+        (0, 0), (1, 1), (2, 1), (3, 1)
+    ]
+    assert out["hosts"]["gpu04"]["efa_interfaces"] == 4
+
+
+def test_existing_vpc_and_subnet_are_used_as_is() -> None:
+    spec = ClusterSpec.model_validate(example(vpc_id="vpc-0abc", subnet_id="subnet-0abc"))
+    mocks, _ = build(spec)
+    assert mocks.of("aws:ec2/vpc:Vpc") == [] and mocks.of("aws:ec2/subnet:Subnet") == []
+    (sg,) = mocks.of("aws:ec2/securityGroup:SecurityGroup")
+    assert sg.inputs["vpcId"] == "vpc-0abc"
+    (template,) = mocks.of("aws:ec2/launchTemplate:LaunchTemplate")
+    assert {n["subnetId"] for n in template.inputs["networkInterfaces"]} == {"subnet-0abc"}
+
+
+def test_capacity_block_sets_market_type_and_reservation() -> None:
+    spec = ClusterSpec.model_validate(
+        example(capacity_block=True, capacity_reservation_id="cr-0123456789abcdef0")
+    )
+    mocks, _ = build(spec)
+    (template,) = mocks.of("aws:ec2/launchTemplate:LaunchTemplate")
+    assert template.inputs["instanceMarketOptions"] == {"marketType": "capacity-block"}
+    target = template.inputs["capacityReservationSpecification"]["capacityReservationTarget"]
+    assert target == {"capacityReservationId": "cr-0123456789abcdef0"}
+
+
+# --- refusals: the spec validators run before any resource is registered ---------------
+
+
+def unchecked(data: dict[str, Any]) -> ClusterSpec:
+    """A spec built without its validators, as a caller bypassing model_validate would."""
+    valid = ClusterSpec.model_validate(example())
+    aws = valid.aws.model_copy(update=data.pop("aws", {}))  # type: ignore[union-attr]
+    nodes = [valid.nodes[0].model_copy(update=data.pop("node0", {})), *valid.nodes[1:]]
+    return valid.model_copy(update={"aws": aws, "nodes": nodes})
+
+
+@pytest.mark.parametrize(
+    ("change", "path", "words"),
+    [
+        ({"node0": {"instance_type": "g5.xlarge", "gpus": 1}}, "nodes[0].instance_type",
+         "has no EFA"),
+        ({"aws": {"placement_group": None}}, "aws.placement_group", "placement group"),
+        ({"aws": {"placement_strategy": "spread"}}, "aws.placement_strategy", "cluster"),
+        ({"aws": {"efa": False}}, "aws.gpudirect_rdma", "GPUDirect RDMA runs over EFA"),
+        ({"aws": {"capacity_block": True}}, "aws.capacity_reservation_id", "Capacity Block"),
+    ],
+)
+def test_wrong_spec_refused_before_any_resource(
+    change: dict[str, Any], path: str, words: str
+) -> None:
+    mocks = Mocks()
+    pulumi.runtime.set_mocks(mocks, project="railyard", stack="awstest", preview=False)
+    with pytest.raises(SpecProblems) as error:
+        AwsCluster("c", unchecked(change))
+    assert path in dict(error.value.problems)
+    assert words in dict(error.value.problems)[path]
+    assert path in str(error.value)
+    assert mocks.resources == []
+
+
+def test_spec_itself_refuses_efa_on_a_type_without_efa() -> None:
+    data = example()
+    data["nodes"][0].update(instance_type="g5.xlarge", gpus=1)
+    with pytest.raises(ValueError, match=r"nodes\[0\]\.instance_type"):
+        ClusterSpec.model_validate(data)
