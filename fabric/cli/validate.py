@@ -49,7 +49,8 @@ def summary(spec: ClusterSpec) -> str:
         leaves = _plural(tree.leaves, "leaf", "leaves")
         words.append(f"fat-tree {leaves}/{_plural(tree.spines, 'spine')}")
     if spec.target in ("aws", "gcp"):
-        words.append(f"on {spec.target}")
+        types = sorted({g.instance_type for g in spec.nodes if g.instance_type and g.gpus})
+        words.append(f"on {spec.target}" + (f" ({', '.join(types)})" if types else ""))
     parts.append(" ".join(words))
     if fabric.infiniband is not None:
         parts.append(_plural(len(fabric.infiniband.subnet_managers), "subnet manager"))

@@ -1,0 +1,27 @@
+"""Pulumi ComponentResources, one per target; ``cluster_component`` picks the spec's."""
+
+from __future__ import annotations
+
+import importlib
+
+import pulumi
+
+from fabric.spec import ClusterSpec
+
+#: target -> (module, class); imported lazily so a lab run needs no cloud SDK.
+TARGETS = {
+    "lab": ("fabric.components.lab", "LabCluster"),
+    "aws": ("fabric.components.aws", "AwsCluster"),
+    "gcp": ("fabric.components.gcp", "GcpCluster"),
+    "baremetal": ("fabric.components.baremetal", "BaremetalCluster"),
+}
+
+
+def cluster_component(name: str, spec: ClusterSpec, opts: pulumi.ResourceOptions | None = None) -> pulumi.ComponentResource:
+    """Return the component that builds ``spec`` on ``spec.target`` (outputs ``inventory``, ``hosts``)."""
+    module, cls = TARGETS[spec.target]
+    try:
+        factory = getattr(importlib.import_module(module), cls)
+    except (ImportError, AttributeError) as exc:
+        raise RuntimeError(f"target {spec.target!r} needs {module}.{cls}, which could not be loaded: {exc}") from exc
+    return factory(name, spec, opts)

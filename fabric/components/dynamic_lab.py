@@ -1,0 +1,311 @@
+"""Pulumi dynamic providers for the lab's real parts.
+
+Each provider is a thin adapter from Pulumi's create/read/diff/update/delete to a driver in
+``fabric.lab``. Providers hold no live handles (they are pickled with dill); every
+``read`` looks at the real thing, so ``pulumi refresh`` sees a dead helper or a removed
+container as gone and the next ``pulumi up`` recreates it.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import pulumi
+from pulumi.dynamic import CreateResult, DiffResult, ReadResult, Resource, ResourceProvider, UpdateResult
+
+#: Inputs that are bookkeeping, never compared.
+_IGNORED = {"__provider"}
+
+
+def _changed(olds: dict[str, Any], news: dict[str, Any], keys: list[str] | None = None) -> list[str]:
+    names = keys if keys is not None else sorted((set(olds) | set(news)) - _IGNORED)
+    return [k for k in names if olds.get(k) != news.get(k)]
+
+
+def _plain(props: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in props.items() if k not in _IGNORED}
+
+
+class _ReplaceOnChange(ResourceProvider):
+    """Any input change replaces the resource (delete first: names are unique).
+
+    Keys starting with ``out_`` and those in ``outputs`` are outputs, never compared.
+    """
+
+    outputs: frozenset[str] = frozenset()
+
+    def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
+        keys = [k for k in news if k not in _IGNORED and k not in self.outputs and not k.startswith("out_")]
+        changes = _changed(olds, news, keys)
+        return DiffResult(changes=bool(changes), replaces=changes, delete_before_replace=True)
+
+
+# ---------------------------------------------------------------- node image
+class NodeImageProvider(_ReplaceOnChange):
+    """The node image (built when missing; kept on delete: it is a cache, not lab state)."""
+
+    outputs = frozenset({"tag"})
+
+    def create(self, props: dict[str, Any]) -> CreateResult:
+        from fabric.lab.image import ensure_image
+
+        tag = ensure_image()
+        return CreateResult(tag, {**_plain(props), "tag": tag})
+
+    def read(self, id_: str, props: dict[str, Any]) -> ReadResult:
+        from fabric.lab.podman import exists
+
+        return ReadResult(id_ if exists("image", id_) else None, props)
+
+    def delete(self, _id: str, _props: dict[str, Any]) -> None:
+        return None
+
+
+class NodeImage(Resource):
+    """``localhost/railyard-node:<hash12>``."""
+
+    tag: pulumi.Output[str]
+
+    def __init__(self, name: str, image_hash: str, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__(NodeImageProvider(), name, {"image_hash": image_hash, "tag": None}, opts)
+
+
+# ---------------------------------------------------------------- networks
+class LabNetworkProvider(_ReplaceOnChange):
+    """A podman network with an always-up bridge holding the gateway address."""
+
+    outputs = frozenset({"bridge"})
+
+    def create(self, props: dict[str, Any]) -> CreateResult:
+        from fabric.lab.network import ensure_network
+
+        info = ensure_network(props["network"], props["subnet"], props["gateway"], props.get("mtu"))
+        return CreateResult(info.name, {**_plain(props), "bridge": info.bridge})
+
+    def read(self, id_: str, props: dict[str, Any]) -> ReadResult:
+        from fabric.lab.network import bridge_up, inspect
+
+        info = inspect(id_)
+        if info is None or not bridge_up(info):
+            return ReadResult(None, {})
+        return ReadResult(id_, {**props, "bridge": info.bridge})
+
+    def delete(self, id_: str, props: dict[str, Any]) -> None:
+        from fabric.lab.network import remove_network
+
+        remove_network(id_, props.get("bridge"))
+
+
+class LabNetwork(Resource):
+    """A lab network (management, BMC or RoCE fabric)."""
+
+    bridge: pulumi.Output[str]
+
+    def __init__(
+        self, name: str, network: str, subnet: str, gateway: str, mtu: int | None = None,
+        opts: pulumi.ResourceOptions | None = None,
+    ) -> None:
+        args = {"network": network, "subnet": subnet, "gateway": gateway, "mtu": mtu, "bridge": None}
+        super().__init__(LabNetworkProvider(), name, args, opts)
+
+
+# ---------------------------------------------------------------- ssh keys
+class SshKeyProvider(_ReplaceOnChange):
+    """An ed25519 key pair made by ssh-keygen; the private key is a secret output."""
+
+    outputs = frozenset({"public_key", "private_key"})
+
+    def create(self, props: dict[str, Any]) -> CreateResult:
+        from fabric.lab.keys import generate
+
+        pair = generate(props["comment"])
+        return CreateResult(props["comment"], {**_plain(props), **pair.model_dump()})
+
+    def read(self, id_: str, props: dict[str, Any]) -> ReadResult:
+        return ReadResult(id_, props)
+
+    def delete(self, _id: str, _props: dict[str, Any]) -> None:
+        return None
+
+
+class SshKey(Resource):
+    """An SSH key pair (the stack's login key or a node's host key)."""
+
+    public_key: pulumi.Output[str]
+    private_key: pulumi.Output[str]
+
+    def __init__(self, name: str, comment: str, opts: pulumi.ResourceOptions | None = None) -> None:
+        opts = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(additional_secret_outputs=["private_key"]))
+        super().__init__(SshKeyProvider(), name, {"comment": comment, "public_key": None, "private_key": None}, opts)
+
+
+# ---------------------------------------------------------------- state files
+class LabFileProvider(ResourceProvider):
+    """A file under state/<stack>/ with given content and mode; removed on delete."""
+
+    def create(self, props: dict[str, Any]) -> CreateResult:
+        path = Path(props["path"])
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, int(props["mode"], 8))
+        with os.fdopen(fd, "w") as out:
+            out.write(props["content"])
+        os.chmod(path, int(props["mode"], 8))
+        return CreateResult(str(path), _plain(props))
+
+    def read(self, id_: str, props: dict[str, Any]) -> ReadResult:
+        path = Path(id_)
+        if not path.is_file() or path.read_text() != props.get("content"):
+            return ReadResult(None, {})
+        return ReadResult(id_, props)
+
+    def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
+        changes = _changed(olds, news, ["path", "content", "mode"])
+        return DiffResult(changes=bool(changes), replaces=[c for c in changes if c == "path"], delete_before_replace=True)
+
+    def update(self, _id: str, _olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
+        return UpdateResult(self.create(news).outs)
+
+    def delete(self, id_: str, props: dict[str, Any]) -> None:
+        path = Path(id_)
+        path.unlink(missing_ok=True)
+        root = Path(props["root"])
+        parent = path.parent
+        while parent != root.parent and parent.is_dir() and not any(parent.iterdir()):
+            parent.rmdir()
+            parent = parent.parent
+
+
+class LabFile(Resource):
+    """A state file (key, known_hosts, inventory, ibsim net file)."""
+
+    def __init__(
+        self, name: str, path: str, content: pulumi.Input[str], root: str, mode: str = "644",
+        secret: bool = False, opts: pulumi.ResourceOptions | None = None,
+    ) -> None:
+        if secret:
+            opts = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(additional_secret_outputs=["content"]))
+        super().__init__(LabFileProvider(), name, {"path": path, "content": content, "mode": mode, "root": root}, opts)
+
+
+# ---------------------------------------------------------------- helper processes
+class IbSimProvider(_ReplaceOnChange):
+    """ibsim in remote mode, a long-running process tracked by pid + start time."""
+
+    def create(self, props: dict[str, Any]) -> CreateResult:
+        from fabric.lab.ibsim import start_ibsim
+
+        helper = start_ibsim(Path(props["net_file"]), int(props["port"]), list(props["limits"]), Path(props["log"]))
+        return CreateResult(f"ibsim-{helper.pid}", {**_plain(props), "out_helper": helper.model_dump()})
+
+    def read(self, id_: str, props: dict[str, Any]) -> ReadResult:
+        from fabric.lab.process import Helper, alive
+
+        helper = props.get("out_helper")
+        return ReadResult(id_ if helper and alive(Helper(**helper)) else None, props if helper else {})
+
+    def delete(self, _id: str, props: dict[str, Any]) -> None:
+        from fabric.lab.process import Helper, stop
+
+        if props.get("out_helper"):
+            stop(Helper(**props["out_helper"]))
+        Path(props["log"]).unlink(missing_ok=True)
+
+
+class IbSim(Resource):
+    """The simulated InfiniBand fabric."""
+
+    def __init__(
+        self, name: str, net_file: str, net_hash: pulumi.Input[str], port: int, limits: list[str], log: str,
+        opts: pulumi.ResourceOptions | None = None,
+    ) -> None:
+        args = {"net_file": net_file, "net_hash": net_hash, "port": port, "limits": limits, "log": log, "out_helper": None}
+        super().__init__(IbSimProvider(), name, args, opts)
+
+
+class RedfishEmulatorProvider(_ReplaceOnChange):
+    """sushy-tools fake-driver emulator + the notifier that makes containers follow power."""
+
+    def create(self, props: dict[str, Any]) -> CreateResult:
+        from fabric.lab.bmc import BmcConfig, endpoints, start_bmc
+
+        cfg = BmcConfig(**props["config"])
+        procs = start_bmc(cfg)
+        outs = {**_plain(props), "out_helpers": procs.model_dump(), "out_endpoints": endpoints(cfg)}
+        return CreateResult(f"bmc-{procs.emulator.pid}", outs)
+
+    def read(self, id_: str, props: dict[str, Any]) -> ReadResult:
+        from fabric.lab.bmc import BmcProcesses
+        from fabric.lab.process import alive
+
+        helpers = props.get("out_helpers")
+        if not helpers:
+            return ReadResult(None, {})
+        procs = BmcProcesses(**helpers)
+        if alive(procs.emulator) and alive(procs.notifier):
+            return ReadResult(id_, props)
+        from fabric.lab.process import stop  # one half alive: stop it so the recreate starts clean
+
+        stop(procs.emulator)
+        stop(procs.notifier)
+        return ReadResult(None, {})
+
+    def delete(self, _id: str, props: dict[str, Any]) -> None:
+        from fabric.lab.bmc import BmcProcesses, stop_bmc
+
+        if props.get("out_helpers"):
+            stop_bmc(BmcProcesses(**props["out_helpers"]), props["config"]["state_dir"])
+
+
+class RedfishEmulator(Resource):
+    """The lab's BMCs: one Redfish system per node."""
+
+    out_endpoints: pulumi.Output[dict[str, dict[str, str]]]
+
+    def __init__(self, name: str, config: dict[str, Any], opts: pulumi.ResourceOptions | None = None) -> None:
+        args = {"config": config, "out_helpers": None, "out_endpoints": None}
+        super().__init__(RedfishEmulatorProvider(), name, args, opts)
+
+
+# ---------------------------------------------------------------- nodes
+class LabNodeProvider(_ReplaceOnChange):
+    """One node: a systemd container reachable over SSH with its own host key."""
+
+    def create(self, props: dict[str, Any]) -> CreateResult:
+        from fabric.lab.node import NodeConfig, create_node, remove_node
+        from fabric.lab.ssh import host_keys_from, wait_ssh
+
+        cfg = NodeConfig(**props["config"])
+        create_node(cfg)
+        address = props["address"]
+        try:
+            wait_ssh(
+                address, user=props["ssh_user"], private_key=props["login_private_key"],
+                host_keys=host_keys_from(entries={address: cfg.host_key_public}),
+            )
+        except Exception:
+            remove_node(cfg.container)
+            raise
+        return CreateResult(cfg.container, _plain(props))
+
+    def read(self, id_: str, props: dict[str, Any]) -> ReadResult:
+        from fabric.lab.node import state
+
+        return ReadResult(id_ if state(id_) is not None else None, props)
+
+    def delete(self, id_: str, _props: dict[str, Any]) -> None:
+        from fabric.lab.node import remove_node
+
+        remove_node(id_)
+
+
+class LabNode(Resource):
+    """A lab node (container ``<prefix>-<node>``)."""
+
+    def __init__(
+        self, name: str, config: pulumi.Input[dict[str, Any]], address: str, ssh_user: str,
+        login_private_key: pulumi.Input[str], opts: pulumi.ResourceOptions | None = None,
+    ) -> None:
+        args = {"config": config, "address": address, "ssh_user": ssh_user, "login_private_key": login_private_key}
+        super().__init__(LabNodeProvider(), name, args, opts)

@@ -1,0 +1,136 @@
+"""``LabCluster``: a whole cluster on this machine from real parts.
+
+Children: the node image, the management and BMC networks (plus a RoCE fabric network for
+RoCE specs), the stack's login key and one host key per node, state files (private key,
+known_hosts, inventory, ibsim net file), ibsim, one container per node and the Redfish
+emulator. Outputs: ``inventory``, ``hosts``, ``fabric``, ``bmc_endpoints``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+from typing import Any
+
+import pulumi
+
+from fabric.components.dynamic_lab import IbSim, LabFile, LabNetwork, LabNode, NodeImage, RedfishEmulator, SshKey
+from fabric.inventory import build_inventory, dump_inventory
+from fabric.lab.image import image_hash
+from fabric.lab.keys import known_hosts_line
+from fabric.lab.node import ibsim_environment
+from fabric.lab.plan import LabPlan, NetPlan, plan_lab
+from fabric.spec import ClusterSpec
+from fabric.topology.from_spec import graph_from_spec
+from fabric.topology.ibsim import ibsim_limits, render_net
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+def state_root() -> Path:
+    """Return the directory holding every stack's runtime state (``$RAILYARD_STATE_DIR`` or ./state)."""
+    return Path(os.environ.get("RAILYARD_STATE_DIR") or REPO_ROOT / "state").resolve()
+
+
+class LabCluster(pulumi.ComponentResource):
+    """The one-machine lab built from ``spec``."""
+
+    inventory: pulumi.Output[dict[str, Any]]
+    hosts: pulumi.Output[list[dict[str, Any]]]
+
+    def __init__(self, name: str, spec: ClusterSpec, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__("railyard:lab:LabCluster", name, None, opts)
+        stack = pulumi.get_stack()
+        prefix = pulumi.Config("railyard").get("prefix") or f"railyard-{stack}"
+        plan = plan_lab(spec, stack, prefix, str(state_root() / stack))
+        child = pulumi.ResourceOptions(parent=self)
+        state = Path(plan.state_dir)
+
+        image = NodeImage(f"{name}-image", image_hash(), child)
+        mgmt = self._network(f"{name}-mgmt", plan.mgmt)
+        bmc_net = self._network(f"{name}-bmc", plan.bmc)
+        fabric_net = self._network(f"{name}-fabric", plan.fabric) if plan.fabric else None
+
+        login = SshKey(f"{name}-login-key", f"railyard-{stack}", child)
+        key_file = state / "ssh" / "id_ed25519"
+        LabFile(f"{name}-login-key-file", str(key_file), login.private_key, plan.state_dir, "600", True, child)
+        host_keys = {n.name: SshKey(f"{name}-{n.name}-host-key", f"root@{n.name}", child) for n in plan.nodes}
+        known_hosts = state / "known_hosts"
+        kh_content = pulumi.Output.all(*[host_keys[n.name].public_key for n in plan.nodes]).apply(
+            lambda keys: "".join(
+                known_hosts_line([n.name, n.address], key) + "\n" for n, key in zip(plan.nodes, keys)
+            )
+        )
+        LabFile(f"{name}-known-hosts", str(known_hosts), kh_content, plan.state_dir, "644", False, child)
+
+        ibsim = self._ibsim(name, spec, plan, mgmt) if plan.ibsim else None
+        deps = [r for r in (image, mgmt, fabric_net, ibsim) if r is not None]
+        nodes = [self._node(name, plan, n, image, login, host_keys[n.name], deps) for n in plan.nodes]
+        emulator = RedfishEmulator(
+            f"{name}-bmc-emulator",
+            {
+                "stack": stack,
+                "nodes": {n.name: n.container for n in plan.nodes},
+                "listen_ip": plan.bmc.gateway,
+                "port": plan.bmc_port,
+                "notifier_port": plan.notifier_port,
+                "state_dir": str(state / "bmc"),
+            },
+            pulumi.ResourceOptions(parent=self, depends_on=[bmc_net, *nodes]),
+        )
+
+        inventory = build_inventory(
+            spec, {n.name: n.address for n in plan.nodes}, ssh_user=plan.ssh_user,
+            private_key_file=str(key_file), known_hosts_file=str(known_hosts),
+        )
+        LabFile(f"{name}-inventory", str(state / "inventory.yml"), dump_inventory(inventory), plan.state_dir,
+                "644", False, pulumi.ResourceOptions(parent=self, depends_on=nodes))
+        self.inventory = pulumi.Output.from_input(inventory)
+        self.hosts = pulumi.Output.from_input(
+            [{"name": n.name, "address": n.address, "container": n.container, "sim_host": n.sim_host,
+              "fabric_address": n.fabric_address} for n in plan.nodes]
+        )
+        self.fabric = pulumi.Output.from_input(
+            {"kind": spec.fabric.kind, "ibsim_server": plan.mgmt.gateway if plan.ibsim else None,
+             "ibsim_port": plan.ibsim_port if plan.ibsim else None,
+             "net_file": str(state / "ibsim.net") if plan.ibsim else None,
+             "roce_network": plan.fabric.model_dump() if plan.fabric else None}
+        )
+        self.bmc_endpoints = emulator.out_endpoints
+        self.state_dir = pulumi.Output.from_input(plan.state_dir)
+        self.register_outputs(
+            {"inventory": self.inventory, "hosts": self.hosts, "fabric": self.fabric,
+             "bmc_endpoints": self.bmc_endpoints, "state_dir": self.state_dir}
+        )
+
+    def _network(self, name: str, net: NetPlan) -> LabNetwork:
+        return LabNetwork(name, net.network, net.subnet, net.gateway, net.mtu, pulumi.ResourceOptions(parent=self))
+
+    def _ibsim(self, name: str, spec: ClusterSpec, plan: LabPlan, mgmt: LabNetwork) -> IbSim:
+        graph = graph_from_spec(spec)
+        net_text = render_net(graph)
+        net_file = Path(plan.state_dir) / "ibsim.net"
+        netfile = LabFile(f"{name}-ibsim-net", str(net_file), net_text, plan.state_dir, "644", False,
+                          pulumi.ResourceOptions(parent=self))
+        return IbSim(
+            f"{name}-ibsim", str(net_file), hashlib.sha256(net_text.encode()).hexdigest()[:16], plan.ibsim_port,
+            ibsim_limits(graph), str(Path(plan.state_dir) / "logs" / "ibsim.log"),
+            pulumi.ResourceOptions(parent=self, depends_on=[netfile, mgmt]),
+        )
+
+    def _node(self, name: str, plan: LabPlan, node: Any, image: NodeImage, login: SshKey, host_key: SshKey,
+              deps: list[pulumi.Resource]) -> LabNode:
+        networks = {plan.mgmt.network: node.address}
+        if plan.fabric and node.fabric_address:
+            networks[plan.fabric.network] = node.fabric_address
+        env = ibsim_environment(plan.mgmt.gateway, plan.ibsim_port, node.sim_host) if node.sim_host else {}
+        config = pulumi.Output.all(image.tag, login.public_key, host_key.private_key, host_key.public_key).apply(
+            lambda v: {
+                "name": node.name, "container": node.container, "image": v[0], "networks": networks,
+                "authorized_key": v[1], "host_key_private": v[2], "host_key_public": v[3], "environment": env,
+                "labels": {"railyard.stack": plan.stack, "railyard.prefix": plan.prefix},
+            }
+        )
+        return LabNode(f"{name}-{node.name}", config, node.address, plan.ssh_user, login.private_key,
+                       pulumi.ResourceOptions(parent=self, depends_on=deps))

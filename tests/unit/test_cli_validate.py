@@ -1,0 +1,119 @@
+"""``python -m fabric validate`` and ``schema``, run through ``fabric.cli.main``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from fabric.cli import main
+
+ROOT = Path(__file__).resolve().parents[2]
+SPECS = Path(__file__).parent / "specs"
+
+
+def write_broken_lab(tmp_path: Path) -> Path:
+    """The lab spec with three problems: IB MTU, SM priority, undeclared controller."""
+    data = yaml.safe_load((SPECS / "valid" / "lab.yaml").read_text())
+    data["fabric"]["mtu"] = 9000
+    data["fabric"]["infiniband"]["subnet_managers"][1]["priority"] = 20
+    data["slurm"]["controller"] = "ctl9"
+    path = tmp_path / "broken.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def test_validate_lab_stack_exits_zero(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["validate", str(ROOT / "Pulumi.lab.yaml")]) == 0
+
+
+def test_validate_lab_stack_prints_summary(capsys: pytest.CaptureFixture[str]) -> None:
+    main(["validate", str(ROOT / "Pulumi.lab.yaml")])
+    assert capsys.readouterr().out == (
+        "lab: valid — 11 hosts, infiniband fat-tree 2 leaves/1 spine, 2 subnet managers\n"
+    )
+
+
+def test_validate_roce_summary_names_qos(capsys: pytest.CaptureFixture[str]) -> None:
+    main(["validate", str(SPECS / "valid" / "roce.yaml")])
+    out = capsys.readouterr().out
+    assert "roce rail-optimized fat-tree 8 leaves/4 spines, PFC priority 3" in out
+
+
+def test_validate_cloud_summary_names_instance_type(capsys: pytest.CaptureFixture[str]) -> None:
+    main(["validate", str(SPECS / "valid" / "aws.yaml")])
+    assert "efa on aws (p5.48xlarge)" in capsys.readouterr().out
+
+
+def test_validate_broken_exits_one(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["validate", str(write_broken_lab(tmp_path))]) == 1
+
+
+def test_validate_broken_lists_every_problem(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write_broken_lab(tmp_path)
+    main(["validate", str(path)])
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == f"{path}: 3 problems"
+    assert [line.split(": ")[0].strip() for line in lines[1:]] == [
+        "fabric.mtu",
+        "fabric.infiniband.subnet_managers[1].priority",
+        "slurm.controller",
+    ]
+
+
+def test_validate_problem_line_has_value_and_fix(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    main(["validate", str(write_broken_lab(tmp_path))])
+    assert "  fabric.mtu: 9000 is not an InfiniBand MTU; use one of 256, 512, 1024, 2048, 4096" in (
+        capsys.readouterr().out.splitlines()
+    )
+
+
+def test_validate_missing_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["validate", str(tmp_path / "none.yaml")]) == 1
+    assert "none.yaml: no such file" in capsys.readouterr().out
+
+
+def test_validate_json_reports_problems(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    main(["validate", "--json", str(write_broken_lab(tmp_path))])
+    result = json.loads(capsys.readouterr().out)
+    assert (result["valid"], result["problems"][2]["path"]) == (False, "slurm.controller")
+
+
+def test_validate_json_valid(capsys: pytest.CaptureFixture[str]) -> None:
+    main(["validate", "--json", str(ROOT / "Pulumi.lab.yaml")])
+    assert json.loads(capsys.readouterr().out)["valid"] is True
+
+
+def test_schema_prints_cluster_schema(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["schema"]) == 0
+    schema = json.loads(capsys.readouterr().out)
+    assert schema["title"] == "ClusterSpec"
+
+
+def test_schema_is_indented(capsys: pytest.CaptureFixture[str]) -> None:
+    main(["schema"])
+    assert capsys.readouterr().out.startswith('{\n  "$defs"')
+
+
+def test_schema_output_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "cluster.schema.json"
+    main(["schema", "--output", str(out)])
+    assert "fabric" in json.loads(out.read_text())["properties"]
+
+
+def test_validate_help_shows_examples(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["validate", "--help"])
+    assert "python -m fabric validate Pulumi.lab.yaml" in capsys.readouterr().out
+
+
+def test_validate_requires_spec(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["validate"])
+    assert exited.value.code == 2
