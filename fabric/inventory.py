@@ -1,0 +1,68 @@
+"""The Ansible inventory of a cluster: groups by role, subnet managers, fabric hosts.
+
+Every target (lab, bare metal, clouds) builds its inventory here from the spec and the
+addresses it provisioned, so the roles see the same groups everywhere.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from fabric.spec import ClusterSpec
+
+ROLE_GROUPS = ("compute", "controller", "login", "sm")
+
+
+class InventoryError(ValueError):
+    """The spec and the provisioned addresses do not fit together."""
+
+
+def build_inventory(
+    spec: ClusterSpec,
+    addresses: dict[str, str],
+    *,
+    ssh_user: str,
+    private_key_file: str,
+    known_hosts_file: str,
+) -> dict[str, Any]:
+    """Return the YAML inventory (as a dict) for ``spec`` with each host at ``addresses[host]``."""
+    missing = [h for h in spec.hosts if h not in addresses]
+    if missing:
+        raise InventoryError(f"no address for host(s) {missing}: provision them before building the inventory")
+    for path, what in ((private_key_file, "private_key_file"), (known_hosts_file, "known_hosts_file")):
+        if not Path(path).is_absolute():
+            raise InventoryError(f"{what} must be an absolute path, got {path!r}")
+    hosts = {h: {"ansible_host": addresses[h]} for h in spec.hosts}
+    children: dict[str, Any] = {}
+    for role in ROLE_GROUPS:
+        members = spec.hosts_with_role(role)
+        children[role] = {"hosts": {h: {} for h in members}}
+    sms = spec.fabric.infiniband.subnet_managers if spec.fabric.infiniband else []
+    unknown = [sm.host for sm in sms if sm.host not in spec.hosts]
+    if unknown:
+        raise InventoryError(f"fabric.infiniband.subnet_managers names unknown host(s) {unknown}")
+    children["subnet_managers"] = {"hosts": {sm.host: {"subnet_manager_priority": sm.priority} for sm in sms}}
+    children["fabric_hosts"] = {"hosts": {h: {} for h, g in spec.hosts.items() if g.hcas}}
+    controller = spec.slurm.controller or next(iter(spec.hosts_with_role("controller")), None)
+    children["slurm_controller"] = {"hosts": {controller: {}} if controller else {}}
+    return {
+        "all": {
+            "vars": {
+                "ansible_user": ssh_user,
+                "ansible_ssh_private_key_file": private_key_file,
+                "ansible_ssh_common_args": f"-o UserKnownHostsFile={known_hosts_file} -o StrictHostKeyChecking=yes",
+                "railyard_cluster": spec.name,
+                "railyard_target": spec.target,
+            },
+            "hosts": hosts,
+            "children": children,
+        }
+    }
+
+
+def dump_inventory(inventory: dict[str, Any]) -> str:
+    """Return ``inventory`` as YAML text."""
+    return yaml.safe_dump(inventory, sort_keys=False, default_flow_style=False)
