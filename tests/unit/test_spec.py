@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 import yaml
 
+from fabric.catalog import aws_instance, gcp_machine
 from fabric.spec import ClusterSpec, SpecProblems
 from fabric.specload import SpecError, format_path, load_spec, spec_from_mapping
 
@@ -254,3 +255,26 @@ def test_broken_does_not_touch_base() -> None:
     before = copy.deepcopy(base("lab"))
     broken({"base": "lab", "set": {"fabric.mtu": 1}})
     assert base("lab") == before
+
+
+# --- the machine type catalog the EFA and GCP rules read ---------------------------------
+
+
+@pytest.mark.parametrize(
+    ("instance_type", "efa_interfaces"),
+    [("p5.48xlarge", 32), ("p5e.48xlarge", 32), ("p5en.48xlarge", 16), ("p4d.24xlarge", 4),
+     ("p4de.24xlarge", 4), ("trn1.32xlarge", 8), ("g5.xlarge", 0), ("m5.large", 0)],
+)
+def test_catalog_efa_interfaces(instance_type: str, efa_interfaces: int) -> None:
+    known = aws_instance(instance_type)
+    assert known is not None and known.efa_interfaces == efa_interfaces
+
+
+@pytest.mark.parametrize(("machine_type", "gpu_nics"), [("a3-highgpu-8g", 4), ("a3-megagpu-8g", 8)])
+def test_catalog_gpu_nics(machine_type: str, gpu_nics: int) -> None:
+    known = gcp_machine(machine_type)
+    assert known is not None and known.gpu_nics == gpu_nics
+
+
+def test_catalog_unknown_type_is_none() -> None:
+    assert (aws_instance("p9.mega"), gcp_machine("a9-gpu")) == (None, None)
