@@ -6,6 +6,12 @@ one way: spec -> Pulumi resources -> inventory -> roles -> checks -> report.
 
 Field names are part of the public interface: stack files, the JSON Schema
 (``python -m fabric schema``) and every later stage use them.
+
+Validation runs in two passes. pydantic checks each field (types, ranges, unknown
+keys); once every field parses, ClusterSpec's rules (end of this module) check what
+spans fields - unique hosts, switch ports, MTU per fabric kind, QoS ranges, host
+references, target blocks, cloud machine types - and raise one SpecProblems listing
+every broken rule. fabric.specload turns both into ``(path, message)`` pairs.
 """
 
 from __future__ import annotations
