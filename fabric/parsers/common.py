@@ -1,0 +1,214 @@
+"""Shared models and helpers for the tool-output parsers.
+
+Every parser is a pure function ``parse(text) -> Model``. Text that is not the tool's
+output raises :class:`ParseError`; a failure the tool itself reported (``ibpanic``,
+``Couldn't connect ...``) becomes a result with ``ok=False`` and a ``reason``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator
+from typing import TypeVar
+
+from pydantic import BaseModel, ConfigDict
+
+Number = int | float
+M = TypeVar("M", bound=BaseModel)
+
+#: Canonical logical port states (IBA PortState).
+PORT_STATES = {
+    "NOP": "Nop",
+    "NO_STATE_CHANGE": "Nop",
+    "DOWN": "Down",
+    "INIT": "Initializing",
+    "INITIALIZE": "Initializing",
+    "INITIALIZING": "Initializing",
+    "ARMED": "Armed",
+    "ACTIVE": "Active",
+    "ACTIVE_DEFER": "ActiveDefer",
+    "ACTIVEDEFER": "ActiveDefer",
+}
+
+#: Canonical physical port states (IBA PortPhysicalState).
+PHYS_STATES = {
+    "SLEEP": "Sleep",
+    "POLLING": "Polling",
+    "DISABLED": "Disabled",
+    "PORTCONFIGURATIONTRAINING": "PortConfigurationTraining",
+    "LINK_UP": "LinkUp",
+    "LINKUP": "LinkUp",
+    "LINKERRORRECOVERY": "LinkErrorRecovery",
+    "LINK_ERROR_RECOVERY": "LinkErrorRecovery",
+    "PHYTEST": "PhyTest",
+    "PHY_TEST": "PhyTest",
+}
+
+#: Per-lane signalling rate (Gb/s) of each InfiniBand speed generation.
+LANE_GBPS = {
+    "SDR": 2.5,
+    "DDR": 5.0,
+    "QDR": 10.0,
+    "FDR10": 10.3125,
+    "FDR": 14.0625,
+    "EDR": 25.78125,
+    "HDR": 53.125,
+    "NDR": 106.25,
+    "XDR": 212.5,
+}
+
+#: Tool-failure markers shared by the infiniband-diags and verbs tools.
+FAILURE_MARKERS = (
+    re.compile(r"^ibpanic: .*"),
+    re.compile(r"^.*iberror: .*"),
+    re.compile(r"^Couldn't .*"),
+    re.compile(r"^Failed .*"),
+    re.compile(r"^.*No such device.*"),
+    re.compile(r"^.*No IB devices found.*"),
+    re.compile(r"^-E- .*"),
+)
+
+
+class ParseError(ValueError):
+    """Text that is not the named tool's output: names the tool, line and expectation."""
+
+    def __init__(self, tool: str, line: int, expected: str, got: str | None = None) -> None:
+        self.tool = tool
+        self.line = line
+        self.expected = expected
+        self.got = got
+        where = f"line {line}" if line else "end of input"
+        message = f"{tool}: {where}: expected {expected}"
+        if got is not None:
+            message += f", got {got.strip()[:80]!r}"
+        super().__init__(message)
+
+
+class Model(BaseModel):
+    """Base for every parsed model: frozen, no unknown fields."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class ToolResult(Model):
+    """A tool run's result: ``ok`` is False when the tool reported its own failure."""
+
+    ok: bool = True
+    reason: str | None = None
+
+
+class Rate(Model):
+    """A link rate such as ``400 Gb/sec (4X NDR)``."""
+
+    rate_gbps: Number
+    width: str | None = None
+    speed: str | None = None
+
+
+def lines(text: str) -> Iterator[tuple[int, str]]:
+    """Yield ``(line_number, line)`` pairs, numbered from 1, without line endings."""
+    for number, line in enumerate(text.splitlines(), start=1):
+        yield number, line.rstrip("\r")
+
+
+def number(text: str) -> Number:
+    """``"400"`` -> 400, ``"2.5"`` -> 2.5 (integral values stay ints)."""
+    value = float(text)
+    return int(value) if value.is_integer() and "." not in text else value
+
+
+def to_int(text: str) -> int:
+    """Decimal or ``0x`` hexadecimal integer text to int."""
+    text = text.strip()
+    return int(text, 16) if text.lower().startswith("0x") else int(text)
+
+
+_RATE = re.compile(
+    r"^\s*(?P<gbps>\d+(?:\.\d+)?)\s*(?:Gb/sec|Gbps|Gb/s)?"
+    r"(?:\s*\((?P<width>\d+X)\s+(?P<speed>[A-Z0-9]+)\))?\s*$"
+)
+
+
+def parse_rate(text: str) -> Rate | None:
+    """``"400 Gb/sec (4X NDR)"`` -> Rate(400, "4X", "NDR"); ``"200"`` -> Rate(200)."""
+    match = _RATE.match(text)
+    if not match:
+        return None
+    return Rate(rate_gbps=number(match["gbps"]), width=match["width"], speed=match["speed"])
+
+
+def _strip_code(text: str) -> str:
+    """Drop the numeric code from ``"4: ACTIVE"`` or ``"PORT_ACTIVE (4)"``."""
+    text = re.sub(r"^\s*\d+\s*:\s*", "", text)
+    text = re.sub(r"\s*\(\d+\)\s*$", "", text)
+    return text.strip()
+
+
+def normalize_state(text: str) -> str:
+    """``"4: ACTIVE"``, ``"PORT_ACTIVE (4)"``, ``"Active"`` -> ``"Active"``."""
+    word = _strip_code(text)
+    key = word.upper().removeprefix("PORT_").replace(" ", "")
+    return PORT_STATES.get(key, word)
+
+
+def normalize_phys_state(text: str) -> str:
+    """``"5: LinkUp"``, ``"LINK_UP (5)"``, ``"LinkUp"`` -> ``"LinkUp"``."""
+    word = _strip_code(text)
+    key = word.upper().replace(" ", "")
+    return PHYS_STATES.get(key, word)
+
+
+def normalize_link_layer(text: str) -> str:
+    """``"IB"`` (ibsim) and ``"InfiniBand"`` -> ``"InfiniBand"``; else as given."""
+    word = text.strip()
+    return "InfiniBand" if word.upper() in {"IB", "INFINIBAND"} else word
+
+
+def normalize_guid(text: str) -> str:
+    """``"0002:c903:004b:feee"`` or ``"0x100001"`` -> ``"0x0002c903004bfeee"`` form."""
+    digits = text.strip().lower().removeprefix("0x").replace(":", "")
+    if not re.fullmatch(r"[0-9a-f]{1,16}", digits):
+        raise ValueError(f"not a GUID: {text!r}")
+    return "0x" + digits.rjust(16, "0")
+
+
+def speed_from_lane_gbps(gbps: float) -> str | None:
+    """Lane rate in Gb/s (``53.125``) -> generation name (``"HDR"``)."""
+    for name, lane in LANE_GBPS.items():
+        if abs(lane - gbps) < 1e-6:
+            return name
+    return None
+
+
+def find_failure(text: str, extra: Iterable[re.Pattern[str]] = ()) -> str | None:
+    """Return the first line that records a tool failure, if any."""
+    markers = (*FAILURE_MARKERS, *extra)
+    for _, line in lines(text):
+        stripped = line.strip()
+        if any(marker.match(stripped) for marker in markers):
+            return stripped
+    return None
+
+
+def failure_lines(text: str, extra: Iterable[re.Pattern[str]] = ()) -> list[str]:
+    """Every line that records a tool failure, in order."""
+    markers = (*FAILURE_MARKERS, *extra)
+    return [
+        line.strip() for _, line in lines(text) if any(m.match(line.strip()) for m in markers)
+    ]
+
+
+def first_content_line(text: str) -> tuple[int, str]:
+    """The first non-blank line and its number, or ``(0, "")`` for blank input."""
+    for number_, line in lines(text):
+        if line.strip():
+            return number_, line
+    return 0, ""
+
+
+def build(tool: str, model: type[M], data: object, line: int = 0) -> M:
+    """Validate ``data`` into ``model``; a validation failure becomes a ParseError."""
+    try:
+        return model.model_validate(data)
+    except ValueError as err:
+        raise ParseError(tool, line, f"complete {model.__name__} fields ({err})") from err

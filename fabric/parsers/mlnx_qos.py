@@ -1,0 +1,113 @@
+"""``mlnx_qos -i <netdev>``: trust mode, DSCP map, PFC, buffers and traffic classes."""
+
+from __future__ import annotations
+
+import re
+
+from fabric.parsers.common import (
+    Model,
+    ParseError,
+    ToolResult,
+    build,
+    find_failure,
+    lines,
+)
+
+TOOL = "mlnx_qos"
+
+_KV = re.compile(r"^(?P<key>[A-Za-z][A-Za-z0-9 ()]*?):\s*(?P<value>.*?)\s*$")
+_DSCP = re.compile(r"^\s+prio:(?P<prio>\d+)\s+dscp:(?P<dscp>[\d,]*)\s*$")
+_PFC_ROW = re.compile(r"^\s+(?P<row>priority|enabled|buffer)\s+(?P<values>[\d\s]+?)\s*$")
+_TC = re.compile(
+    r"^tc:\s*(?P<tc>\d+)\s+ratelimit:\s*(?P<limit>[^,]+),\s*tsa:\s*(?P<tsa>\w+)"
+    r"(?:,\s*bw:\s*(?P<bw>\d+)%)?\s*$"
+)
+_TC_PRIO = re.compile(r"^\s+priority:\s*(?P<prio>\d+)\s*$")
+
+
+class TrafficClass(Model):
+    """One ``tc: N`` block; ``ratelimit_gbps`` None means unlimited."""
+
+    tc: int
+    ratelimit_gbps: float | None
+    tsa: str
+    bw_percent: int | None = None
+    priorities: list[int] = []
+
+
+class MlnxQosReport(ToolResult):
+    """The QoS state mlnx_qos printed."""
+
+    dcbx_mode: str | None = None
+    trust: str | None = None
+    default_priority: int | None = None
+    receive_buffer_bytes: list[int] = []
+    cable_len: int | None = None
+    dscp2prio: dict[int, list[int]] = {}
+    pfc_enabled: dict[int, bool] = {}
+    pfc_buffer: dict[int, int] = {}
+    tcs: list[TrafficClass] = []
+
+
+def _ints(text: str, sep: str | None = None) -> list[int]:
+    return [int(v) for v in text.split(sep) if v.strip()]
+
+
+def parse(text: str) -> MlnxQosReport:
+    """Parse ``mlnx_qos`` output."""
+    data: dict[str, object] = {"dscp2prio": {}, "pfc_enabled": {}, "pfc_buffer": {}, "tcs": []}
+    priorities: list[int] = []
+    tcs: list[dict[str, object]] = data["tcs"]  # type: ignore[assignment]
+    for lineno, line in lines(text):
+        if not line.strip():
+            continue
+        if match := _TC.match(line):
+            limit = match["limit"].strip()
+            tcs.append(
+                {
+                    "tc": int(match["tc"]),
+                    "ratelimit_gbps": None
+                    if limit == "unlimited"
+                    else float(limit.removesuffix("Gbps")),
+                    "tsa": match["tsa"],
+                    "bw_percent": int(match["bw"]) if match["bw"] else None,
+                    "priorities": [],
+                }
+            )
+        elif (match := _TC_PRIO.match(line)) and tcs:
+            tcs[-1]["priorities"].append(int(match["prio"]))  # type: ignore[attr-defined]
+        elif match := _DSCP.match(line):
+            data["dscp2prio"][int(match["prio"])] = _ints(match["dscp"], ",")  # type: ignore[index]
+        elif match := _PFC_ROW.match(line):
+            values = _ints(match["values"])
+            if match["row"] == "priority":
+                priorities = values
+            elif len(values) != len(priorities):
+                raise ParseError(TOOL, lineno, f"{len(priorities)} PFC values", line)
+            elif match["row"] == "enabled":
+                data["pfc_enabled"] = {p: v == 1 for p, v in zip(priorities, values)}
+            else:
+                data["pfc_buffer"] = dict(zip(priorities, values))
+        elif match := _KV.match(line):
+            key, value = match["key"], match["value"]
+            if key == "DCBX mode":
+                data["dcbx_mode"] = value
+            elif key == "Priority trust state":
+                data["trust"] = value
+            elif key == "default priority":
+                data["default_priority"] = int(value) if value else None
+            elif key == "Receive buffer size (bytes)":
+                data["receive_buffer_bytes"] = _ints(value, ",")
+            elif key == "Cable len":
+                data["cable_len"] = int(value)
+            elif key not in {"PFC configuration", "dscp2prio mapping"}:
+                raise ParseError(TOOL, lineno, "a known mlnx_qos field", line)
+        else:
+            if (reason := find_failure(text)) and not tcs:
+                return MlnxQosReport(ok=False, reason=reason)
+            raise ParseError(TOOL, lineno, "a mlnx_qos status line", line)
+    if not tcs and "trust" not in data:
+        if reason := find_failure(text):
+            return MlnxQosReport(ok=False, reason=reason)
+        raise ParseError(TOOL, 0, "'Priority trust state:' and 'tc:' lines")
+    return build(TOOL, MlnxQosReport, data)
