@@ -126,7 +126,7 @@ class BareMetalSwitch(pulumi.ComponentResource):
         self.register_outputs({"hostvars": self.hostvars})
 
 
-class BareMetalCluster(pulumi.ComponentResource):
+class BaremetalCluster(pulumi.ComponentResource):
     """Every node of a bare-metal cluster brought up through Redfish, plus its switches."""
 
     inventory: pulumi.Output[Any]

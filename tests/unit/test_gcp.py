@@ -1,0 +1,226 @@
+"""The GCP component's resource graph under Pulumi mocks, and the specs it refuses."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pulumi
+import pytest
+import yaml
+
+from fabric.components.gcp import GcpCluster
+from fabric.spec import ClusterSpec, SpecProblems
+
+EXAMPLE = Path(__file__).parents[2] / "Pulumi.gcp-a3.example.yaml"
+INSTANCE = "gcp:compute/instance:Instance"
+NETWORK = "gcp:compute/network:Network"
+SUBNET = "gcp:compute/subnetwork:Subnetwork"
+
+
+class Mocks(pulumi.runtime.Mocks):
+    """Records every resource; gives instances a NIC-0 address and policies a self link."""
+
+    def __init__(self) -> None:
+        self.resources: list[pulumi.runtime.MockResourceArgs] = []
+
+    def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str, dict[str, Any]]:
+        self.resources.append(args)
+        outs = dict(args.inputs)
+        if args.typ == "gcp:compute/resourcePolicy:ResourcePolicy":
+            outs["selfLink"] = f"projects/p/regions/r/resourcePolicies/{args.inputs['name']}"
+        if args.typ == INSTANCE:
+            nics = [dict(n) for n in args.inputs["networkInterfaces"]]
+            nics[0]["networkIp"] = f"10.128.0.{len(self.resources)}"
+            outs["networkInterfaces"] = nics
+        return f"{args.name}-id", outs
+
+    def call(self, args: pulumi.runtime.MockCallArgs) -> dict[str, Any]:
+        return {}
+
+    def of(self, typ: str) -> list[pulumi.runtime.MockResourceArgs]:
+        return [r for r in self.resources if r.typ == typ]
+
+    def instance(self, host: str) -> dict[str, Any]:
+        (found,) = [r.inputs for r in self.of(INSTANCE) if r.inputs["name"] == host]
+        return found
+
+
+def example() -> dict[str, Any]:
+    return yaml.safe_load(EXAMPLE.read_text())["config"]["railyard:cluster"]
+
+
+def mega() -> dict[str, Any]:
+    data = example()
+    data["nodes"][0]["instance_type"] = "a3-megagpu-8g"
+    data["gcp"]["gpu_subnet_cidrs"] = []  # the component's defaults, one /20 per NIC
+    return data
+
+
+def build(spec: ClusterSpec) -> tuple[Mocks, dict[str, Any]]:
+    """Run the component under fresh mocks; return the mocks and its resolved outputs."""
+    mocks = Mocks()
+    pulumi.runtime.set_mocks(mocks, project="railyard", stack="gcptest", preview=False)
+    result: dict[str, Any] = {}
+
+    @pulumi.runtime.test
+    def run() -> pulumi.Output[Any]:
+        cluster = GcpCluster("c", spec)
+        return pulumi.Output.all(cluster.hosts, cluster.inventory, cluster.networks).apply(
+            lambda v: result.update(hosts=v[0], inventory=v[1], networks=v[2])
+        )
+
+    run()
+    monitor = pulumi.runtime.settings.get_monitor()
+    result["urns"] = list(monitor.get_registered_resources())  # type: ignore[union-attr]
+    return mocks, result
+
+
+@pytest.fixture(scope="module")
+def a3() -> tuple[Mocks, dict[str, Any]]:
+    return build(ClusterSpec.model_validate(example()))
+
+
+@pytest.fixture(scope="module")
+def a3mega() -> tuple[Mocks, dict[str, Any]]:
+    return build(ClusterSpec.model_validate(mega()))
+
+
+def test_a3_high_has_system_nic_and_4_gpu_nics(a3: tuple[Mocks, dict[str, Any]]) -> None:
+    mocks, out = a3
+    nics = mocks.instance("a3-01")["networkInterfaces"]
+    assert len(nics) == 5
+    assert [n["subnetwork"] for n in nics] == [
+        "c-sys-subnet-id", *(f"c-gpu-{i}-subnet-id" for i in range(4))
+    ]
+    assert out["hosts"]["a3-01"]["nic_count"] == 5
+    assert out["hosts"]["a3-01"]["gpu_nic_mtu"] == 8244
+
+
+def test_a3_mega_has_system_nic_and_8_gpu_nics(a3mega: tuple[Mocks, dict[str, Any]]) -> None:
+    mocks, out = a3mega
+    nics = mocks.instance("a3-02")["networkInterfaces"]
+    assert len(nics) == 9
+    assert len({n["subnetwork"] for n in nics}) == 9
+    assert out["hosts"]["a3-02"]["nic_count"] == 9
+    assert out["hosts"]["a3-02"]["gpu_nics"] == 8
+
+
+@pytest.mark.parametrize(("fixture", "gpu_vpcs"), [("a3", 4), ("a3mega", 8)])
+def test_gpu_vpcs_carry_mtu_8244(fixture: str, gpu_vpcs: int, request: Any) -> None:
+    mocks, out = request.getfixturevalue(fixture)
+    networks = {r.inputs["name"]: r.inputs for r in mocks.of(NETWORK)}
+    gpu = {k: v for k, v in networks.items() if "-gpu-" in k}
+    assert len(gpu) == gpu_vpcs and len(networks) == gpu_vpcs + 1
+    assert {v["mtu"] for v in gpu.values()} == {8244}
+    assert all(v["autoCreateSubnetworks"] is False for v in networks.values())
+    assert len(mocks.of(SUBNET)) == gpu_vpcs + 1
+    assert {n["mtu"] for k, n in out["networks"].items() if k.startswith("gpu-")} == {8244}
+
+
+def test_every_nic_is_gvnic(a3: tuple[Mocks, dict[str, Any]]) -> None:
+    mocks, _ = a3
+    nic_types = {n["nicType"] for r in mocks.of(INSTANCE) for n in r.inputs["networkInterfaces"]}
+    assert nic_types == {"GVNIC"}
+
+
+def test_gpu_nodes_terminate_on_maintenance_in_compact_placement(
+    a3: tuple[Mocks, dict[str, Any]]
+) -> None:
+    mocks, _ = a3
+    (policy,) = mocks.of("gcp:compute/resourcePolicy:ResourcePolicy")
+    assert policy.inputs["groupPlacementPolicy"] == {"collocation": "COLLOCATED"}
+    assert policy.inputs["region"] == "us-central1"
+    for host in ("a3-01", "a3-02"):
+        node = mocks.instance(host)
+        assert node["scheduling"]["onHostMaintenance"] == "TERMINATE"
+        assert node["resourcePolicies"].endswith("/resourcePolicies/a3-high-compact")
+        assert node["machineType"] == "a3-highgpu-8g"
+        assert node["zone"] == "us-central1-a"
+        assert "accessConfigs" not in node["networkInterfaces"][0]
+
+
+def test_head_node_has_one_nic_and_an_external_address(a3: tuple[Mocks, dict[str, Any]]) -> None:
+    mocks, out = a3
+    head = mocks.instance("head1")
+    assert len(head["networkInterfaces"]) == 1
+    assert head["networkInterfaces"][0]["accessConfigs"] == [{}]
+    assert "resourcePolicies" not in head and "scheduling" not in head
+    assert out["hosts"]["head1"]["nic_count"] == 1
+
+
+def test_one_allow_internal_rule_per_vpc(a3: tuple[Mocks, dict[str, Any]]) -> None:
+    mocks, _ = a3
+    rules = {r.inputs["name"]: r.inputs for r in mocks.of("gcp:compute/firewall:Firewall")}
+    # sshIngressCidr is not configured here: no SSH rule.
+    assert sorted(rules) == sorted(
+        ["a3-high-sys-internal", *(f"a3-high-gpu-{i}-internal" for i in range(4))]
+    )
+    assert rules["a3-high-gpu-0-internal"]["sourceRanges"] == ["172.16.0.0/20"]
+
+
+def test_inventory_uses_system_nic_addresses(a3: tuple[Mocks, dict[str, Any]]) -> None:
+    mocks, out = a3
+    hosts = out["inventory"]["all"]["hosts"]
+    assert sorted(hosts) == ["a3-01", "a3-02", "head1"]
+    assert hosts["a3-01"]["ansible_host"] == out["hosts"]["a3-01"]["private_ip"]
+    assert hosts["a3-01"]["ansible_host"].startswith("10.128.0.")
+
+
+def test_children_are_parented_to_the_component(a3: tuple[Mocks, dict[str, Any]]) -> None:
+    mocks, out = a3
+    children = [u for u in out["urns"] if not u.endswith("railyard:gcp:Cluster::c")]
+    assert len(children) == len(mocks.resources) - 1
+    assert all("::railyard:gcp:Cluster$gcp:" in urn for urn in children)
+
+
+def test_wrong_subnet_count_refused_before_any_resource() -> None:
+    valid = ClusterSpec.model_validate(example())
+    gcp = valid.gcp.model_copy(update={"gpu_subnet_cidrs": valid.gcp.gpu_subnet_cidrs[:2]})  # type: ignore[union-attr]
+    mocks = Mocks()
+    pulumi.runtime.set_mocks(mocks, project="railyard", stack="gcptest", preview=False)
+    with pytest.raises(SpecProblems) as error:
+        GcpCluster("c", valid.model_copy(update={"gcp": gcp}))
+    assert "has 4 GPU NICs" in dict(error.value.problems)["gcp.gpu_subnet_cidrs"]
+    assert mocks.resources == []
+
+
+def test_head_without_machine_type_refused() -> None:
+    data = example()
+    del data["nodes"][1]["instance_type"]
+    spec = ClusterSpec.model_validate(data)
+    mocks = Mocks()
+    pulumi.runtime.set_mocks(mocks, project="railyard", stack="gcptest", preview=False)
+    with pytest.raises(SpecProblems, match=r"nodes\[1\]\.instance_type"):
+        GcpCluster("c", spec)
+    assert mocks.resources == []
+
+
+def test_unknown_machine_type_refused_by_the_spec() -> None:
+    data = example()
+    data["nodes"][0]["instance_type"] = "a2-highgpu-8g"
+    with pytest.raises(ValueError, match=r"nodes\[0\]\.instance_type"):
+        ClusterSpec.model_validate(data)
+
+
+@pytest.fixture()
+def ssh_config() -> Any:
+    pulumi.runtime.set_all_config(
+        {"railyard:sshIngressCidr": "203.0.113.0/24",
+         "railyard:sshPublicKey": "ssh-ed25519 AAAAexample railyard"}, []
+    )
+    yield
+    pulumi.runtime.set_all_config({}, [])
+
+
+def test_ssh_rule_and_key_from_config(ssh_config: None) -> None:
+    mocks, _ = build(ClusterSpec.model_validate(example()))
+    rules = {r.inputs["name"]: r.inputs for r in mocks.of("gcp:compute/firewall:Firewall")}
+    ssh = rules["a3-high-head-ssh"]
+    assert ssh["sourceRanges"] == ["203.0.113.0/24"]
+    assert ssh["targetTags"] == ["railyard-head"]
+    assert ssh["allows"] == [{"protocol": "tcp", "ports": ["22"]}]
+    assert mocks.instance("head1")["tags"] == ["railyard-head"]
+    assert mocks.instance("a3-01")["metadata"] == {
+        "ssh-keys": "railyard:ssh-ed25519 AAAAexample railyard"
+    }
