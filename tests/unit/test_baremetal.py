@@ -1,0 +1,204 @@
+"""The bare-metal component under Pulumi mocks, its refusals, and the SSH wait."""
+
+from __future__ import annotations
+
+import socket
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pulumi
+import pytest
+import yaml
+
+from fabric.components.baremetal import BaremetalCluster, BareMetalSettings, baremetal_problems
+from fabric.components.dynamic_redfish import SshWaitError, wait_for_ssh
+from fabric.spec import ClusterSpec, SpecProblems
+
+EXAMPLE = Path(__file__).parents[2] / "Pulumi.baremetal-ib.example.yaml"
+DYNAMIC = "pulumi-python:dynamic:Resource"
+
+
+class Mocks(pulumi.runtime.Mocks):
+    """Records every resource; a dynamic node 'provisions' to fixed facts."""
+
+    def __init__(self) -> None:
+        self.resources: list[pulumi.runtime.MockResourceArgs] = []
+
+    def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str, dict[str, Any]]:
+        self.resources.append(args)
+        outs = dict(args.inputs)
+        if args.typ == DYNAMIC:
+            outs.update(serial=f"SN-{args.inputs['node']}", macs=["aa:bb:cc:00:00:01"],
+                        power_state="On", boot_override_target="Pxe",
+                        boot_override_enabled="Once", boot_note="", ssh_banner="SSH-2.0-x")
+            outs.pop("password", None)
+        return f"{args.name}-id", outs
+
+    def call(self, args: pulumi.runtime.MockCallArgs) -> dict[str, Any]:
+        return {}
+
+    def of(self, typ: str) -> list[pulumi.runtime.MockResourceArgs]:
+        return [r for r in self.resources if r.typ == typ]
+
+
+def example() -> dict[str, Any]:
+    return yaml.safe_load(EXAMPLE.read_text())["config"]["railyard:cluster"]
+
+
+@pytest.fixture()
+def secret_config() -> Iterator[None]:
+    pulumi.runtime.set_all_config(
+        {"railyard:bmcPassword": "bmc-pw-123", "railyard:bootTarget": "Pxe"},
+        ["railyard:bmcPassword"],
+    )
+    yield
+    pulumi.runtime.set_all_config({}, [])
+
+
+def build(spec: ClusterSpec) -> tuple[Mocks, dict[str, Any]]:
+    mocks = Mocks()
+    pulumi.runtime.set_mocks(mocks, project="railyard", stack="bmtest", preview=False)
+    result: dict[str, Any] = {}
+
+    @pulumi.runtime.test
+    def run() -> pulumi.Output[Any]:
+        cluster = BaremetalCluster("c", spec)
+        return pulumi.Output.all(cluster.hosts, cluster.inventory, cluster.switches).apply(
+            lambda v: result.update(hosts=v[0], inventory=v[1], switches=v[2])
+        )
+
+    run()
+    monitor = pulumi.runtime.settings.get_monitor()
+    result["urns"] = list(monitor.get_registered_resources())  # type: ignore[union-attr]
+    return mocks, result
+
+
+def test_one_redfish_node_per_host(secret_config: None) -> None:
+    mocks, out = build(ClusterSpec.model_validate(example()))
+    nodes = {r.inputs["node"]: r.inputs for r in mocks.of(DYNAMIC)}
+    assert sorted(nodes) == ["gpu01", "gpu02", "gpu03", "gpu04", "sm1"]
+    assert nodes["gpu02"]["url"] == "https://10.10.1.12"
+    assert nodes["sm1"]["system_id"] == "1"
+    assert nodes["gpu01"]["address"] == "10.10.0.11"
+    assert nodes["gpu01"]["boot_target"] == "Pxe"
+    assert nodes["gpu01"]["verify_tls"] is True
+    # Read from the secret config key, and still marked secret on the resource's inputs.
+    secret_sig = "4dabf18193072939515e22adb298388d"
+    assert nodes["gpu01"]["password"] == {secret_sig: "1b47061264138c4ac30d75fd1eb44270",
+                                          "value": "bmc-pw-123"}
+    assert out["hosts"]["gpu03"]["serial"] == "SN-gpu03"
+    assert all("::railyard:baremetal:Cluster$" in u for u in out["urns"]
+               if "pulumi-python:dynamic" in u)
+
+
+def test_switches_are_handed_to_ansible(secret_config: None) -> None:
+    mocks, out = build(ClusterSpec.model_validate(example()))
+    assert len(mocks.of("railyard:baremetal:Switch")) == 2
+    assert out["switches"]["mgmt1"] == {
+        "switch_name": "mgmt1", "switch_os": "sonic", "switch_role": "management",
+        "switch_managed": True, "ansible_host": "10.10.0.2",
+        "ansible_network_os": "dellemc.enterprise_sonic.sonic",
+        "ansible_connection": "ansible.netcommon.network_cli",
+    }
+    assert out["switches"]["ib-leaf1"]["switch_managed"] is False
+
+
+def test_inventory_uses_fixed_addresses(secret_config: None) -> None:
+    _, out = build(ClusterSpec.model_validate(example()))
+    hosts = out["inventory"]["all"]["hosts"]
+    assert hosts["sm1"] == {"ansible_host": "10.10.0.21"}
+    assert out["inventory"]["all"]["children"]["subnet_managers"]["hosts"] == {
+        "sm1": {"subnet_manager_priority": 14}
+    }
+
+
+def test_missing_secret_names_the_config_key() -> None:
+    pulumi.runtime.set_mocks(Mocks(), project="railyard", stack="bmtest", preview=False)
+    with pytest.raises(pulumi.ConfigMissingError, match="railyard:bmcPassword"):
+        BaremetalCluster("c", ClusterSpec.model_validate(example()))
+
+
+def problems_of(data: dict[str, Any], settings: BareMetalSettings | None = None) -> dict[str, str]:
+    spec = ClusterSpec.model_validate(data)
+    return dict(baremetal_problems(spec, settings or BareMetalSettings()))
+
+
+def test_node_without_endpoint_or_address_refused() -> None:
+    data = example()
+    del data["bmc"]["endpoints"]["gpu03"]
+    del data["management"]["addresses"]["gpu04"]
+    found = problems_of(data)
+    assert "Redfish endpoint" in found["bmc.endpoints.gpu03"]
+    assert "fixed address" in found["management.addresses.gpu04"]
+
+
+def test_plain_http_needs_verify_tls_false() -> None:
+    data = example()
+    data["bmc"]["endpoints"]["gpu01"]["url"] = "http://10.10.1.11"
+    assert "unencrypted" in problems_of(data)["bmc.endpoints.gpu01.url"]
+    data["bmc"]["verify_tls"] = False
+    assert "bmc.endpoints.gpu01.url" not in problems_of(data)
+
+
+def test_password_reference_required() -> None:
+    data = example()
+    del data["bmc"]["password"]
+    assert "--secret" in problems_of(data)["bmc.password"]
+
+
+def test_unknown_boot_target_refused() -> None:
+    found = problems_of(example(), BareMetalSettings(boot_target="Floppy"))
+    assert "Pxe" in found["config railyard:bootTarget"]
+
+
+def test_refused_before_any_resource(secret_config: None) -> None:
+    data = example()
+    data["bmc"]["endpoints"]["gpu01"]["url"] = "http://10.10.1.11"
+    mocks = Mocks()
+    pulumi.runtime.set_mocks(mocks, project="railyard", stack="bmtest", preview=False)
+    with pytest.raises(SpecProblems, match=r"bmc\.endpoints\.gpu01\.url"):
+        BaremetalCluster("c", ClusterSpec.model_validate(data))
+    assert mocks.resources == []
+
+
+# --- wait_for_ssh against loopback listeners --------------------------------------------
+
+
+def listener(greeting: bytes, times: int = 1) -> tuple[int, threading.Thread]:
+    server = socket.create_server(("127.0.0.1", 0))
+    port = server.getsockname()[1]
+
+    def serve() -> None:
+        with server:
+            for _ in range(times):
+                conn, _ = server.accept()
+                with conn:
+                    conn.sendall(greeting)
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    return port, thread
+
+
+def test_wait_for_ssh_reads_the_banner() -> None:
+    port, thread = listener(b"SSH-2.0-OpenSSH_9.2p1 Debian\r\n")
+    banner, waited = wait_for_ssh("127.0.0.1", port, timeout=5, interval=0.1)
+    assert banner == "SSH-2.0-OpenSSH_9.2p1 Debian"
+    assert waited < 5
+    thread.join(1)
+
+
+def test_wait_for_ssh_rejects_a_non_ssh_service() -> None:
+    port, _ = listener(b"HTTP/1.1 400 Bad Request\r\n", times=100)
+    with pytest.raises(SshWaitError, match="not an SSH banner"):
+        wait_for_ssh("127.0.0.1", port, timeout=0.3, interval=0.1)
+
+
+def test_wait_for_ssh_times_out_with_a_clear_error() -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]  # bound, not listening: connections are refused
+        with pytest.raises(SshWaitError, match=rf"127\.0\.0\.1:{port} did not answer within 0 s"):
+            wait_for_ssh("127.0.0.1", port, timeout=0.3, interval=0.1)
