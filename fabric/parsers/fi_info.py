@@ -1,0 +1,54 @@
+"""``fi_info -p efa``: libfabric provider entries (provider, fabric, domain, endpoint type)."""
+
+from __future__ import annotations
+
+import re
+
+from fabric.parsers.common import Model, ParseError, ToolResult, build, find_failure, lines
+
+TOOL = "fi_info"
+
+_PROVIDER = re.compile(r"^provider:\s*(?P<value>\S+)\s*$")
+_FIELD = re.compile(r"^\s+(?P<key>fabric|domain|version|type|protocol):\s*(?P<value>\S+)\s*$")
+_NO_DATA = re.compile(r"^fi_getinfo: -?\d+.*$")
+
+
+class FiInfoEntry(Model):
+    """One ``provider:`` entry."""
+
+    provider: str
+    fabric: str
+    domain: str
+    version: str
+    type: str
+    protocol: str
+
+
+class FiInfoReport(ToolResult):
+    """Every provider entry fi_info printed."""
+
+    entries: list[FiInfoEntry] = []
+
+    @property
+    def domains(self) -> list[str]:
+        """Distinct domain names, in order."""
+        return list(dict.fromkeys(entry.domain for entry in self.entries))
+
+
+def parse(text: str) -> FiInfoReport:
+    """Parse ``fi_info`` (default, non-verbose) output."""
+    entries: list[dict[str, str]] = []
+    for lineno, line in lines(text):
+        if not line.strip():
+            continue
+        if match := _PROVIDER.match(line):
+            entries.append({"provider": match["value"]})
+        elif entries and (match := _FIELD.match(line)):
+            entries[-1][match["key"]] = match["value"]
+        else:
+            if not entries and (reason := find_failure(text, [_NO_DATA])):
+                return FiInfoReport(ok=False, reason=reason)
+            raise ParseError(TOOL, lineno, "'provider: <name>' or an indented entry field", line)
+    if not entries:
+        raise ParseError(TOOL, 0, "'provider: <name>'")
+    return build(TOOL, FiInfoReport, {"entries": entries})

@@ -1,0 +1,126 @@
+"""``ibdiagnet``: the console summary (Fabric Summary, stage table) or its ``.sm`` report."""
+
+from __future__ import annotations
+
+import re
+
+from fabric.parsers.common import (
+    Model,
+    ParseError,
+    ToolResult,
+    build,
+    first_content_line,
+    lines,
+    normalize_guid,
+)
+
+TOOL = "ibdiagnet"
+
+_SUMMARY_FIELD = re.compile(r"^(?P<key>[A-Za-z][A-Za-z0-9 ]*?)\s*:\s*(?P<value>\d+)\s*$")
+_STAGE_HEADER = re.compile(r"^-I- Stage\s+Warnings\s+Errors\s+Comment\s*$")
+_STAGE = re.compile(
+    r"^-I- (?P<stage>[A-Za-z][A-Za-z0-9 ]*?)\s+(?P<warn>\d+)\s+(?P<err>\d+)(?:\s+(?P<comment>.*?))?\s*$"
+)
+_SM_ROLE = re.compile(r"^\s*SM - (?P<role>\w+)\s*$")
+_SM_PORT = re.compile(
+    r"^\s*Port=(?P<port>\d+) lid=(?P<lid>0x[0-9a-fA-F]+) guid=(?P<guid>0x[0-9a-fA-F]+) "
+    r"dev=(?P<dev>\d+) priority:(?P<prio>\d+)\s*$"
+)
+_MESSAGE = re.compile(r"^-(?P<level>[IWE])- (?P<text>.*?)\s*$")
+_ADAPTIVE = re.compile(r"^Adaptive Routing is enabled on (?P<n>\d+) switches\s*$")
+_BANNERS = {"Fabric Summary", "Summary", "ibdiagnet fabric SM report"}
+_SUMMARY_KEYS = {
+    "Total Nodes": "total_nodes",
+    "IB Switches": "switches",
+    "IB Channel Adapters": "channel_adapters",
+    "IB Aggregation Nodes": "aggregation_nodes",
+    "IB Routers": "routers",
+}
+
+
+class Stage(Model):
+    """One row of the ``-I- Stage Warnings Errors Comment`` table."""
+
+    stage: str
+    warnings: int
+    errors: int
+    comment: str | None = None
+
+
+class SubnetManager(Model):
+    """One SM from the ``ibdiagnet2.sm`` report."""
+
+    role: str
+    port: int
+    lid: int
+    guid: str
+    device_id: int
+    priority: int
+
+
+class IbdiagnetReport(ToolResult):
+    """What the summary printed; ``errors`` holds the ``-E-`` lines."""
+
+    total_nodes: int | None = None
+    switches: int | None = None
+    channel_adapters: int | None = None
+    aggregation_nodes: int | None = None
+    routers: int | None = None
+    adaptive_routing_switches: int | None = None
+    counts: dict[str, int] = {}
+    stages: list[Stage] = []
+    subnet_managers: list[SubnetManager] = []
+    info: list[str] = []
+    errors: list[str] = []
+
+    @property
+    def total_errors(self) -> int:
+        """Errors summed over the stage table."""
+        return sum(stage.errors for stage in self.stages)
+
+
+def parse(text: str) -> IbdiagnetReport:
+    """Parse an ibdiagnet console summary or ``ibdiagnet2.sm`` file."""
+    data: dict[str, object] = {"counts": {}, "stages": [], "subnet_managers": [], "info": [],
+                               "errors": []}
+    role: str | None = None
+    in_stages = False
+    for lineno, line in lines(text):
+        stripped = line.strip()
+        if not stripped or stripped.startswith("#") or set(stripped) == {"-"}:
+            continue
+        if stripped in _BANNERS:
+            continue
+        if _STAGE_HEADER.match(stripped):
+            in_stages = True
+        elif in_stages and (match := _STAGE.match(stripped)):
+            data["stages"].append(  # type: ignore[attr-defined]
+                {"stage": match["stage"], "warnings": int(match["warn"]),
+                 "errors": int(match["err"]), "comment": match["comment"] or None}
+            )
+        elif match := _MESSAGE.match(stripped):
+            key = "errors" if match["level"] == "E" else "info"
+            data[key].append(match["text"])  # type: ignore[attr-defined]
+        elif match := _SM_ROLE.match(line):
+            role = match["role"]
+        elif role and (match := _SM_PORT.match(line)):
+            data["subnet_managers"].append(  # type: ignore[attr-defined]
+                {"role": role, "port": int(match["port"]), "lid": int(match["lid"], 16),
+                 "guid": normalize_guid(match["guid"]), "device_id": int(match["dev"]),
+                 "priority": int(match["prio"])}
+            )
+        elif match := _ADAPTIVE.match(stripped):
+            data["adaptive_routing_switches"] = int(match["n"])
+        elif match := _SUMMARY_FIELD.match(stripped):
+            data["counts"][match["key"]] = int(match["value"])  # type: ignore[index]
+            if field := _SUMMARY_KEYS.get(match["key"]):
+                data[field] = int(match["value"])
+        else:
+            raise ParseError(TOOL, lineno, "an ibdiagnet summary, stage or SM line", line)
+    if not (data["counts"] or data["stages"] or data["subnet_managers"] or data["errors"]):
+        lineno, line = first_content_line(text)
+        raise ParseError(TOOL, lineno, "a 'Fabric Summary', stage table or SM report", line)
+    errors: list[str] = data["errors"]  # type: ignore[assignment]
+    if errors:
+        data.update(ok=False, reason=errors[0])
+    return build(TOOL, IbdiagnetReport, data)

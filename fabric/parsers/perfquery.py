@@ -1,0 +1,117 @@
+"""``perfquery`` (plain, ``-x`` extended, ``-a`` all ports): port counters as ints."""
+
+from __future__ import annotations
+
+import re
+
+from fabric.parsers.common import (
+    Model,
+    ParseError,
+    ToolResult,
+    build,
+    find_failure,
+    first_content_line,
+    lines,
+    to_int,
+)
+
+TOOL = "perfquery"
+
+_HEADER = re.compile(
+    r"^# Port (?P<ext>extended )?counters: Lid (?P<lid>\d+) port (?P<port>\d+) "
+    r"\(CapMask: (?P<cap>0x[0-9a-fA-F]+)(?: CapMask2: (?P<cap2>0x[0-9a-fA-F]+))?\)\s*$"
+)
+_COUNTER = re.compile(r"^(?P<name>[A-Za-z0-9]+):\.+(?P<value>\S+)\s*$")
+
+#: perfquery counter name -> model field.
+FIELDS = {
+    "SymbolErrorCounter": "symbol_errors",
+    "LinkErrorRecoveryCounter": "link_error_recovery",
+    "LinkDownedCounter": "link_downed",
+    "PortRcvErrors": "port_rcv_errors",
+    "PortRcvRemotePhysicalErrors": "port_rcv_remote_physical_errors",
+    "PortRcvSwitchRelayErrors": "port_rcv_switch_relay_errors",
+    "PortXmitDiscards": "port_xmit_discards",
+    "PortXmitConstraintErrors": "port_xmit_constraint_errors",
+    "PortRcvConstraintErrors": "port_rcv_constraint_errors",
+    "LocalLinkIntegrityErrors": "local_link_integrity_errors",
+    "ExcessiveBufferOverrunErrors": "excessive_buffer_overrun_errors",
+    "VL15Dropped": "vl15_dropped",
+    "QP1Dropped": "qp1_dropped",
+    "PortXmitData": "port_xmit_data",
+    "PortRcvData": "port_rcv_data",
+    "PortXmitPkts": "port_xmit_pkts",
+    "PortRcvPkts": "port_rcv_pkts",
+    "PortXmitWait": "port_xmit_wait",
+}
+
+
+class PortCounters(Model):
+    """One ``# Port [extended ]counters:`` block (port 255 means all ports, ``-a``)."""
+
+    extended: bool
+    lid: int
+    port: int
+    cap_mask: str
+    cap_mask2: str | None = None
+    symbol_errors: int | None = None
+    link_error_recovery: int | None = None
+    link_downed: int | None = None
+    port_rcv_errors: int | None = None
+    port_rcv_remote_physical_errors: int | None = None
+    port_rcv_switch_relay_errors: int | None = None
+    port_xmit_discards: int | None = None
+    port_xmit_constraint_errors: int | None = None
+    port_rcv_constraint_errors: int | None = None
+    local_link_integrity_errors: int | None = None
+    excessive_buffer_overrun_errors: int | None = None
+    vl15_dropped: int | None = None
+    qp1_dropped: int | None = None
+    port_xmit_data: int | None = None
+    port_rcv_data: int | None = None
+    port_xmit_pkts: int | None = None
+    port_rcv_pkts: int | None = None
+    port_xmit_wait: int | None = None
+    counters: dict[str, int] = {}
+
+
+class PerfqueryReport(ToolResult):
+    """Every counter block perfquery printed."""
+
+    blocks: list[PortCounters] = []
+
+
+def parse(text: str) -> PerfqueryReport:
+    """Parse ``perfquery`` output."""
+    blocks: list[dict[str, object]] = []
+    for lineno, line in lines(text):
+        if not line.strip():
+            continue
+        if match := _HEADER.match(line):
+            blocks.append(
+                {
+                    "extended": bool(match["ext"]),
+                    "lid": int(match["lid"]),
+                    "port": int(match["port"]),
+                    "cap_mask": match["cap"],
+                    "cap_mask2": match["cap2"],
+                    "counters": {},
+                }
+            )
+        elif blocks and (match := _COUNTER.match(line)):
+            try:
+                value = to_int(match["value"])
+            except ValueError as err:
+                raise ParseError(TOOL, lineno, "an integer counter value", line) from err
+            blocks[-1]["counters"][match["name"]] = value  # type: ignore[index]
+            if field := FIELDS.get(match["name"]):
+                blocks[-1][field] = value
+        elif not blocks and (reason := find_failure(text)):
+            failures = [ln.strip() for _, ln in lines(text) if "iberror" in ln]
+            return PerfqueryReport(ok=False, reason=failures[0] if failures else reason)
+        else:
+            raise ParseError(TOOL, lineno, "'# Port counters: ...' or 'Name:....value'", line)
+    if not blocks:
+        lineno, line = first_content_line(text)
+        raise ParseError(TOOL, lineno, "'# Port counters: Lid N port N (CapMask: 0x...)'", line)
+    return build(TOOL, PerfqueryReport, {"blocks": blocks})
