@@ -24,6 +24,14 @@ def _changed(olds: dict[str, Any], news: dict[str, Any], keys: list[str] | None 
     return [k for k in names if olds.get(k) != news.get(k)]
 
 
+def _prune(path: Path, root: Path) -> None:
+    """Remove ``path``'s empty parent directories up to and including ``root``."""
+    parent = path.parent
+    while parent.is_relative_to(root) and parent.is_dir() and not any(parent.iterdir()):
+        parent.rmdir()
+        parent = parent.parent
+
+
 def _plain(props: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in props.items() if k not in _IGNORED}
 
@@ -170,11 +178,7 @@ class LabFileProvider(ResourceProvider):
     def delete(self, id_: str, props: dict[str, Any]) -> None:
         path = Path(id_)
         path.unlink(missing_ok=True)
-        root = Path(props["root"])
-        parent = path.parent
-        while parent != root.parent and parent.is_dir() and not any(parent.iterdir()):
-            parent.rmdir()
-            parent = parent.parent
+        _prune(path, Path(props["root"]))
 
 
 class LabFile(Resource):
@@ -210,7 +214,9 @@ class IbSimProvider(_ReplaceOnChange):
 
         if props.get("out_helper"):
             stop(Helper(**props["out_helper"]))
-        Path(props["log"]).unlink(missing_ok=True)
+        log = Path(props["log"])
+        log.unlink(missing_ok=True)
+        _prune(log, log.parent.parent)
 
 
 class IbSim(Resource):
@@ -256,6 +262,8 @@ class RedfishEmulatorProvider(_ReplaceOnChange):
 
         if props.get("out_helpers"):
             stop_bmc(BmcProcesses(**props["out_helpers"]), props["config"]["state_dir"])
+        state = Path(props["config"]["state_dir"])
+        _prune(state / "x", state.parent)
 
 
 class RedfishEmulator(Resource):

@@ -9,6 +9,7 @@ emulator. Outputs: ``inventory``, ``hosts``, ``fabric``, ``bmc_endpoints``.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 from pathlib import Path
 from typing import Any
@@ -80,6 +81,14 @@ class LabCluster(pulumi.ComponentResource):
             pulumi.ResourceOptions(parent=self, depends_on=[bmc_net, *nodes]),
         )
 
+        from fabric.lab.bmc import system_uuid
+
+        lab_json = {"stack": stack, "prefix": prefix, "nodes": [
+            {"name": n.name, "address": n.address, "container": n.container, "sim_host": n.sim_host,
+             "bmc_url": f"http://{plan.bmc.gateway}:{plan.bmc_port}", "system_id": system_uuid(stack, n.name)}
+            for n in plan.nodes]}
+        LabFile(f"{name}-lab-json", str(state / "lab.json"), json.dumps(lab_json, indent=1), plan.state_dir,
+                "644", False, child)
         inventory = build_inventory(
             spec, {n.name: n.address for n in plan.nodes}, ssh_user=plan.ssh_user,
             private_key_file=str(key_file), known_hosts_file=str(known_hosts),
