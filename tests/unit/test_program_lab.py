@@ -1,0 +1,102 @@
+"""The lab program's resource graph for the default lab spec, with Pulumi mocks."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pulumi
+import pytest
+import yaml
+
+from fabric.lab.plan import LabPlanError, plan_lab
+from fabric.spec import ClusterSpec
+
+LAB = yaml.safe_load((Path(__file__).parents[2] / "Pulumi.lab.yaml").read_text())["config"]["railyard:cluster"]
+
+
+class Mocks(pulumi.runtime.Mocks):
+    """Record every resource; dynamic resources echo their inputs with an image tag / keys filled in."""
+
+    def __init__(self) -> None:
+        self.created: list[tuple[str, str, dict[str, Any]]] = []
+
+    def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str, dict[str, Any]]:
+        self.created.append((args.typ, args.name, dict(args.inputs)))
+        outs = dict(args.inputs)
+        outs.update({"tag": "localhost/railyard-node:0123456789ab", "public_key": "ssh-ed25519 AAAA x",
+                     "private_key": "PRIVATE", "out_endpoints": {}})
+        return f"{args.name}-id", outs
+
+    def call(self, args: pulumi.runtime.MockCallArgs) -> tuple[dict[str, Any], list[tuple[str, str]] | None]:
+        return {}, None
+
+
+@pytest.fixture
+def mocks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Mocks:
+    monkeypatch.setenv("RAILYARD_STATE_DIR", str(tmp_path))
+    m = Mocks()
+    pulumi.runtime.set_mocks(m, project="railyard", stack="lab", preview=False)
+    return m
+
+
+@pulumi.runtime.test
+def test_lab_graph(mocks: Mocks) -> pulumi.Output:
+    from fabric.components import cluster_component
+
+    cluster = cluster_component("lab", ClusterSpec.model_validate(LAB))
+
+    def check(inventory: dict[str, Any]) -> None:
+        names = [name for typ, name, _ in mocks.created if typ == "pulumi-python:dynamic:Resource"]
+        kinds = Counter(name.split("-", 1)[1].rsplit("-", 1)[0] if name.endswith("host-key") else name for name in names)
+        components = [name for typ, name, _ in mocks.created if typ == "railyard:lab:LabCluster"]
+        assert components == ["lab"]
+        nodes = [f"lab-{h}" for h in ClusterSpec.model_validate(LAB).hosts]
+        assert set(nodes) <= set(names)
+        assert sum(1 for n in names if n.endswith("-host-key")) == 11
+        for single in ("lab-image", "lab-mgmt", "lab-bmc", "lab-login-key", "lab-login-key-file",
+                       "lab-known-hosts", "lab-ibsim-net", "lab-ibsim", "lab-bmc-emulator", "lab-inventory",
+                       "lab-lab-json"):
+            assert names.count(single) == 1, single
+        assert "lab-fabric" not in names  # InfiniBand spec: no RoCE network
+        assert len(names) == 11 + 11 + 11, kinds  # nodes + host keys + the eleven singletons
+        assert sorted(inventory["all"]["children"]["subnet_managers"]["hosts"]) == ["sm1", "sm2"]
+        containers = {i["config"]["container"] for t, n, i in mocks.created if n in nodes}
+        assert containers == {f"railyard-lab-{h}" for h in ClusterSpec.model_validate(LAB).hosts}
+
+    return pulumi.Output.all(cluster.inventory, cluster.bmc_endpoints).apply(lambda v: check(v[0]))
+
+
+@pulumi.runtime.test
+def test_lab_node_environment_points_at_ibsim(mocks: Mocks) -> pulumi.Output:
+    from fabric.components import cluster_component
+
+    cluster = cluster_component("lab", ClusterSpec.model_validate(LAB))
+
+    def check(_: Any) -> None:
+        configs = {n: i["config"] for t, n, i in mocks.created if n in ("lab-gpu01", "lab-ctl1")}
+        env = configs["lab-gpu01"]["environment"]
+        assert env["IBSIM_SERVER_NAME"] == "198.18.0.1"
+        assert env["IBSIM_SERVER_PORT"] == "7070"
+        assert env["SIM_HOST"] == "gpu01:mlx5_0"
+        assert configs["lab-ctl1"]["environment"] == {}  # no HCA: no simulated fabric
+        assert configs["lab-gpu01"]["networks"] == {"railyard-lab-mgmt": "198.18.0.10"}
+
+    return cluster.bmc_endpoints.apply(check)
+
+
+def test_plan_refuses_subnet_outside_lab_range() -> None:
+    data = {**LAB, "management": {"subnet": "10.0.0.0/24"}}
+    with pytest.raises(LabPlanError, match="management.subnet.*198.18.0.0/15"):
+        plan_lab(ClusterSpec.model_validate(data), "lab", "railyard-lab", "/tmp/x")
+
+
+def test_plan_roce_adds_fabric_network_at_spec_mtu() -> None:
+    data = {**LAB, "fabric": {"kind": "roce", "mtu": 9000,
+                              "topology": LAB["fabric"]["topology"]}}
+    data["nodes"] = [{**g, "hcas": [{**h, "link_layer": "Ethernet"} for h in g.get("hcas", [])]} for g in LAB["nodes"]]
+    plan = plan_lab(ClusterSpec.model_validate(data), "lab", "railyard-lab", "/tmp/x")
+    assert plan.fabric is not None and plan.fabric.mtu == 9000 and plan.fabric.subnet == "198.18.2.0/24"
+    assert not plan.ibsim
+    assert plan.nodes[0].fabric_address == "198.18.2.10"
