@@ -1,9 +1,48 @@
-"""Placeholder: this subcommand module is being written (see the issue tracker)."""
+"""``python -m fabric run PLAYBOOK [--stack lab] [--limit HOSTS]``: the Ansible hand-off.
+
+Writes the role variables from the stack's spec to ``state/<stack>/group_vars/all.yml``,
+runs the playbook with ansible-runner against ``state/<stack>/inventory.yml``, streams
+progress to stderr and prints the short summary (per-host counts, failed tasks, where the
+artifacts are). Exit code 0 on success, 1 when a host failed, 2 on a usage problem.
+"""
 
 from __future__ import annotations
 
 import argparse
+import sys
+from pathlib import Path
+
+from fabric.handoff.runner import REPO_ROOT, run_playbook
+from fabric.handoff.vars import HandoffError
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    """Register nothing yet."""
+    """Register ``run``."""
+    parser = subparsers.add_parser(
+        "run",
+        help="run a playbook against a stack's inventory (ansible-runner)",
+        description=__doc__.split("\n\n", 1)[1] if __doc__ else None,
+    )
+    parser.add_argument("playbook", help="e.g. playbooks/site.yml, or site.yml")
+    parser.add_argument("--stack", default="lab", help="stack name (state/<stack>/, Pulumi.<stack>.yaml)")
+    parser.add_argument("--limit", default=None, help="Ansible host pattern to limit the run to")
+    parser.add_argument(
+        "--spec",
+        default=None,
+        help="spec or stack YAML to derive role variables from (default Pulumi.<stack>.yaml)",
+    )
+    parser.set_defaults(func=_run)
+
+
+def _run(args: argparse.Namespace) -> int:
+    from fabric.specload import SpecError, load_spec
+
+    spec_path = Path(args.spec) if args.spec else REPO_ROOT / f"Pulumi.{args.stack}.yaml"
+    try:
+        spec = load_spec(spec_path)
+        result = run_playbook(args.playbook, stack=args.stack, spec=spec, limit=args.limit)
+    except (HandoffError, SpecError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(result.summary())
+    return 0 if result.ok else 1

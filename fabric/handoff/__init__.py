@@ -1,0 +1,6 @@
+"""The hand-off from provisioning to configuration: spec -> role variables -> ansible-runner.
+
+- ``vars``: the role variables (group_vars for ``all``) derived from the cluster spec.
+- ``summary``: ansible-runner events folded into per-host counts and a short failure report.
+- ``runner``: run a playbook with ansible-runner against ``state/<stack>/inventory.yml``.
+"""

@@ -1,0 +1,111 @@
+"""Run a playbook with ansible-runner against a stack's generated inventory.
+
+The inventory is the one the provisioning step wrote (``state/<stack>/inventory.yml``);
+the role variables derived from the spec are written next to it as
+``state/<stack>/group_vars/all.yml``, so that a plain ``ansible-playbook -i
+state/<stack>/inventory.yml playbooks/site.yml`` sees the same values. Every run keeps its
+private data dir (events, stdout, the command) under ``artifacts/<stack>/<timestamp>/``.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+
+from fabric.handoff.summary import EventSummary, PlaybookResult
+from fabric.handoff.vars import HandoffError, write_group_vars
+from fabric.spec import ClusterSpec
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+STATE_ROOT = REPO_ROOT / "state"
+ARTIFACTS_ROOT = REPO_ROOT / "artifacts"
+
+
+def stderr_line(line: str) -> None:
+    """Print one progress line to stderr, at once."""
+    print(line, file=sys.stderr, flush=True)
+
+
+def inventory_path(stack: str, state_root: Path = STATE_ROOT) -> Path:
+    """``state/<stack>/inventory.yml``; a HandoffError saying how to make it when absent."""
+    path = state_root / stack / "inventory.yml"
+    if not path.is_file():
+        raise HandoffError(
+            f"no inventory at {path}: provision the stack first (python -m fabric lab up, or "
+            f"pulumi up --stack {stack})"
+        )
+    return path
+
+
+def resolve_playbook(playbook: str | Path) -> Path:
+    """An existing playbook path: as given, or relative to the repository root."""
+    for candidate in (Path(playbook), REPO_ROOT / playbook, REPO_ROOT / "playbooks" / playbook):
+        if candidate.is_file():
+            return candidate.resolve()
+    raise HandoffError(f"no playbook {playbook!r} (looked in . , {REPO_ROOT} and {REPO_ROOT / 'playbooks'})")
+
+
+def new_artifacts_dir(stack: str, artifacts_root: Path = ARTIFACTS_ROOT) -> Path:
+    """A fresh ``artifacts/<stack>/<UTC timestamp>[-n]/`` directory."""
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    base = artifacts_root / stack
+    base.mkdir(parents=True, exist_ok=True)
+    for n in range(100):
+        path = base / (stamp if n == 0 else f"{stamp}-{n}")
+        try:
+            path.mkdir()
+            return path
+        except FileExistsError:
+            continue
+    raise HandoffError(f"cannot make a new artifacts directory under {base}")
+
+
+def run_playbook(
+    playbook: str | Path,
+    *,
+    stack: str = "lab",
+    spec: ClusterSpec | None = None,
+    limit: str | None = None,
+    emit: Callable[[str], None] = stderr_line,
+    state_root: Path = STATE_ROOT,
+    artifacts_root: Path = ARTIFACTS_ROOT,
+    extra_env: dict[str, str] | None = None,
+) -> PlaybookResult:
+    """Run ``playbook`` against ``stack``'s inventory; stream progress through ``emit``.
+
+    With ``spec``, the role variables are (re)written to ``state/<stack>/group_vars/all.yml``
+    first. Returns the typed result; ``result.summary()`` is the short report.
+    """
+    import ansible_runner  # imported here: the CLI's other commands do not need it
+
+    book = resolve_playbook(playbook)
+    inventory = inventory_path(stack, state_root)
+    if spec is not None:
+        write_group_vars(spec, inventory.parent)
+    private = new_artifacts_dir(stack, artifacts_root)
+    env = {
+        "ANSIBLE_CONFIG": str(REPO_ROOT / "ansible.cfg"),
+        "ANSIBLE_ROLES_PATH": str(REPO_ROOT / "roles"),
+        "ANSIBLE_CACHE_PLUGIN_CONNECTION": str(REPO_ROOT / ".ansible" / "facts"),
+        "ANSIBLE_FORCE_COLOR": "false",
+        **(extra_env or {}),
+    }
+    summary = EventSummary(emit=emit)
+    emit(f"running {book.relative_to(REPO_ROOT) if book.is_relative_to(REPO_ROOT) else book} "
+         f"on stack {stack}{f' (limit {limit})' if limit else ''}; artifacts in {private}")
+    runner = ansible_runner.run(
+        private_data_dir=str(private),
+        project_dir=str(REPO_ROOT),
+        playbook=str(book),
+        inventory=str(inventory),
+        limit=limit,
+        envvars=env,
+        event_handler=summary.handle,
+        quiet=True,
+        # Keep every run's record; they are small and git-ignored.
+        rotate_artifacts=0,
+    )
+    rc = runner.rc if isinstance(runner.rc, int) else 1
+    return summary.result(str(book), runner.status or "unknown", rc, private)

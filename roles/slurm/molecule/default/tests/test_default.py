@@ -1,0 +1,68 @@
+"""munge and Slurm run; the declared nodes are idle with their GPUs; topology as declared."""
+
+import os
+import re
+
+import pytest
+import testinfra
+
+
+def _groups(host):
+    return host.ansible.get_variables()["group_names"]
+
+
+def test_munge_is_running(host):
+    assert host.service("munge").is_running
+
+
+def test_munge_key_is_private_to_munge(host):
+    key = host.file("/etc/munge/munge.key")
+    assert key.user == "munge"
+    assert key.mode == 0o400
+    assert key.size >= 1024
+
+
+def test_munge_credential_decodes_on_this_host(host):
+    assert host.run("munge -n | unmunge").rc == 0
+
+
+def test_munge_key_is_the_controllers(host):
+    controller = testinfra.get_host(
+        "ansible://ry-rolesb-ctl", ansible_inventory=os.environ["MOLECULE_INVENTORY_FILE"]
+    )
+    path = "/etc/munge/munge.key"
+    assert host.file(path).sha256sum == controller.file(path).sha256sum
+
+
+def test_slurm_daemon_of_this_host_is_running(host):
+    daemon = "slurmctld" if "slurm_controller" in _groups(host) else "slurmd"
+    service = host.service(daemon)
+    assert service.is_running
+    assert service.is_enabled
+
+
+def test_every_node_is_idle(host):
+    out = host.check_output('sinfo --noheader --Node --format "%N %t"')
+    states = dict(line.split() for line in out.splitlines())
+    assert states == {"ry-rolesb-c1": "idle", "ry-rolesb-c2": "idle"}
+
+
+@pytest.mark.parametrize("node", ["ry-rolesb-c1", "ry-rolesb-c2"])
+def test_node_has_declared_gpus_and_cpus(host, node):
+    out = host.check_output(f"scontrol show node {node}")
+    assert re.search(r"\bGres=gpu:h100:8\b", out), out
+    assert re.search(r"\bCPUTot=64\b", out), out
+
+
+def test_topology_matches_the_declared_tree(host):
+    out = host.check_output("scontrol show topology")
+    assert re.search(r"SwitchName=leaf1 Level=0 .*Nodes=ry-rolesb-c1\b", out), out
+    assert re.search(r"SwitchName=leaf2 Level=0 .*Nodes=ry-rolesb-c2\b", out), out
+    assert re.search(r"SwitchName=spine1 Level=1 .*Switches=leaf\[1-2\]", out), out
+
+
+def test_a_job_runs_on_a_gpu_node(host):
+    if "slurm_controller" not in _groups(host):
+        pytest.skip("submitted once, from the controller")
+    out = host.check_output("srun -N1 --gres=gpu:h100:1 -t 1 hostname")
+    assert out.strip() in {"ry-rolesb-c1", "ry-rolesb-c2"}
