@@ -1,0 +1,54 @@
+"""The PARSERS registry: every fixture of every registered tool parses or fails typed."""
+
+from pathlib import Path
+
+import pytest
+from pydantic import BaseModel
+
+from fabric.parsers import PARSERS, ParseError, UnknownToolError, parse
+
+FIXTURES = Path(__file__).parents[1] / "fixtures"
+
+#: Fixture file prefix -> registered tool name.
+PREFIX_TOOL = {"ibv_devinfo_v": "ibv_devinfo"}
+
+OWN_TOOLS = sorted(set(PARSERS) - {"ibnetdiscover"})
+FILES = sorted(
+    path.name
+    for path in FIXTURES.glob("*__*.txt")
+    if PREFIX_TOOL.get(path.name.split("__")[0], path.name.split("__")[0]) in OWN_TOOLS
+)
+
+
+def tool_of(name: str) -> str:
+    prefix = name.split("__")[0]
+    return PREFIX_TOOL.get(prefix, prefix)
+
+
+def test_registry_names() -> None:
+    assert sorted(PARSERS) == sorted(
+        ["ibstat", "ibstatus", "ibv_devinfo", "iblinkinfo", "ibnetdiscover", "mlnx_qos",
+         "show_gids", "mlxconfig", "perftest", "ibv_rc_pingpong", "sysfs", "ethtool", "fi_info",
+         "sminfo", "perfquery", "ibdiagnet", "ibping", "ibtracert"])
+
+
+@pytest.mark.parametrize("tool", OWN_TOOLS)
+def test_every_tool_has_fixtures(tool: str) -> None:
+    assert any(tool_of(name) == tool for name in FILES)
+
+
+@pytest.mark.parametrize("name", FILES)
+def test_every_fixture_parses_to_a_model(name: str) -> None:
+    result = parse(tool_of(name), (FIXTURES / name).read_text())
+    assert isinstance(result, BaseModel)
+
+
+@pytest.mark.parametrize("tool", OWN_TOOLS)
+def test_empty_input_raises_parse_error(tool: str) -> None:
+    with pytest.raises(ParseError, match=f"^{tool}: "):
+        parse(tool, "")
+
+
+def test_unknown_tool_lists_valid_ones() -> None:
+    with pytest.raises(UnknownToolError, match="valid tools: ethtool, fi_info"):
+        parse("ibnope", "")
