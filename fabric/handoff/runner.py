@@ -9,6 +9,7 @@ private data dir (events, stdout, the command) under ``artifacts/<stack>/<timest
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -90,6 +91,8 @@ def run_playbook(
         "ANSIBLE_ROLES_PATH": str(REPO_ROOT / "roles"),
         "ANSIBLE_CACHE_PLUGIN_CONNECTION": str(REPO_ROOT / ".ansible" / "facts"),
         "ANSIBLE_FORCE_COLOR": "false",
+        # ansible-playbook from this interpreter's environment (the project venv), first.
+        "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]),
         **(extra_env or {}),
     }
     summary = EventSummary(emit=emit)

@@ -1,0 +1,116 @@
+"""``AnsibleHandoff``: a Pulumi dynamic resource that runs ``playbooks/site.yml`` on the
+provisioned hosts through ``fabric.handoff.runner``.
+
+It runs on create, and again only when an input changes: the spec, the inventory text,
+the playbook, or the hash of ``roles/`` and ``playbooks/`` (``content_hash``, computed when
+the program runs). Deleting it leaves the hosts as they are.
+
+Progress reaches ``pulumi up``: a dynamic provider has no engine connection for
+``pulumi.log`` (it falls back to printing), but the engine shows every line a provider
+plugin writes to stderr as an info diagnostic, so the runner's progress lines go to stderr.
+A failed run fails the resource with the short summary (failed hosts and tasks, artifacts).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+import pulumi
+from pulumi.dynamic import CreateResult, DiffResult, ResourceProvider, UpdateResult
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+#: Inputs whose change re-runs the playbook.
+RERUN_ON = ("stack", "spec_json", "inventory", "playbook", "limit", "content_hash")
+#: Paths under roles/ and playbooks/ that do not change what runs on the hosts.
+IGNORED_PARTS = {"molecule", "tests", "__pycache__", ".pytest_cache"}
+OUTPUTS = ("status", "rc", "recap", "artifacts", "changed_hosts")
+
+
+def content_hash(root: Path = REPO_ROOT, dirs: tuple[str, ...] = ("roles", "playbooks")) -> str:
+    """sha256 over the relative paths and bytes of every file that Ansible runs."""
+    digest = hashlib.sha256()
+    for top in dirs:
+        base = root / top
+        if not base.is_dir():
+            continue
+        for path in sorted(p for p in base.rglob("*") if p.is_file()):
+            rel = path.relative_to(root)
+            if IGNORED_PARTS.intersection(rel.parts) or path.suffix in {".md", ".pyc"}:
+                continue
+            digest.update(str(rel).encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+def run(props: dict[str, Any]) -> dict[str, Any]:
+    """Run the playbook for ``props``; the outputs, or an exception carrying the summary."""
+    from fabric.handoff.runner import run_playbook
+    from fabric.specload import spec_from_mapping
+
+    spec = spec_from_mapping(json.loads(props["spec_json"]), source="AnsibleHandoff.spec_json")
+    result = run_playbook(props["playbook"], stack=props["stack"], spec=spec, limit=props.get("limit"))
+    if not result.ok:
+        raise RuntimeError(result.summary())
+    return {
+        "status": result.status,
+        "rc": result.rc,
+        "recap": result.recap(),
+        "artifacts": str(result.artifacts),
+        "changed_hosts": sorted(h for h, c in result.hosts.items() if c.changed),
+    }
+
+
+def changed_inputs(olds: dict[str, Any], news: dict[str, Any]) -> list[str]:
+    """The inputs that differ between two property sets."""
+    return [k for k in RERUN_ON if olds.get(k) != news.get(k)]
+
+
+class AnsibleHandoffProvider(ResourceProvider):
+    """The dynamic provider behind :class:`AnsibleHandoff`."""
+
+    def create(self, props: dict[str, Any]) -> CreateResult:
+        outs = run(props)
+        return CreateResult(id_=f"handoff-{props['stack']}", outs={**props, **outs})
+
+    def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
+        return DiffResult(changes=bool(changed_inputs(olds, news)), replaces=[])
+
+    def update(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
+        return UpdateResult(outs={**news, **run(news)})
+
+    def delete(self, _id: str, _props: dict[str, Any]) -> None:
+        """Leave the hosts configured; only the Pulumi record goes."""
+
+
+class AnsibleHandoff(pulumi.dynamic.Resource):
+    """Run ``playbook`` (site.yml) with ansible-runner against ``state/<stack>/inventory.yml``."""
+
+    status: pulumi.Output[str]
+    rc: pulumi.Output[int]
+    recap: pulumi.Output[str]
+    artifacts: pulumi.Output[str]
+    changed_hosts: pulumi.Output[list[str]]
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        stack: str,
+        spec_json: pulumi.Input[str],
+        inventory: pulumi.Input[str],
+        playbook: str = "playbooks/site.yml",
+        limit: str | None = None,
+        opts: pulumi.ResourceOptions | None = None,
+    ) -> None:
+        props: dict[str, Any] = {
+            "stack": stack,
+            "spec_json": spec_json,
+            "inventory": inventory,
+            "playbook": playbook,
+            "limit": limit,
+            "content_hash": content_hash(),
+            **{k: None for k in OUTPUTS},
+        }
+        super().__init__(AnsibleHandoffProvider(), name, props, opts)

@@ -1,0 +1,144 @@
+"""Role variables derived from the spec: values, lab settings, errors, and that every
+variable is one a role declares."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from fabric.handoff.vars import (
+    HandoffError,
+    role_vars_from_spec,
+    tree_topology_conf,
+    write_group_vars,
+)
+from fabric.specload import load_spec, spec_from_mapping
+from fabric.topology.from_spec import graph_from_spec
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def lab_spec():
+    return load_spec(REPO / "Pulumi.lab.yaml")
+
+
+def _mapping(lab_spec, **changes):
+    data = lab_spec.model_dump(mode="json", exclude_none=True)
+    for dotted, value in changes.items():
+        node = data
+        *path, last = dotted.split("__")
+        for key in path:
+            node = node[key]
+        node[last] = value
+    return spec_from_mapping(data)
+
+
+def test_lab_subnet_manager_settings_come_from_the_spec(lab_spec):
+    out = role_vars_from_spec(lab_spec)
+    assert out["subnet_manager_routing_engine"] == "ftree"
+    assert out["subnet_manager_sweep_interval"] == 10
+    assert out["subnet_manager_mtu"] == 4096
+    assert out["subnet_manager_partitions"] == [
+        {"name": "Default", "pkey": "0x7fff", "members": "ALL", "membership": "full", "ipoib": True}
+    ]
+    assert out["subnet_manager_require_kernel_umad"] is False
+
+
+def test_lab_slurm_nodes_carry_declared_gpus(lab_spec):
+    out = role_vars_from_spec(lab_spec)
+    assert out["slurm_controller_host"] == "ctl1"
+    assert [n["name"] for n in out["slurm_nodes"]] == [f"gpu0{i}" for i in range(1, 9)]
+    assert out["slurm_nodes"][0]["gres"] == [{"name": "gpu", "type": "h100", "count": 8}]
+    assert "cpus" not in out["slurm_nodes"][0]
+    assert out["slurm_partitions"] == [
+        {"name": "gpu", "nodes": "gpu[01-08]", "default": True, "max_time": "INFINITE"}
+    ]
+    assert out["slurm_slurmd_parameters"] == "config_overrides"
+
+
+def test_lab_topology_conf_lists_only_slurm_nodes(lab_spec):
+    conf = role_vars_from_spec(lab_spec)["slurm_topology_conf"]
+    assert conf.splitlines() == [
+        "SwitchName=leaf01 Nodes=gpu[01-05]",
+        "SwitchName=leaf02 Nodes=gpu[06-08]",
+        "SwitchName=spine01 Switches=leaf[01-02]",
+    ]
+
+
+def test_tree_topology_conf_skips_hosts_outside_slurm(lab_spec):
+    conf = tree_topology_conf(graph_from_spec(lab_spec), ["gpu01"])
+    assert conf.splitlines() == ["SwitchName=leaf01 Nodes=gpu01", "SwitchName=spine01 Switches=leaf01"]
+
+
+def test_no_topology_without_a_declared_fabric_topology(lab_spec):
+    data = lab_spec.model_dump(mode="json", exclude_none=True)
+    del data["fabric"]["topology"]
+    out = role_vars_from_spec(spec_from_mapping(data))
+    assert out["slurm_topology_plugin"] == "none"
+    assert out["slurm_topology_conf"] == ""
+
+
+def test_block_topology_is_refused_with_the_reason(lab_spec):
+    spec = _mapping(lab_spec, slurm__topology_plugin="block", slurm__block_size=4)
+    with pytest.raises(HandoffError, match=r"slurm.topology_plugin: block needs Slurm 23.11"):
+        role_vars_from_spec(spec)
+
+
+def test_host_list_partition_members_are_refused(lab_spec):
+    data = lab_spec.model_dump(mode="json", exclude_none=True)
+    data["fabric"]["infiniband"]["partitions"][0]["members"] = "gpu[01-02]"
+    with pytest.raises(HandoffError, match=r"partitions\[0\]\.members"):
+        role_vars_from_spec(spec_from_mapping(data))
+
+
+def test_baremetal_target_gets_no_lab_overrides(lab_spec):
+    data = lab_spec.model_dump(mode="json", exclude_none=True)
+    data["target"] = "baremetal"
+    data.pop("lab", None)
+    out = role_vars_from_spec(spec_from_mapping(data))
+    assert "subnet_manager_require_kernel_umad" not in out
+    assert "slurm_proctrack_type" not in out
+
+
+def test_roce_fabric_sets_roce_qos_and_no_opensm():
+    spec = spec_from_mapping({
+        "name": "roce", "target": "baremetal",
+        "nodes": [
+            {"names": "n[1-2]", "hcas": [{"device": "mlx5_0", "link_layer": "Ethernet", "netdev": "ens1f0np0"}]},
+            {"names": "head", "role": "controller"},
+        ],
+        "fabric": {"kind": "roce", "mtu": 9000, "roce": {"pfc_priority": 3, "rdma_dscp": 26}},
+        "management": {"subnet": "198.18.0.0/24"},
+    })
+    out = role_vars_from_spec(spec)
+    assert out["roce_qos_interfaces"] == ["ens1f0np0"]
+    assert out["roce_qos_mtu"] == 9000
+    assert out["roce_qos_tos"] == 106
+    assert not any(k.startswith("subnet_manager_") for k in out)
+    assert out["slurm_controller_host"] == "head"
+
+
+def _declared(role: str) -> set[str]:
+    path = REPO / "roles" / role / "defaults" / "main.yml"
+    return set(yaml.safe_load(path.read_text()) or {})
+
+
+def test_every_variable_is_declared_by_its_role(lab_spec):
+    out = role_vars_from_spec(lab_spec)
+    for key in out:
+        if key.startswith("railyard_"):
+            continue
+        role = next(r for r in ("subnet_manager", "roce_qos", "slurm", "rdma_stack") if key.startswith(r + "_"))
+        assert key in _declared(role), f"{key} is not in roles/{role}/defaults/main.yml"
+
+
+def test_group_vars_file_round_trips_and_is_rewritten_only_on_change(lab_spec, tmp_path):
+    path = write_group_vars(lab_spec, tmp_path)
+    assert path == tmp_path / "group_vars" / "all.yml"
+    assert yaml.safe_load(path.read_text()) == role_vars_from_spec(lab_spec)
+    mtime = path.stat().st_mtime_ns
+    write_group_vars(lab_spec, tmp_path)
+    assert path.stat().st_mtime_ns == mtime
