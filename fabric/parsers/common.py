@@ -193,9 +193,7 @@ def find_failure(text: str, extra: Iterable[re.Pattern[str]] = ()) -> str | None
 def failure_lines(text: str, extra: Iterable[re.Pattern[str]] = ()) -> list[str]:
     """Every line that records a tool failure, in order."""
     markers = (*FAILURE_MARKERS, *extra)
-    return [
-        line.strip() for _, line in lines(text) if any(m.match(line.strip()) for m in markers)
-    ]
+    return [line.strip() for _, line in lines(text) if any(m.match(line.strip()) for m in markers)]
 
 
 def first_content_line(text: str) -> tuple[int, str]:

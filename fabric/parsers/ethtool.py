@@ -53,7 +53,9 @@ def parse(text: str) -> EthtoolSettings:
         if match := _HEADER.match(line):
             name = match["name"]
         elif name is None:
-            if reason := find_failure(text, [re.compile(r"^Cannot .*"), re.compile(r".*: No data")]):
+            if reason := find_failure(
+                text, [re.compile(r"^Cannot .*"), re.compile(r".*: No data")]
+            ):
                 return EthtoolSettings(ok=False, reason=reason)
             raise ParseError(TOOL, lineno, "'Settings for <netdev>:'", line)
         elif (match := _CONTINUATION.match(line)) and key in _LIST_KEYS:

@@ -19,7 +19,8 @@ TOOL = "ibdiagnet"
 _SUMMARY_FIELD = re.compile(r"^(?P<key>[A-Za-z][A-Za-z0-9 ]*?)\s*:\s*(?P<value>\d+)\s*$")
 _STAGE_HEADER = re.compile(r"^-I- Stage\s+Warnings\s+Errors\s+Comment\s*$")
 _STAGE = re.compile(
-    r"^-I- (?P<stage>[A-Za-z][A-Za-z0-9 ]*?)\s+(?P<warn>\d+)\s+(?P<err>\d+)(?:\s+(?P<comment>.*?))?\s*$"
+    r"^-I- (?P<stage>[A-Za-z][A-Za-z0-9 ]*?)\s+(?P<warn>\d+)\s+(?P<err>\d+)"
+    r"(?:\s+(?P<comment>.*?))?\s*$"
 )
 _SM_ROLE = re.compile(r"^\s*SM - (?P<role>\w+)\s*$")
 _SM_PORT = re.compile(
@@ -81,8 +82,13 @@ class IbdiagnetReport(ToolResult):
 
 def parse(text: str) -> IbdiagnetReport:
     """Parse an ibdiagnet console summary or ``ibdiagnet2.sm`` file."""
-    data: dict[str, object] = {"counts": {}, "stages": [], "subnet_managers": [], "info": [],
-                               "errors": []}
+    data: dict[str, object] = {
+        "counts": {},
+        "stages": [],
+        "subnet_managers": [],
+        "info": [],
+        "errors": [],
+    }
     role: str | None = None
     in_stages = False
     for lineno, line in lines(text):
@@ -95,8 +101,12 @@ def parse(text: str) -> IbdiagnetReport:
             in_stages = True
         elif in_stages and (match := _STAGE.match(stripped)):
             data["stages"].append(  # type: ignore[attr-defined]
-                {"stage": match["stage"], "warnings": int(match["warn"]),
-                 "errors": int(match["err"]), "comment": match["comment"] or None}
+                {
+                    "stage": match["stage"],
+                    "warnings": int(match["warn"]),
+                    "errors": int(match["err"]),
+                    "comment": match["comment"] or None,
+                }
             )
         elif match := _MESSAGE.match(stripped):
             key = "errors" if match["level"] == "E" else "info"
@@ -105,9 +115,14 @@ def parse(text: str) -> IbdiagnetReport:
             role = match["role"]
         elif role and (match := _SM_PORT.match(line)):
             data["subnet_managers"].append(  # type: ignore[attr-defined]
-                {"role": role, "port": int(match["port"]), "lid": int(match["lid"], 16),
-                 "guid": normalize_guid(match["guid"]), "device_id": int(match["dev"]),
-                 "priority": int(match["prio"])}
+                {
+                    "role": role,
+                    "port": int(match["port"]),
+                    "lid": int(match["lid"], 16),
+                    "guid": normalize_guid(match["guid"]),
+                    "device_id": int(match["dev"]),
+                    "priority": int(match["prio"]),
+                }
             )
         elif match := _ADAPTIVE.match(stripped):
             data["adaptive_routing_switches"] = int(match["n"])

@@ -106,6 +106,7 @@ def parse(text: str) -> IbtracertReport:
         raise ParseError(TOOL, lineno, "'From <kind> {guid} portnum N lid L-L \"name\"'", line)
     if "destination" not in data:
         fatal = [w for w in warnings if "iberror" in w or "ibpanic" in w]
-        data.update(ok=False, reason=fatal[0] if fatal else warnings[-1] if warnings else
-                    "no 'To' line")
+        data.update(
+            ok=False, reason=fatal[0] if fatal else warnings[-1] if warnings else "no 'To' line"
+        )
     return build(TOOL, IbtracertReport, data)

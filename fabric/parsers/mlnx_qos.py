@@ -66,9 +66,9 @@ def parse(text: str) -> MlnxQosReport:
             tcs.append(
                 {
                     "tc": int(match["tc"]),
-                    "ratelimit_gbps": None
-                    if limit == "unlimited"
-                    else float(limit.removesuffix("Gbps")),
+                    "ratelimit_gbps": (
+                        None if limit == "unlimited" else float(limit.removesuffix("Gbps"))
+                    ),
                     "tsa": match["tsa"],
                     "bw_percent": int(match["bw"]) if match["bw"] else None,
                     "priorities": [],

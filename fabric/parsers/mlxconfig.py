@@ -10,7 +10,9 @@ TOOL = "mlxconfig"
 
 _DEVICE_NO = re.compile(r"^Device #(?P<n>\d+):\s*$")
 _RULE = re.compile(r"^-+\s*$")
-_INFO = re.compile(r"^(?P<key>Device type|Name|Description|Device|PCI device):\s+(?P<value>.*?)\s*$")
+_INFO = re.compile(
+    r"^(?P<key>Device type|Name|Description|Device|PCI device):\s+(?P<value>.*?)\s*$"
+)
 _CONFIGS = re.compile(r"^Configurations:\s+(?P<columns>.*?)\s*$")
 _ROW = re.compile(r"^\s+(?P<name>[A-Z][A-Z0-9_]*(?:\[\d+(?:\.\.\d+)?\])?)\s+(?P<values>\S.*?)\s*$")
 _VALUE = re.compile(r"^(?P<label>.*?)\((?P<code>-?\d+)\)$")

@@ -152,8 +152,14 @@ def parse(text: str) -> PerftestReport:
             kind = "bw" if match["kind"] == "BW" else "lat"
             side = "server" if server_next else "client"
             runs.append(
-                {"title": match["title"], "kind": kind, "side": side, "settings": {}, "bw": [],
-                 "lat": []}
+                {
+                    "title": match["title"],
+                    "kind": kind,
+                    "side": side,
+                    "settings": {},
+                    "bw": [],
+                    "lat": [],
+                }
             )
             server_next = False
             continue

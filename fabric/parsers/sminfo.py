@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import re
 
-from fabric.parsers.common import ParseError, ToolResult, find_failure, first_content_line, lines, normalize_guid
+from fabric.parsers.common import (
+    ParseError,
+    ToolResult,
+    find_failure,
+    first_content_line,
+    lines,
+    normalize_guid,
+)
 
 TOOL = "sminfo"
 

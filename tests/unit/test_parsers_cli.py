@@ -35,7 +35,10 @@ def test_parse_error_exits_1(capsys: pytest.CaptureFixture[str]) -> None:
     code = main(["parse", "ibstat", str(FIXTURES / "show_gids__magnate3__1.txt")])
     captured = capsys.readouterr()
     assert (code, captured.out, captured.err.startswith("parse error: ibstat: line 1:")) == (
-        1, "", True)
+        1,
+        "",
+        True,
+    )
 
 
 def test_unknown_tool_lists_valid_ones(capsys: pytest.CaptureFixture[str]) -> None:

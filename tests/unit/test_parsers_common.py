@@ -29,8 +29,14 @@ def test_parse_rate(text: str, rate: tuple[object, ...]) -> None:
 
 @pytest.mark.parametrize(
     ("text", "state"),
-    [("4: ACTIVE", "Active"), ("1: DOWN", "Down"), ("PORT_ACTIVE (4)", "Active"),
-     ("PORT_DOWN (1)", "Down"), ("Initializing", "Initializing"), ("Active", "Active")],
+    [
+        ("4: ACTIVE", "Active"),
+        ("1: DOWN", "Down"),
+        ("PORT_ACTIVE (4)", "Active"),
+        ("PORT_DOWN (1)", "Down"),
+        ("Initializing", "Initializing"),
+        ("Active", "Active"),
+    ],
 )
 def test_normalize_state(text: str, state: str) -> None:
     assert normalize_state(text) == state
@@ -38,15 +44,21 @@ def test_normalize_state(text: str, state: str) -> None:
 
 @pytest.mark.parametrize(
     ("text", "state"),
-    [("5: LinkUp", "LinkUp"), ("3: Disabled", "Disabled"), ("LINK_UP (5)", "LinkUp"),
-     ("DISABLED (3)", "Disabled"), ("Polling", "Polling")],
+    [
+        ("5: LinkUp", "LinkUp"),
+        ("3: Disabled", "Disabled"),
+        ("LINK_UP (5)", "LinkUp"),
+        ("DISABLED (3)", "Disabled"),
+        ("Polling", "Polling"),
+    ],
 )
 def test_normalize_phys_state(text: str, state: str) -> None:
     assert normalize_phys_state(text) == state
 
 
 @pytest.mark.parametrize(
-    ("text", "layer"), [("IB", "InfiniBand"), ("InfiniBand", "InfiniBand"), ("Ethernet", "Ethernet")]
+    ("text", "layer"),
+    [("IB", "InfiniBand"), ("InfiniBand", "InfiniBand"), ("Ethernet", "Ethernet")],
 )
 def test_normalize_link_layer(text: str, layer: str) -> None:
     assert normalize_link_layer(text) == layer
@@ -54,15 +66,19 @@ def test_normalize_link_layer(text: str, layer: str) -> None:
 
 @pytest.mark.parametrize(
     ("text", "guid"),
-    [("0002:c903:004b:feee", "0x0002c903004bfeee"), ("0x100001", "0x0000000000100001"),
-     ("0x58a2e10300a7820e", "0x58a2e10300a7820e")],
+    [
+        ("0002:c903:004b:feee", "0x0002c903004bfeee"),
+        ("0x100001", "0x0000000000100001"),
+        ("0x58a2e10300a7820e", "0x58a2e10300a7820e"),
+    ],
 )
 def test_normalize_guid(text: str, guid: str) -> None:
     assert normalize_guid(text) == guid
 
 
 @pytest.mark.parametrize(
-    ("lane", "speed"), [(2.5, "SDR"), (25.78125, "EDR"), (53.125, "HDR"), (106.25, "NDR"), (7.0, None)]
+    ("lane", "speed"),
+    [(2.5, "SDR"), (25.78125, "EDR"), (53.125, "HDR"), (106.25, "NDR"), (7.0, None)],
 )
 def test_speed_from_lane(lane: float, speed: str | None) -> None:
     assert speed_from_lane_gbps(lane) == speed
@@ -71,4 +87,6 @@ def test_speed_from_lane(lane: float, speed: str | None) -> None:
 def test_parse_error_names_tool_line_and_expectation() -> None:
     err = ParseError("ibstat", 3, "'CA <name>'", "garbage")
     assert (str(err), isinstance(err, ValueError)) == (
-        "ibstat: line 3: expected 'CA <name>', got 'garbage'", True)
+        "ibstat: line 3: expected 'CA <name>', got 'garbage'",
+        True,
+    )

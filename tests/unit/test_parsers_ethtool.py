@@ -37,7 +37,9 @@ def test_link_modes_span_continuation_lines() -> None:
     assert (len(modes), modes[0], modes[-1]) == (16, "1000baseKX/Full", "100000baseLR4_ER4/Full")
 
 
-@pytest.mark.parametrize("text", [read("ibstat__gpud__1.txt"), read("mlnx_qos__magnate3__1.txt"), ""])
+@pytest.mark.parametrize(
+    "text", [read("ibstat__gpud__1.txt"), read("mlnx_qos__magnate3__1.txt"), ""]
+)
 def test_not_ethtool_raises_parse_error(text: str) -> None:
     with pytest.raises(ParseError, match="^ethtool: "):
         parse(text)

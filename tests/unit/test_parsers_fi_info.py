@@ -28,13 +28,28 @@ def test_domains(name: str, domains: list[str]) -> None:
 @pytest.mark.parametrize(
     ("name", "index", "expected"),
     [
-        ("fi_info__perfstudy__1.txt", 0,
-         {"provider": "efa", "fabric": "efa", "version": "121.0", "type": "FI_EP_RDM",
-          "protocol": "FI_PROTO_EFA"}),
+        (
+            "fi_info__perfstudy__1.txt",
+            0,
+            {
+                "provider": "efa",
+                "fabric": "efa",
+                "version": "121.0",
+                "type": "FI_EP_RDM",
+                "protocol": "FI_PROTO_EFA",
+            },
+        ),
         ("fi_info__perfstudy__1.txt", 1, {"type": "FI_EP_DGRAM"}),
-        ("fi_info__libfabric5689__1.txt", 0, {"fabric": "EFA-fe80::39:beff:fe6e:c23", "version": "2.0"}),
-        ("fi_info__libfabric5689__1.txt", 2,
-         {"provider": "efa;ofi_rxd", "protocol": "FI_PROTO_RXD", "type": "FI_EP_RDM"}),
+        (
+            "fi_info__libfabric5689__1.txt",
+            0,
+            {"fabric": "EFA-fe80::39:beff:fe6e:c23", "version": "2.0"},
+        ),
+        (
+            "fi_info__libfabric5689__1.txt",
+            2,
+            {"provider": "efa;ofi_rxd", "protocol": "FI_PROTO_RXD", "type": "FI_EP_RDM"},
+        ),
     ],
 )
 def test_entry_fields(name: str, index: int, expected: dict[str, str]) -> None:
@@ -42,7 +57,9 @@ def test_entry_fields(name: str, index: int, expected: dict[str, str]) -> None:
     assert {key: entry[key] for key in expected} == expected
 
 
-@pytest.mark.parametrize("text", [read("ibstat__gpud__1.txt"), read("sminfo__ibsimparse__1.txt"), ""])
+@pytest.mark.parametrize(
+    "text", [read("ibstat__gpud__1.txt"), read("sminfo__ibsimparse__1.txt"), ""]
+)
 def test_not_fi_info_raises_parse_error(text: str) -> None:
     with pytest.raises(ParseError, match="^fi_info: "):
         parse(text)

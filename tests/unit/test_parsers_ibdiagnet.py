@@ -24,13 +24,22 @@ def read(name: str) -> str:
 )
 def test_fabric_summary(name: str, summary: tuple[int | None, ...]) -> None:
     r = parse(read(name))
-    assert (r.total_nodes, r.switches, r.channel_adapters, r.aggregation_nodes, r.routers) == summary
+    assert (
+        r.total_nodes,
+        r.switches,
+        r.channel_adapters,
+        r.aggregation_nodes,
+        r.routers,
+    ) == summary
 
 
 def test_stage_table() -> None:
     report = parse(read("ibdiagnet__openairecipe__1.txt"))
     assert [(s.stage, s.warnings, s.errors) for s in report.stages] == [
-        ("Discovery", 3, 0), ("Virtualization", 0, 0), ("Routing", 0, 0)]
+        ("Discovery", 3, 0),
+        ("Virtualization", 0, 0),
+        ("Routing", 0, 0),
+    ]
 
 
 def test_adaptive_routing_count() -> None:
@@ -44,19 +53,28 @@ def test_sharp_counts_kept() -> None:
 
 def test_info_messages_kept() -> None:
     assert parse(read("ibdiagnet__openairecipe__2.txt")).info == [
-        "SHARP check trees finished successfully"]
+        "SHARP check trees finished successfully"
+    ]
 
 
 def test_sm_report() -> None:
     sm = parse(read("ibdiagnet__magnate3__1.txt")).subnet_managers[0]
     assert (sm.role, sm.lid, sm.guid, sm.device_id, sm.priority) == (
-        "master", 4, "0x08c0eb0300f6fc26", 54000, 15)
+        "master",
+        4,
+        "0x08c0eb0300f6fc26",
+        54000,
+        15,
+    )
 
 
 @pytest.mark.parametrize(
     "name",
-    ["ibdiagnet__magnate3__1.txt", "ibdiagnet__openairecipe__1.txt",
-     "ibdiagnet__openairecipe__2.txt"],
+    [
+        "ibdiagnet__magnate3__1.txt",
+        "ibdiagnet__openairecipe__1.txt",
+        "ibdiagnet__openairecipe__2.txt",
+    ],
 )
 def test_no_errors_is_ok(name: str) -> None:
     report = parse(read(name))

@@ -24,14 +24,24 @@ def read(name: str) -> str:
 )
 def test_statistics(name: str, stats: tuple[object, ...]) -> None:
     r = parse(read(name))
-    assert (r.host, r.destination, r.transmitted, r.received, r.loss_percent, r.rtt_min_ms,
-            r.rtt_avg_ms, r.rtt_max_ms) == stats
+    assert (
+        r.host,
+        r.destination,
+        r.transmitted,
+        r.received,
+        r.loss_percent,
+        r.rtt_min_ms,
+        r.rtt_avg_ms,
+        r.rtt_max_ms,
+    ) == stats
 
 
 @pytest.mark.parametrize(
     ("name", "times"),
-    [("ibping__ibsimparse__1.txt", [0.031, 0.016, 0.022, 0.050, 0.026]),
-     ("ibping__ibsimparse__2.txt", [0.035, 0.323, 0.020])],
+    [
+        ("ibping__ibsimparse__1.txt", [0.031, 0.016, 0.022, 0.050, 0.026]),
+        ("ibping__ibsimparse__2.txt", [0.035, 0.323, 0.020]),
+    ],
 )
 def test_pongs(name: str, times: list[float]) -> None:
     assert [p.time_ms for p in parse(read(name)).pongs] == times
@@ -46,7 +56,9 @@ def test_no_reply_is_a_failed_result() -> None:
     assert (report.ok, report.reason, len(report.warnings)) == (False, "100% packet loss", 3)
 
 
-@pytest.mark.parametrize("text", [read("ibstat__gpud__1.txt"), read("ibtracert__ibsimparse__1.txt"), ""])
+@pytest.mark.parametrize(
+    "text", [read("ibstat__gpud__1.txt"), read("ibtracert__ibsimparse__1.txt"), ""]
+)
 def test_not_ibping_raises_parse_error(text: str) -> None:
     with pytest.raises(ParseError, match="^ibping: "):
         parse(text)

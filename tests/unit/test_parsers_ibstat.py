@@ -41,8 +41,14 @@ def test_device_count(name: str, count: int) -> None:
         (
             "ibstat__gpud__1.txt",
             "mlx5_0",
-            {"state": "Active", "physical_state": "LinkUp", "rate_gbps": 400,
-             "link_layer": "InfiniBand", "base_lid": 128, "sm_lid": 1},
+            {
+                "state": "Active",
+                "physical_state": "LinkUp",
+                "rate_gbps": 400,
+                "link_layer": "InfiniBand",
+                "base_lid": 128,
+                "sm_lid": 1,
+            },
         ),
         (
             "ibstat__gpud__1.txt",

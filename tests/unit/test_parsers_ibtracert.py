@@ -29,17 +29,25 @@ def test_hops(name: str, path: list[tuple[int, str, int]]) -> None:
 @pytest.mark.parametrize(
     ("name", "source", "destination"),
     [
-        ("ibtracert__ibsimparse__1.txt", ("gpu01", 1, "0x0000000000100000"),
-         ("gpu03", 5, "0x0000000000100004")),
-        ("ibtracert__ibsimparse__3.txt", ("gpu01", 1, "0x0000000000100000"),
-         ("gpu02", 4, "0x0000000000100002")),
+        (
+            "ibtracert__ibsimparse__1.txt",
+            ("gpu01", 1, "0x0000000000100000"),
+            ("gpu03", 5, "0x0000000000100004"),
+        ),
+        (
+            "ibtracert__ibsimparse__3.txt",
+            ("gpu01", 1, "0x0000000000100000"),
+            ("gpu02", 4, "0x0000000000100002"),
+        ),
     ],
 )
 def test_path_ends(name: str, source: tuple[object, ...], destination: tuple[object, ...]) -> None:
     r = parse(read(name))
     assert r.source is not None and r.destination is not None
-    assert ((r.source.name, r.source.lid, r.source.guid),
-            (r.destination.name, r.destination.lid, r.destination.guid)) == (source, destination)
+    assert (
+        (r.source.name, r.source.lid, r.source.guid),
+        (r.destination.name, r.destination.lid, r.destination.guid),
+    ) == (source, destination)
 
 
 def test_switches_on_path() -> None:
@@ -54,19 +62,33 @@ def test_hop_guid_and_kind() -> None:
 @pytest.mark.parametrize(
     ("name", "warning"),
     [
-        ("ibtracert__ibsimparse__4.txt", "ibwarn: [10201] mad_rpc: _do_madrpc failed; dport (Lid 99)"),
-        ("ibtracert__ibsimparse__5.txt", "ibwarn: [11774] mad_rpc: _do_madrpc failed; dport (Lid 6)"),
-        ("ibtracert__ibsimparse__6.txt",
-         "ibwarn: [10203] get_route: invalid MLID; must be 0xc000 or larger"),
+        (
+            "ibtracert__ibsimparse__4.txt",
+            "ibwarn: [10201] mad_rpc: _do_madrpc failed; dport (Lid 99)",
+        ),
+        (
+            "ibtracert__ibsimparse__5.txt",
+            "ibwarn: [11774] mad_rpc: _do_madrpc failed; dport (Lid 6)",
+        ),
+        (
+            "ibtracert__ibsimparse__6.txt",
+            "ibwarn: [10203] get_route: invalid MLID; must be 0xc000 or larger",
+        ),
     ],
 )
 def test_no_route_is_a_failed_result(name: str, warning: str) -> None:
     r = parse(read(name))
     assert (r.ok, r.reason, r.warnings[0], r.hops) == (
-        False, "ibtracert: iberror: failed: Failed to get route information", warning, [])
+        False,
+        "ibtracert: iberror: failed: Failed to get route information",
+        warning,
+        [],
+    )
 
 
-@pytest.mark.parametrize("text", [read("ibstat__gpud__1.txt"), read("ibping__ibsimparse__1.txt"), ""])
+@pytest.mark.parametrize(
+    "text", [read("ibstat__gpud__1.txt"), read("ibping__ibsimparse__1.txt"), ""]
+)
 def test_not_ibtracert_raises_parse_error(text: str) -> None:
     with pytest.raises(ParseError, match="^ibtracert: "):
         parse(text)

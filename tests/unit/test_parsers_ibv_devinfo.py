@@ -33,14 +33,31 @@ def test_verbose_detected_and_devices_counted(name: str, verbose: bool, devices:
 @pytest.mark.parametrize(
     ("name", "hca", "expected"),
     [
-        ("ibv_devinfo__chestergillon__1.txt", "mlx4_0",
-         {"fw_ver": "2.9.1200", "vendor_part_id": 26428, "node_guid": "0x0002c903004bfeee",
-          "phys_port_cnt": 2}),
-        ("ibv_devinfo__deepep38__1.txt", "mlx5_2",
-         {"fw_ver": "28.42.1000", "board_id": "MT_0000000838", "vendor_part_id": 4129}),
-        ("ibv_devinfo__deepep55__1.txt", "mlx5_3",
-         {"sys_image_guid": "0x946dae0300f00b6a", "vendor_part_id": 4126}),
-        ("ibv_devinfo__magnate3__1.txt", "mlx5_5", {"fw_ver": "20.30.1004", "vendor_part_id": 4123}),
+        (
+            "ibv_devinfo__chestergillon__1.txt",
+            "mlx4_0",
+            {
+                "fw_ver": "2.9.1200",
+                "vendor_part_id": 26428,
+                "node_guid": "0x0002c903004bfeee",
+                "phys_port_cnt": 2,
+            },
+        ),
+        (
+            "ibv_devinfo__deepep38__1.txt",
+            "mlx5_2",
+            {"fw_ver": "28.42.1000", "board_id": "MT_0000000838", "vendor_part_id": 4129},
+        ),
+        (
+            "ibv_devinfo__deepep55__1.txt",
+            "mlx5_3",
+            {"sys_image_guid": "0x946dae0300f00b6a", "vendor_part_id": 4126},
+        ),
+        (
+            "ibv_devinfo__magnate3__1.txt",
+            "mlx5_5",
+            {"fw_ver": "20.30.1004", "vendor_part_id": 4123},
+        ),
         ("ibv_devinfo_v__magnate3__1.txt", "mlx5_2", {"vendor_part_id": 4119, "hw_ver": "0x0"}),
         ("ibv_devinfo_v__magnate3__2.txt", "rxe0", {"vendor_id": "0x0000", "board_id": None}),
     ],
@@ -53,19 +70,39 @@ def test_device_fields(name: str, hca: str, expected: dict[str, object]) -> None
 @pytest.mark.parametrize(
     ("name", "hca", "port", "expected"),
     [
-        ("ibv_devinfo__chestergillon__1.txt", "mlx4_0", 2,
-         {"state": "Active", "active_mtu": 4096, "link_layer": "Ethernet"}),
+        (
+            "ibv_devinfo__chestergillon__1.txt",
+            "mlx4_0",
+            2,
+            {"state": "Active", "active_mtu": 4096, "link_layer": "Ethernet"},
+        ),
         ("ibv_devinfo__deepep38__1.txt", "mlx5_2", 1, {"active_mtu": 4096, "sm_lid": 0}),
-        ("ibv_devinfo__deepep55__1.txt", "mlx5_3", 1,
-         {"sm_lid": 1, "port_lid": 1690, "link_layer": "InfiniBand"}),
+        (
+            "ibv_devinfo__deepep55__1.txt",
+            "mlx5_3",
+            1,
+            {"sm_lid": 1, "port_lid": 1690, "link_layer": "InfiniBand"},
+        ),
         ("ibv_devinfo__magnate3__1.txt", "mlx5_6", 1, {"state": "Down", "active_mtu": 1024}),
         ("ibv_devinfo__magnate3__1.txt", "mlx5_5", 1, {"state": "Active", "port_lid": 18}),
-        ("ibv_devinfo_v__magnate3__1.txt", "mlx5_0", 1,
-         {"physical_state": "Disabled", "active_width": "4X", "active_speed_gbps": 10.0}),
-        ("ibv_devinfo_v__magnate3__1.txt", "mlx5_2", 1,
-         {"physical_state": "LinkUp", "active_speed_gbps": 25.0}),
-        ("ibv_devinfo_v__magnate3__2.txt", "rxe0", 1,
-         {"active_width": "1X", "active_speed_gbps": 2.5, "physical_state": "LinkUp"}),
+        (
+            "ibv_devinfo_v__magnate3__1.txt",
+            "mlx5_0",
+            1,
+            {"physical_state": "Disabled", "active_width": "4X", "active_speed_gbps": 10.0},
+        ),
+        (
+            "ibv_devinfo_v__magnate3__1.txt",
+            "mlx5_2",
+            1,
+            {"physical_state": "LinkUp", "active_speed_gbps": 25.0},
+        ),
+        (
+            "ibv_devinfo_v__magnate3__2.txt",
+            "rxe0",
+            1,
+            {"active_width": "1X", "active_speed_gbps": 2.5, "physical_state": "LinkUp"},
+        ),
     ],
 )
 def test_port_fields(name: str, hca: str, port: int, expected: dict[str, object]) -> None:

@@ -16,13 +16,19 @@ def read(name: str) -> str:
 
 @pytest.mark.parametrize(
     ("name", "mbit", "usec"),
-    [("ibv_rc_pingpong__magnate3__1.txt", 348.46, 188.07),
-     ("ibv_rc_pingpong__magnate3__2.txt", 9668.93, 6.78)],
+    [
+        ("ibv_rc_pingpong__magnate3__1.txt", 348.46, 188.07),
+        ("ibv_rc_pingpong__magnate3__2.txt", 9668.93, 6.78),
+    ],
 )
 def test_throughput_and_latency(name: str, mbit: float, usec: float) -> None:
     report = parse(read(name))
     assert (report.ok, report.bytes, report.mbit_per_sec, report.usec_per_iter) == (
-        True, 8192000, mbit, usec)
+        True,
+        8192000,
+        mbit,
+        usec,
+    )
 
 
 @pytest.mark.parametrize(
@@ -43,11 +49,15 @@ def test_endpoint(name: str, side: str, qpn: int, gid: str) -> None:
 @pytest.mark.parametrize(
     ("name", "reason"),
     [
-        ("ibv_rc_pingpong__magnate3__4.txt",
-         "Failed to modify QP to RTR; Couldn't connect to remote QP"),
+        (
+            "ibv_rc_pingpong__magnate3__4.txt",
+            "Failed to modify QP to RTR; Couldn't connect to remote QP",
+        ),
         ("ibv_rc_pingpong__magnate3__5.txt", "Couldn't connect to 10.22.116.221:7777"),
-        ("ibv_rc_pingpong__magnate3__6.txt",
-         "client read: No space left on device; Couldn't read remote address"),
+        (
+            "ibv_rc_pingpong__magnate3__6.txt",
+            "client read: No space left on device; Couldn't read remote address",
+        ),
     ],
 )
 def test_tool_failure_is_a_failed_result(name: str, reason: str) -> None:
@@ -55,7 +65,9 @@ def test_tool_failure_is_a_failed_result(name: str, reason: str) -> None:
     assert (report.ok, report.reason, report.mbit_per_sec) == (False, reason, None)
 
 
-@pytest.mark.parametrize("text", [read("ibstat__gpud__1.txt"), read("perftest__deepops__1.txt"), ""])
+@pytest.mark.parametrize(
+    "text", [read("ibstat__gpud__1.txt"), read("perftest__deepops__1.txt"), ""]
+)
 def test_not_rc_pingpong_raises_parse_error(text: str) -> None:
     with pytest.raises(ParseError, match="^ibv_rc_pingpong: "):
         parse(text)

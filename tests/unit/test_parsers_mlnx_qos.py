@@ -17,12 +17,23 @@ def read(name: str) -> str:
 @pytest.mark.parametrize(
     ("name", "expected"),
     [
-        ("mlnx_qos__magnate3__1.txt",
-         {"dcbx_mode": "OS controlled", "trust": "pcp", "cable_len": 7,
-          "receive_buffer_bytes": [524160, 0, 0, 0, 0, 0, 0, 0]}),
-        ("mlnx_qos__magnate3__3.txt",
-         {"trust": "pcp", "default_priority": None,
-          "receive_buffer_bytes": [0, 156096, 0, 0, 0, 0, 0, 0]}),
+        (
+            "mlnx_qos__magnate3__1.txt",
+            {
+                "dcbx_mode": "OS controlled",
+                "trust": "pcp",
+                "cable_len": 7,
+                "receive_buffer_bytes": [524160, 0, 0, 0, 0, 0, 0, 0],
+            },
+        ),
+        (
+            "mlnx_qos__magnate3__3.txt",
+            {
+                "trust": "pcp",
+                "default_priority": None,
+                "receive_buffer_bytes": [0, 156096, 0, 0, 0, 0, 0, 0],
+            },
+        ),
         ("mlnx_qos__netarbiter__1.txt", {"trust": "dscp", "receive_buffer_bytes": []}),
     ],
 )
@@ -33,8 +44,11 @@ def test_status_fields(name: str, expected: dict[str, object]) -> None:
 
 @pytest.mark.parametrize(
     ("name", "enabled"),
-    [("mlnx_qos__magnate3__1.txt", []), ("mlnx_qos__magnate3__3.txt", []),
-     ("mlnx_qos__netarbiter__1.txt", [3])],
+    [
+        ("mlnx_qos__magnate3__1.txt", []),
+        ("mlnx_qos__magnate3__3.txt", []),
+        ("mlnx_qos__netarbiter__1.txt", [3]),
+    ],
 )
 def test_pfc_enabled_priorities(name: str, enabled: list[int]) -> None:
     report = parse(read(name))
@@ -43,8 +57,11 @@ def test_pfc_enabled_priorities(name: str, enabled: list[int]) -> None:
 
 @pytest.mark.parametrize(
     ("name", "buffers"),
-    [("mlnx_qos__magnate3__1.txt", [0] * 8), ("mlnx_qos__magnate3__3.txt", [1] * 8),
-     ("mlnx_qos__netarbiter__1.txt", [])],
+    [
+        ("mlnx_qos__magnate3__1.txt", [0] * 8),
+        ("mlnx_qos__magnate3__3.txt", [1] * 8),
+        ("mlnx_qos__netarbiter__1.txt", []),
+    ],
 )
 def test_pfc_buffer_row(name: str, buffers: list[int]) -> None:
     assert list(parse(read(name)).pfc_buffer.values()) == buffers
@@ -67,10 +84,16 @@ def test_dscp_map_for_priority_3() -> None:
 def test_traffic_classes(name: str, tc: int, limit: float | None, priorities: list[int]) -> None:
     found = parse(read(name)).tcs[tc]
     assert (found.tc, found.ratelimit_gbps, found.tsa, found.priorities) == (
-        tc, limit, "vendor", priorities)
+        tc,
+        limit,
+        "vendor",
+        priorities,
+    )
 
 
-@pytest.mark.parametrize("text", [read("ibstat__gpud__1.txt"), read("ethtool__terrencemiao__1.txt"), ""])
+@pytest.mark.parametrize(
+    "text", [read("ibstat__gpud__1.txt"), read("ethtool__terrencemiao__1.txt"), ""]
+)
 def test_not_mlnx_qos_raises_parse_error(text: str) -> None:
     with pytest.raises(ParseError, match="^mlnx_qos: "):
         parse(text)

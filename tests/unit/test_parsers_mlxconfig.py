@@ -24,7 +24,11 @@ def read(name: str) -> str:
 )
 def test_header_and_rows(name: str, device_type: str | None, columns: list[str], rows: int) -> None:
     report = parse(read(name))
-    assert (report.device_type, report.columns, len(report.settings)) == (device_type, columns, rows)
+    assert (report.device_type, report.columns, len(report.settings)) == (
+        device_type,
+        columns,
+        rows,
+    )
 
 
 @pytest.mark.parametrize(
@@ -54,7 +58,9 @@ def test_device_description() -> None:
     assert (report.name, report.device) == ("MCX654105A-HCA_Ax", "b1:00.0")
 
 
-@pytest.mark.parametrize("text", [read("ibstat__gpud__1.txt"), read("fi_info__perfstudy__1.txt"), ""])
+@pytest.mark.parametrize(
+    "text", [read("ibstat__gpud__1.txt"), read("fi_info__perfstudy__1.txt"), ""]
+)
 def test_not_mlxconfig_raises_parse_error(text: str) -> None:
     with pytest.raises(ParseError, match="^mlxconfig: "):
         parse(text)

@@ -50,9 +50,11 @@ def test_counter_fields(name: str, field: str, value: int | None) -> None:
 
 @pytest.mark.parametrize(
     ("name", "counter", "value"),
-    [("perfquery__ibdiags16__1.txt", "PortUnicastXmitPkts", 0),
-     ("perfquery__ibsimparse__3.txt", "PortMulticastRcvPkts", 0),
-     ("perfquery__ibsimparse__1.txt", "CounterSelect2", 0)],
+    [
+        ("perfquery__ibdiags16__1.txt", "PortUnicastXmitPkts", 0),
+        ("perfquery__ibsimparse__3.txt", "PortMulticastRcvPkts", 0),
+        ("perfquery__ibsimparse__1.txt", "CounterSelect2", 0),
+    ],
 )
 def test_every_counter_in_dict(name: str, counter: str, value: int) -> None:
     assert parse(read(name)).blocks[0].counters[counter] == value

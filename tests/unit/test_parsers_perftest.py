@@ -23,10 +23,14 @@ def read(name: str) -> str:
         ("perftest__magnate3__3.txt", [("Send BW Test", "client", 23)]),
         ("perftest__spiderpool__1.txt", [("RDMA_Read Latency Test", "client", 1)]),
         ("perftest__spiderpool__2.txt", [("RDMA_Read Latency Test", "client", 1)]),
-        ("perftest__superbench__1.txt",
-         [("RDMA_Write BW Test", "client", 1), ("RDMA_Write BW Test", "server", 1)]),
-        ("perftest__superbench__2.txt",
-         [("RDMA_Write BW Test", "server", 0), ("RDMA_Write BW Test", "client", 24)]),
+        (
+            "perftest__superbench__1.txt",
+            [("RDMA_Write BW Test", "client", 1), ("RDMA_Write BW Test", "server", 1)],
+        ),
+        (
+            "perftest__superbench__2.txt",
+            [("RDMA_Write BW Test", "server", 0), ("RDMA_Write BW Test", "client", 24)],
+        ),
     ],
 )
 def test_runs_sides_and_rows(name: str, runs: list[tuple[str, str, int]]) -> None:
@@ -37,10 +41,20 @@ def test_runs_sides_and_rows(name: str, runs: list[tuple[str, str, int]]) -> Non
 @pytest.mark.parametrize(
     ("name", "expected"),
     [
-        ("perftest__chestergillon__1.txt",
-         {"device": "mlx4_0", "link_type": "IB", "mtu": 4096, "gid_index": None, "unit": "MB/sec"}),
-        ("perftest__deepops__1.txt",
-         {"device": "mlx5_0", "link_type": "Ethernet", "gid_index": 3, "unit": "Gb/sec"}),
+        (
+            "perftest__chestergillon__1.txt",
+            {
+                "device": "mlx4_0",
+                "link_type": "IB",
+                "mtu": 4096,
+                "gid_index": None,
+                "unit": "MB/sec",
+            },
+        ),
+        (
+            "perftest__deepops__1.txt",
+            {"device": "mlx5_0", "link_type": "Ethernet", "gid_index": 3, "unit": "Gb/sec"},
+        ),
         ("perftest__magnate3__1.txt", {"device": "mlx5_2", "mtu": 4096, "link_type": "IB"}),
         ("perftest__magnate3__3.txt", {"device": "mlx5_1", "mtu": 1024, "gid_index": 3}),
         ("perftest__spiderpool__1.txt", {"device": "mlx5_0", "gid_index": 12, "unit": "usec"}),
@@ -105,8 +119,11 @@ def test_remote_endpoint(name: str, lid: int, gid: str | None) -> None:
     ("name", "count", "first"),
     [
         ("perftest__deepops__1.txt", 1, "Conflicting CPU frequency values detected"),
-        ("perftest__spiderpool__2.txt", 7,
-         "libibverbs: Warning: couldn't stat '/sys/class/infiniband/mlx5_4'."),
+        (
+            "perftest__spiderpool__2.txt",
+            7,
+            "libibverbs: Warning: couldn't stat '/sys/class/infiniband/mlx5_4'.",
+        ),
         ("perftest__magnate3__3.txt", 0, None),
     ],
 )
@@ -117,9 +134,16 @@ def test_warnings_kept_apart(name: str, count: int, first: str | None) -> None:
 
 @pytest.mark.parametrize(
     "name",
-    ["perftest__chestergillon__1.txt", "perftest__deepops__1.txt", "perftest__magnate3__1.txt",
-     "perftest__magnate3__3.txt", "perftest__spiderpool__1.txt", "perftest__spiderpool__2.txt",
-     "perftest__superbench__1.txt", "perftest__superbench__2.txt"],
+    [
+        "perftest__chestergillon__1.txt",
+        "perftest__deepops__1.txt",
+        "perftest__magnate3__1.txt",
+        "perftest__magnate3__3.txt",
+        "perftest__spiderpool__1.txt",
+        "perftest__spiderpool__2.txt",
+        "perftest__superbench__1.txt",
+        "perftest__superbench__2.txt",
+    ],
 )
 def test_completed_runs_are_ok(name: str) -> None:
     assert parse(read(name)).ok
@@ -131,7 +155,9 @@ def test_output_cut_before_results_is_a_failed_result() -> None:
     assert (report.ok, report.reason) == (False, "no result rows")
 
 
-@pytest.mark.parametrize("text", [read("ibstat__gpud__1.txt"), read("ethtool__terrencemiao__1.txt"), ""])
+@pytest.mark.parametrize(
+    "text", [read("ibstat__gpud__1.txt"), read("ethtool__terrencemiao__1.txt"), ""]
+)
 def test_not_perftest_raises_parse_error(text: str) -> None:
     with pytest.raises(ParseError, match="^perftest: "):
         parse(text)

@@ -27,9 +27,27 @@ def tool_of(name: str) -> str:
 
 def test_registry_names() -> None:
     assert sorted(PARSERS) == sorted(
-        ["ibstat", "ibstatus", "ibv_devinfo", "iblinkinfo", "ibnetdiscover", "mlnx_qos",
-         "show_gids", "mlxconfig", "perftest", "ibv_rc_pingpong", "sysfs", "ethtool", "fi_info",
-         "sminfo", "perfquery", "ibdiagnet", "ibping", "ibtracert"])
+        [
+            "ibstat",
+            "ibstatus",
+            "ibv_devinfo",
+            "iblinkinfo",
+            "ibnetdiscover",
+            "mlnx_qos",
+            "show_gids",
+            "mlxconfig",
+            "perftest",
+            "ibv_rc_pingpong",
+            "sysfs",
+            "ethtool",
+            "fi_info",
+            "sminfo",
+            "perfquery",
+            "ibdiagnet",
+            "ibping",
+            "ibtracert",
+        ]
+    )
 
 
 @pytest.mark.parametrize("tool", OWN_TOOLS)

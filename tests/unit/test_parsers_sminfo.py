@@ -17,12 +17,29 @@ def read(name: str) -> str:
 @pytest.mark.parametrize(
     ("name", "expected"),
     [
-        ("sminfo__ibsimparse__1.txt",
-         {"ok": True, "sm_lid": 1, "sm_guid": "0x0000000000100001", "activity_count": 118,
-          "priority": 14, "state": "MASTER", "state_code": 3}),
-        ("sminfo__ibsimparse__2.txt",
-         {"ok": True, "sm_lid": 6, "sm_guid": "0x0000000000100007", "priority": 1,
-          "state": "DISCOVER", "state_code": 1}),
+        (
+            "sminfo__ibsimparse__1.txt",
+            {
+                "ok": True,
+                "sm_lid": 1,
+                "sm_guid": "0x0000000000100001",
+                "activity_count": 118,
+                "priority": 14,
+                "state": "MASTER",
+                "state_code": 3,
+            },
+        ),
+        (
+            "sminfo__ibsimparse__2.txt",
+            {
+                "ok": True,
+                "sm_lid": 6,
+                "sm_guid": "0x0000000000100007",
+                "priority": 1,
+                "state": "DISCOVER",
+                "state_code": 1,
+            },
+        ),
     ],
 )
 def test_sminfo_record(name: str, expected: dict[str, object]) -> None:
@@ -33,10 +50,15 @@ def test_sminfo_record(name: str, expected: dict[str, object]) -> None:
 def test_no_sm_is_a_failed_result() -> None:
     report = parse(read("sminfo__ibsimparse__3.txt"))
     assert (report.ok, report.reason, report.sm_lid) == (
-        False, "sminfo: iberror: failed: query", None)
+        False,
+        "sminfo: iberror: failed: query",
+        None,
+    )
 
 
-@pytest.mark.parametrize("text", [read("ibstat__gpud__1.txt"), read("fi_info__perfstudy__1.txt"), ""])
+@pytest.mark.parametrize(
+    "text", [read("ibstat__gpud__1.txt"), read("fi_info__perfstudy__1.txt"), ""]
+)
 def test_not_sminfo_raises_parse_error(text: str) -> None:
     with pytest.raises(ParseError, match="^sminfo: "):
         parse(text)

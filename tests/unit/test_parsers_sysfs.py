@@ -17,10 +17,21 @@ def read(name: str) -> str:
 @pytest.mark.parametrize(
     ("device", "expected"),
     [
-        ("mlx5_0", {"state": "Active", "physical_state": "LinkUp", "rate_gbps": 400,
-                    "width": "4X", "speed": "NDR", "link_layer": "InfiniBand"}),
-        ("mlx5_bond_0", {"rate_gbps": 200, "width": "2X", "speed": "NDR",
-                         "link_layer": "Ethernet"}),
+        (
+            "mlx5_0",
+            {
+                "state": "Active",
+                "physical_state": "LinkUp",
+                "rate_gbps": 400,
+                "width": "4X",
+                "speed": "NDR",
+                "link_layer": "InfiniBand",
+            },
+        ),
+        (
+            "mlx5_bond_0",
+            {"rate_gbps": 200, "width": "2X", "speed": "NDR", "link_layer": "Ethernet"},
+        ),
     ],
 )
 def test_port_state_files(device: str, expected: dict[str, object]) -> None:
@@ -31,8 +42,11 @@ def test_port_state_files(device: str, expected: dict[str, object]) -> None:
 
 @pytest.mark.parametrize(
     ("device", "attribute", "value"),
-    [("mlx5_0", "fw_ver", "28.41.1000"), ("mlx5_bond_0", "hca_type", "MT41692"),
-     ("mlx5_1", "board_id", "MT_0000000838")],
+    [
+        ("mlx5_0", "fw_ver", "28.41.1000"),
+        ("mlx5_bond_0", "hca_type", "MT41692"),
+        ("mlx5_1", "board_id", "MT_0000000838"),
+    ],
 )
 def test_device_attributes(device: str, attribute: str, value: str) -> None:
     dev = next(d for d in parse(read("sysfs__gpud__1.txt")).devices if d.name == device)
@@ -59,7 +73,9 @@ def test_counters(group: str, counter: str, value: int) -> None:
     assert getattr(port, group)[counter] == value
 
 
-@pytest.mark.parametrize("text", [read("ibstat__gpud__1.txt"), read("perfquery__ibdiags16__1.txt"), ""])
+@pytest.mark.parametrize(
+    "text", [read("ibstat__gpud__1.txt"), read("perfquery__ibdiags16__1.txt"), ""]
+)
 def test_not_sysfs_raises_parse_error(text: str) -> None:
     with pytest.raises(ParseError, match="^sysfs: "):
         parse(text)
