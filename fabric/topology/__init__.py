@@ -1,0 +1,1 @@
+"""The fabric graph: from the spec, from ibnetdiscover; ibsim net files; Slurm topology; diffs."""

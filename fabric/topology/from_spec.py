@@ -1,0 +1,147 @@
+"""The declared fabric: build a ``FabricGraph`` from a ``ClusterSpec`` fat tree.
+
+Deterministic layout rules:
+
+* Switches are ``leaf01..`` (``topology.leaves``) and ``spine01..`` (``topology.spines``).
+* HCA-bearing hosts are taken in declaration order and filled into leaves
+  ``nodes_per_leaf`` hosts at a time; host ports use leaf ports 1, 2, ... (a 2-port HCA
+  takes two consecutive ports).
+* Rail-optimized (``rail_optimized: true``): each ``nodes_per_leaf`` hosts form a scalable
+  unit (SU) with ``rails`` leaves (rails = highest HCA ``rail`` + 1); the HCA with rail k of
+  the j-th node of SU u goes to leaf ``u * rails + k + 1``, port j + 1.
+* Leaf uplinks use the top ``uplinks_per_leaf`` ports of each leaf; uplink i of leaf L goes
+  to spine ``i mod spines``, on that spine's next free port (ports 1, 2, ...).
+* Host links take width/rate from the HCA; uplinks from ``link_width``/``link_rate_gbps``.
+* GUIDs: switch n (leaves, then spines, counted from 0) is ``SWITCH_GUID_BASE + n``; CA n
+  (in placement order) is ``CA_GUID_BASE + 4 n``, leaving room for ibsim's port GUIDs
+  (node GUID + port).
+"""
+
+from __future__ import annotations
+
+from fabric.spec import ClusterSpec, FatTree, HcaSpec
+from fabric.topology.graph import Ca, FabricGraph, GraphError, Link, PortRef, Switch, link_rate, speed_for
+
+SWITCH_GUID_BASE = 0x0002C90301000000
+CA_GUID_BASE = 0x0002C90302000000
+
+
+def guid_str(value: int) -> str:
+    """Format a GUID as ``0x`` + 16 hex digits."""
+    return f"0x{value:016x}"
+
+
+def _topology(spec: ClusterSpec) -> FatTree:
+    topo = spec.fabric.topology
+    if topo is None:
+        raise GraphError("fabric.topology is not set; declare a fat-tree (kind, leaves, nodes_per_leaf)")
+    if topo.leaves > 1 and topo.spines == 0:
+        raise GraphError(
+            f"fabric.topology: {topo.leaves} leaves but spines is 0, so the leaves are not "
+            "connected; set spines >= 1 and uplinks_per_leaf >= 1"
+        )
+    if topo.spines and not topo.uplinks_per_leaf:
+        raise GraphError("fabric.topology.uplinks_per_leaf is 0 but spines are declared; set it >= 1")
+    return topo
+
+
+def _placements(spec: ClusterSpec, topo: FatTree) -> list[tuple[int, str, HcaSpec]]:
+    """Return (leaf index, host, hca) for every HCA, in port order per leaf."""
+    hosts = [(h, g.hcas) for h, g in spec.hosts.items() if g.hcas]
+    out: list[tuple[int, str, HcaSpec]] = []
+    if topo.rail_optimized:
+        rails = 1 + max(hca.rail for _, hcas in hosts for hca in hcas) if hosts else 1
+        units = -(-len(hosts) // topo.nodes_per_leaf)
+        if units * rails > topo.leaves:
+            raise GraphError(
+                f"fabric.topology.leaves is {topo.leaves} but {len(hosts)} hosts in scalable units of "
+                f"nodes_per_leaf={topo.nodes_per_leaf} with {rails} rails need {units * rails} leaves; "
+                f"raise leaves to {units * rails}"
+            )
+        for index, (host, hcas) in enumerate(hosts):
+            unit = index // topo.nodes_per_leaf
+            out.extend((unit * rails + hca.rail, host, hca) for hca in hcas)
+    else:
+        needed = -(-len(hosts) // topo.nodes_per_leaf)
+        if needed > topo.leaves:
+            raise GraphError(
+                f"fabric.topology.leaves is {topo.leaves} but {len(hosts)} HCA-bearing hosts at "
+                f"nodes_per_leaf={topo.nodes_per_leaf} need {needed} leaves; raise leaves to {needed}"
+            )
+        for index, (host, hcas) in enumerate(hosts):
+            out.extend((index // topo.nodes_per_leaf, host, hca) for hca in hcas)
+    out.sort(key=lambda item: item[0])  # stable: keeps host order within a leaf
+    return out
+
+
+def graph_from_spec(spec: ClusterSpec) -> FabricGraph:
+    """Return the declared fabric of ``spec`` (see the module docstring for the layout)."""
+    topo = _topology(spec)
+    nports = topo.ports_per_switch
+    leaves = [
+        Switch(guid=guid_str(SWITCH_GUID_BASE + i), name=f"leaf{i + 1:02d}", description=f"leaf{i + 1:02d}", ports=nports)
+        for i in range(topo.leaves)
+    ]
+    spines = [
+        Switch(
+            guid=guid_str(SWITCH_GUID_BASE + topo.leaves + i),
+            name=f"spine{i + 1:02d}",
+            description=f"spine{i + 1:02d}",
+            ports=nports,
+        )
+        for i in range(topo.spines)
+    ]
+    cas: dict[str, Ca] = {}
+    links: list[Link] = []
+    next_port = [1] * topo.leaves
+    first_uplink = nports - topo.uplinks_per_leaf + 1
+    for n, (leaf_index, host, hca) in enumerate(_placements(spec, topo)):
+        guid = guid_str(CA_GUID_BASE + 4 * n)
+        cas[guid] = Ca(guid=guid, host=host, device=hca.device, description=f"{host} {hca.device}", ports=hca.ports)
+        speed = speed_for(hca.width, hca.rate_gbps)
+        for ca_port in range(1, hca.ports + 1):
+            leaf_port = next_port[leaf_index]
+            if leaf_port >= first_uplink:
+                raise GraphError(
+                    f"leaf{leaf_index + 1:02d} is out of host ports at {host} {hca.device}: "
+                    f"ports_per_switch={nports} minus uplinks_per_leaf={topo.uplinks_per_leaf} leaves "
+                    f"{first_uplink - 1}; lower nodes_per_leaf or raise ports_per_switch"
+                )
+            next_port[leaf_index] += 1
+            links.append(
+                Link(
+                    a=PortRef(guid=leaves[leaf_index].guid, port=leaf_port),
+                    b=PortRef(guid=guid, port=ca_port),
+                    width=hca.width,
+                    speed=speed,
+                    rate_gbps=link_rate(hca.width, speed),
+                )
+            )
+    if spines:
+        up_speed = speed_for(topo.link_width, topo.link_rate_gbps)
+        up_rate = link_rate(topo.link_width, up_speed)
+        spine_port = [1] * len(spines)
+        for leaf in leaves:
+            for i in range(topo.uplinks_per_leaf):
+                s = i % len(spines)
+                if spine_port[s] > nports:
+                    raise GraphError(
+                        f"{spines[s].name} is out of ports: {topo.leaves} leaves x uplinks_per_leaf="
+                        f"{topo.uplinks_per_leaf} over {len(spines)} spines exceeds ports_per_switch={nports}; "
+                        "add spines or lower uplinks_per_leaf"
+                    )
+                links.append(
+                    Link(
+                        a=PortRef(guid=leaf.guid, port=first_uplink + i),
+                        b=PortRef(guid=spines[s].guid, port=spine_port[s]),
+                        width=topo.link_width,
+                        speed=up_speed,
+                        rate_gbps=up_rate,
+                    )
+                )
+                spine_port[s] += 1
+    return FabricGraph(
+        switches={s.guid: s for s in leaves + spines},
+        cas=cas,
+        links=links,
+    )
