@@ -1,0 +1,116 @@
+"""Tool outputs gathered on the nodes over SSH, parsed by ``fabric.parsers``, cached per run."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from fabric.parsers import PARSERS
+from fabric.parsers.ibstat import IbstatPort, IbstatReport
+from fabric.verify.plan import SIM_DEVICE, CheckPlan, HcaPort
+from fabric.verify.smpquery import parse_portinfo
+
+Connect = Callable[[str], Any]
+
+
+class Facts:
+    """Runs each read-only tool at most once per host (or per port) and keeps the parse."""
+
+    def __init__(self, plan: CheckPlan, connect: Connect) -> None:
+        self.plan = plan
+        self.connect = connect
+        self._cache: dict[tuple[str, ...], Any] = {}
+
+    def _once(self, key: tuple[str, ...], make: Callable[[], Any]) -> Any:
+        if key not in self._cache:
+            self._cache[key] = make()
+        return self._cache[key]
+
+    def output(self, host: str, command: str) -> tuple[int, str]:
+        """Run ``command`` on ``host``; return (exit code, stdout + stderr)."""
+        result = self.connect(host).run(command)
+        return result.rc, result.stdout + result.stderr
+
+    def parsed(self, host: str, tool: str, command: str) -> Any:
+        """Run ``command`` on ``host`` once and parse its output as ``tool``."""
+        return self._once((host, command), lambda: PARSERS[tool](self.output(host, command)[1]))
+
+    def ibstat(self, host: str) -> IbstatReport:
+        """``ibstat`` on ``host``."""
+        return self.parsed(host, "ibstat", "ibstat")
+
+    def port(self, want: HcaPort) -> tuple[str, IbstatPort] | None:
+        """The (device name, ibstat port) of a declared HCA port, or None when absent.
+
+        In the lab every simulated HCA is named ``ibsim0``, so the device is matched by the
+        declared node GUID there; elsewhere by device name.
+        """
+        for dev in self.ibstat(want.host).devices:
+            by_name = dev.name == want.device
+            by_guid = self.plan.simulated and dev.name == SIM_DEVICE and dev.node_guid == want.node_guid
+            if by_name or by_guid:
+                for port in dev.ports:
+                    if port.port == want.port:
+                        return dev.name, port
+        return None
+
+    def lid(self, host: str) -> int | None:
+        """Base LID of ``host``'s first active InfiniBand port."""
+        for dev in self.ibstat(host).devices:
+            for port in dev.ports:
+                if port.link_layer == "InfiniBand" and port.base_lid:
+                    return port.base_lid
+        return None
+
+    def port_guid(self, host: str) -> str | None:
+        """Port GUID of ``host``'s first InfiniBand port."""
+        for dev in self.ibstat(host).devices:
+            for port in dev.ports:
+                if port.link_layer == "InfiniBand":
+                    return port.port_guid
+        return None
+
+    def neighbour_link(self, want: HcaPort) -> Any:
+        """The iblinkinfo link (on the neighbouring switch) whose peer is this HCA port."""
+        found = self.port(want)
+        if found is None:
+            return None
+        device, port = found
+        cmd = f"iblinkinfo -l -C {device} -P {want.port} -D 0,{want.port}"
+        report = self.parsed(want.host, "iblinkinfo", cmd)
+        for node in report.nodes:
+            for link in node.links:
+                if port.port_guid and link.peer_guid == port.port_guid:
+                    return node.name.strip(), link
+        return None
+
+    def portinfo(self, want: HcaPort) -> dict[str, str]:
+        """``smpquery portinfo`` of this HCA port (direct route 0: the local node)."""
+        found = self.port(want)
+        device = found[0] if found else want.device
+        cmd = f"smpquery -C {device} -P {want.port} -D portinfo 0 {want.port}"
+        return self._once((want.host, cmd), lambda: parse_portinfo(self.output(want.host, cmd)[1]))
+
+    def sminfo_at(self, observer: str, lid: int) -> Any:
+        """``sminfo <lid>``: the SMInfo an SM port answers, queried from ``observer``."""
+        return self.parsed(observer, "sminfo", f"sminfo {lid}")
+
+    def sminfo(self, host: str) -> Any:
+        """``sminfo``: the master SM as ``host`` sees it."""
+        return self.parsed(host, "sminfo", "sminfo")
+
+    def discovered(self) -> Any:
+        """The fabric ``ibnetdiscover`` finds from the discovery host, as a FabricGraph."""
+        host = self.plan.discovery_host
+        if host is None:
+            raise RuntimeError("no SM host selected to run ibnetdiscover on")
+
+        def run() -> Any:
+            from fabric.parsers.ibnetdiscover import parse
+
+            rc, text = self.output(host, "ibnetdiscover")
+            if rc != 0:
+                raise RuntimeError(f"ibnetdiscover on {host} exited {rc}: {text.strip()[:300]}")
+            return parse(text)
+
+        return self._once(("discovered",), run)

@@ -1,0 +1,318 @@
+"""What to check, derived from the spec and the inventory alone (no SSH).
+
+Each check family gets its parameters here (HCA ports, netdevs, subnet managers, host
+pairs, declared links, Slurm switches), or a reason why it is not generated for this
+spec/target; the check suite parametrises over these and reports the reasons.
+"""
+
+from __future__ import annotations
+
+from functools import cached_property
+
+from pydantic import BaseModel, ConfigDict
+
+from fabric.spec import ClusterSpec
+from fabric.topology.graph import FabricGraph, GraphError, Link
+from fabric.verify.mtu import expected_ib_mtu
+from fabric.verify.pairs import ring_pairs
+
+#: umad2sim names every simulated HCA ``ibsim0`` whatever the spec says; match by GUID.
+SIM_DEVICE = "ibsim0"
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+
+class HcaPort(_Model):
+    """One declared HCA port and what it must show."""
+
+    host: str
+    device: str
+    port: int
+    link_layer: str
+    rate_gbps: float
+    width: str
+    node_guid: str | None = None
+    switch: str | None = None
+    switch_port: int | None = None
+    netdev: str | None = None
+
+    @property
+    def id(self) -> str:
+        """Test id: ``gpu01/mlx5_0/1``."""
+        return f"{self.host}/{self.device}/{self.port}"
+
+    @property
+    def where(self) -> str:
+        """Readable location for failure messages: host, HCA, port and its switch port."""
+        peer = f" (cabled to {self.switch} port {self.switch_port})" if self.switch else ""
+        return f"{self.host} HCA {self.device} port {self.port}{peer}"
+
+
+class SubnetManagerExpect(_Model):
+    """A declared OpenSM instance."""
+
+    host: str
+    priority: int
+
+
+class Pair(_Model):
+    """A sampled (source, target) host pair."""
+
+    source: str
+    target: str
+
+    @property
+    def id(self) -> str:
+        """Test id: ``gpu01->gpu05``."""
+        return f"{self.source}->{self.target}"
+
+
+class DeclaredLink(_Model):
+    """A declared cable, named by both ends."""
+
+    a_name: str
+    a_port: int
+    b_name: str
+    b_port: int
+    width: str
+    speed: str
+    rate_gbps: float
+
+    @property
+    def id(self) -> str:
+        """Test id: ``leaf01/1-gpu01/mlx5_0/1``."""
+        return f"{self.a_name}/{self.a_port}-{self.b_name}/{self.b_port}"
+
+
+class CheckPlan(_Model):
+    """Parameters of every check family for one spec and host selection."""
+
+    spec: ClusterSpec
+    hosts: list[str]
+    groups: dict[str, list[str]] = {}
+
+    @property
+    def simulated(self) -> bool:
+        """True in the lab: ibsim, not real HCAs, answers the MADs."""
+        return self.spec.target == "lab"
+
+    @cached_property
+    def declared_graph(self) -> FabricGraph | None:
+        """The declared fabric, or None when the spec has no topology (clouds)."""
+        from fabric.topology.from_spec import graph_from_spec
+
+        if self.spec.fabric.topology is None:
+            return None
+        try:
+            return graph_from_spec(self.spec)
+        except GraphError:
+            return None
+
+    @cached_property
+    def expected_graph(self) -> FabricGraph | None:
+        """The declared fabric as the target will report it (ibsim speeds in the lab)."""
+        graph = self.declared_graph
+        if graph is None or not self.simulated:
+            return graph
+        from fabric.topology.ibsim import simulated
+
+        return simulated(graph)
+
+    def _ca_links(self) -> dict[tuple[str, str, int], tuple[str, Link, str, int]]:
+        """(host, device, ca port) -> (CA guid, link, switch name, switch port)."""
+        graph = self.expected_graph
+        out: dict[tuple[str, str, int], tuple[str, Link, str, int]] = {}
+        if graph is None:
+            return out
+        for link in graph.links:
+            for ca_end, sw_end in ((link.a, link.b), (link.b, link.a)):
+                ca = graph.cas.get(ca_end.guid)
+                sw = graph.switches.get(sw_end.guid)
+                if ca and sw and ca.host and ca.device:
+                    out[(ca.host, ca.device, ca_end.port)] = (ca.guid, link, sw.name, sw_end.port)
+        return out
+
+    @cached_property
+    def fabric_hosts(self) -> list[str]:
+        """Selected hosts with HCAs, in declaration order."""
+        return [h for h, g in self.spec.hosts.items() if g.hcas and h in self.hosts]
+
+    @cached_property
+    def hca_ports(self) -> list[HcaPort]:
+        """Every declared HCA port of the selected hosts (rate/width as the target reports them)."""
+        links = self._ca_links()
+        ports = []
+        for host in self.fabric_hosts:
+            for hca in self.spec.hosts[host].hcas:
+                for port in range(1, hca.ports + 1):
+                    guid, link, switch, switch_port = links.get((host, hca.device, port), (None, None, None, None))
+                    ports.append(
+                        HcaPort(
+                            host=host,
+                            device=hca.device,
+                            port=port,
+                            link_layer=hca.link_layer,
+                            rate_gbps=link.rate_gbps if link else hca.rate_gbps,
+                            width=link.width if link else hca.width,
+                            node_guid=guid,
+                            switch=switch,
+                            switch_port=switch_port,
+                            netdev=hca.netdev,
+                        )
+                    )
+        return ports
+
+    @cached_property
+    def ib_ports(self) -> list[HcaPort]:
+        """HCA ports whose link layer is InfiniBand."""
+        return [p for p in self.hca_ports if p.link_layer == "InfiniBand"]
+
+    @cached_property
+    def netdevs(self) -> list[tuple[str, str]]:
+        """(host, netdev) of every HCA with a declared netdev (RoCE, IPoIB)."""
+        seen: list[tuple[str, str]] = []
+        for p in self.hca_ports:
+            if p.netdev and (p.host, p.netdev) not in seen:
+                seen.append((p.host, p.netdev))
+        return seen
+
+    @property
+    def ib_mtu(self) -> int:
+        """The active IB MTU every IB port must show."""
+        return expected_ib_mtu(self.spec.fabric.mtu, self.simulated)
+
+    @cached_property
+    def subnet_managers(self) -> list[SubnetManagerExpect]:
+        """Declared OpenSM instances on selected hosts."""
+        ib = self.spec.fabric.infiniband
+        sms = ib.subnet_managers if ib else []
+        return [SubnetManagerExpect(host=s.host, priority=s.priority) for s in sms if s.host in self.hosts]
+
+    @cached_property
+    def sm_hosts(self) -> set[str]:
+        """Hosts running an OpenSM."""
+        ib = self.spec.fabric.infiniband
+        return {s.host for s in ib.subnet_managers} if ib else set()
+
+    @cached_property
+    def ib_pairs(self) -> list[Pair]:
+        """MAD reachability pairs; in the lab an SM host cannot serve ``ibping -S`` (see checks)."""
+        hosts = [p.host for p in self.ib_ports]
+        hosts = list(dict.fromkeys(hosts))
+        responders = [h for h in hosts if h not in self.sm_hosts] if self.simulated else None
+        return [Pair(source=s, target=t) for s, t in ring_pairs(hosts, responders)]
+
+    @cached_property
+    def netdev_pairs(self) -> list[Pair]:
+        """Path-MTU pairs between hosts with a fabric netdev."""
+        hosts = list(dict.fromkeys(h for h, _ in self.netdevs))
+        return [Pair(source=s, target=t) for s, t in ring_pairs(hosts)]
+
+    @cached_property
+    def declared_links(self) -> list[DeclaredLink]:
+        """Every declared cable (as the target reports it), for the discovered-vs-declared diff."""
+        graph = self.expected_graph
+        if graph is None:
+            return []
+        return [
+            DeclaredLink(
+                a_name=graph.node_name(link.a.guid),
+                a_port=link.a.port,
+                b_name=graph.node_name(link.b.guid),
+                b_port=link.b.port,
+                width=link.width,
+                speed=link.speed,
+                rate_gbps=link.rate_gbps,
+            )
+            for link in graph.links
+        ]
+
+    @cached_property
+    def slurm_nodes(self) -> list[str]:
+        """Nodes Slurm must report idle or allocated (members of a Slurm partition)."""
+        from fabric.hostlist import expand
+
+        names: list[str] = []
+        for part in self.spec.slurm.partitions:
+            members = list(self.spec.hosts) if part.nodes == "ALL" else expand(part.nodes)
+            names += [n for n in members if n in self.hosts and n not in names]
+        return names
+
+    @cached_property
+    def slurm_controller(self) -> str | None:
+        """The host running slurmctld, if selected."""
+        ctl = self.spec.slurm.controller or next(iter(self.spec.hosts_with_role("controller")), None)
+        return ctl if ctl in self.hosts else None
+
+    @cached_property
+    def slurm_switches(self) -> dict[str, tuple[list[str], list[str]]]:
+        """Switch name -> (nodes, child switches) Slurm's tree topology must show."""
+        graph = self.declared_graph
+        if graph is None:
+            return {}
+        from fabric.hostlist import expand
+
+        slurm_hosts: set[str] = set()
+        for part in self.spec.slurm.partitions:
+            slurm_hosts |= set(self.spec.hosts) if part.nodes == "ALL" else set(expand(part.nodes))
+        out: dict[str, tuple[list[str], list[str]]] = {}
+        leaves = graph.host_leaves()
+        with_cas = {load.switch for load in graph.leaf_loads()}
+        spines = {s.name for s in graph.switches.values() if s.name not in with_cas}
+        for sw in graph.switches.values():
+            if sw.name in spines:
+                continue
+            nodes = sorted(h for h, ls in leaves.items() if sw.name in ls and h in slurm_hosts)
+            out[sw.name] = (nodes, [])
+        for spine in sorted(spines):
+            out[spine] = ([], sorted(n for n in out if n not in spines))
+        return out
+
+    @cached_property
+    def observer(self) -> str | None:
+        """The fabric host fabric-wide MAD checks run from (an SM host first: it has the SM)."""
+        for host in sorted(self.sm_hosts) + self.fabric_hosts:
+            if host in self.hosts and self.spec.hosts.get(host) and self.spec.hosts[host].hcas:
+                return host
+        return None
+
+    @cached_property
+    def discovery_host(self) -> str | None:
+        """The SM host ibnetdiscover runs on (the first declared SM that is selected)."""
+        ib = self.spec.fabric.infiniband
+        return next((s.host for s in (ib.subnet_managers if ib else []) if s.host in self.hosts), None)
+
+    def not_generated(self) -> dict[str, str]:
+        """Check family -> why it is not generated for this spec, target and selection."""
+        spec, out = self.spec, {}
+        kind = spec.fabric.kind
+        if not self.ib_ports:
+            out["ib"] = "no InfiniBand HCA port declared on the selected hosts"
+        if not self.netdevs:
+            out["netdev_mtu"] = "no HCA declares a netdev (RoCE/IPoIB interface) on the selected hosts"
+        if not self.netdev_pairs:
+            out["path_mtu"] = "fewer than two selected hosts with a fabric netdev"
+        if not self.subnet_managers or self.observer is None:
+            out["sm"] = "no subnet manager declared on the selected hosts" if not self.subnet_managers \
+                else "no fabric host selected to query the subnet managers from"
+        if not self.ib_pairs:
+            out["ib_pairs"] = "fewer than two selected InfiniBand hosts able to answer ibping"
+        if self.simulated:
+            out["verbs"] = "target lab: verbs are not simulated (no RDMA kernel), so ibv_rc_pingpong/ib_write_bw cannot run"
+        elif kind not in ("infiniband", "roce"):
+            out["verbs"] = f"fabric.kind is {kind}: verbs pair tests cover infiniband and roce"
+        if kind != "efa":
+            out["efa"] = f"fabric.kind is {kind}, not efa"
+        if kind != "roce":
+            out["roce_qos"] = f"fabric.kind is {kind}: RoCE QoS (mlnx_qos) applies to roce with a ConnectX"
+        if not self.slurm_nodes or self.slurm_controller is None:
+            out["slurm"] = "no Slurm partition nodes or controller among the selected hosts"
+        if not self.slurm_switches or self.slurm_controller is None:
+            out["slurm_topology"] = "no declared fat tree or no Slurm controller selected"
+        if not self.declared_links:
+            out["discovery"] = "no declared fat tree to compare ibnetdiscover with"
+        elif kind != "infiniband" or self.discovery_host is None:
+            out["discovery"] = "ibnetdiscover runs on an SM host of an InfiniBand fabric; none selected"
+        return out

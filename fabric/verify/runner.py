@@ -1,0 +1,95 @@
+"""Run the check suite (pytest on tests/checks) for a stack and write every report."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from fabric.verify import context
+from fabric.verify.results import CheckResult, read_junit, summary
+
+CHECKS_DIR = context.ROOT / "tests" / "checks"
+
+
+class RunOutcome(BaseModel):
+    """What a check run produced."""
+
+    rc: int
+    results: list[CheckResult]
+    not_generated: dict[str, str]
+    junit: str
+    report_dir: str
+    files: list[str] = []
+
+    @property
+    def ok(self) -> bool:
+        """True when pytest passed and no check failed."""
+        return self.rc == 0 and not any(r.failed for r in self.results)
+
+    def summary(self) -> str:
+        """Failed checks by name (one line each), or the pass count."""
+        if not self.results and self.rc != 0:
+            return f"the check suite did not run (pytest exit {self.rc}); see {self.report_dir}/pytest.log"
+        return summary(self.results)
+
+
+def pytest_args(inventory: Path, junit: Path, report_dir: Path, *, limit: str | None = None,
+                spec: Path | None = None, workers: int | None = None, extra: list[str] | None = None) -> list[str]:
+    """The pytest command line for the check suite."""
+    hosts = ",".join(f"ansible://{h.strip()}" for h in limit.split(",")) if limit else "ansible://all"
+    args = [sys.executable, "-m", "pytest", str(CHECKS_DIR), f"--hosts={hosts}", f"--ansible-inventory={inventory}",
+            f"--junitxml={junit}", f"--report-dir={report_dir}", "-o", "junit_family=xunit1", "-p", "no:cacheprovider",
+            "-q", "-rN"]
+    if spec:
+        args.append(f"--spec={spec}")
+    if workers and workers > 1:
+        args += ["-n", str(workers), "--dist", "loadgroup"]
+    return args + (extra or [])
+
+
+def run_checks(stack: str, *, junit: Path | None = None, limit: str | None = None, report_dir: Path | None = None,
+               spec: Path | None = None, workers: int | None = 2, quiet: bool = False) -> RunOutcome:
+    """Run the checks against ``state/<stack>/inventory.yml``; render the reports into ``report_dir``."""
+    inventory = context.inventory_path(stack)
+    context.load_inventory(inventory)  # fail early with a clear message
+    report_dir = (report_dir or context.state_dir(stack) / "reports").resolve()
+    report_dir.mkdir(parents=True, exist_ok=True)
+    junit = (junit or report_dir / "checks.xml").resolve()
+    args = pytest_args(inventory, junit, report_dir, limit=limit, spec=spec, workers=workers)
+    env = {**os.environ, "PYTHONPATH": f"{context.ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    log = report_dir / "pytest.log"
+    with open(log, "w") as out:
+        proc = subprocess.run(args, cwd=context.ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
+    if not quiet:
+        sys.stderr.write(log.read_text()[-4000:] if proc.returncode not in (0, 1) else "")
+    results = read_junit(junit) if junit.is_file() else []
+    ng_file = report_dir / "not_generated.json"
+    not_generated = json.loads(ng_file.read_text()) if ng_file.is_file() else {}
+    outcome = RunOutcome(rc=proc.returncode, results=results, not_generated=not_generated, junit=str(junit),
+                         report_dir=str(report_dir))
+    outcome.files = write_reports(outcome, stack, spec)
+    return outcome
+
+
+def write_reports(outcome: RunOutcome, stack: str, spec_path: Path | None = None) -> list[str]:
+    """Write the Markdown report and the fabric picture next to the JUnit file."""
+    from fabric.verify.report import fabric_dot, markdown, render_picture
+
+    out_dir = Path(outcome.report_dir)
+    files: list[str] = [outcome.junit]
+    picture = None
+    spec = context.load_cluster_spec(spec_path or context.spec_path_for(context.inventory_path(stack)))
+    if spec.fabric.topology is not None:
+        from fabric.topology.from_spec import graph_from_spec
+
+        rendered = render_picture(fabric_dot(graph_from_spec(spec), outcome.results), out_dir)
+        files += [str(p) for p in rendered]
+        picture = rendered[0].name
+    md = out_dir / "report.md"
+    md.write_text(markdown(outcome.results, outcome.not_generated, f"railyard checks: {stack}", picture))
+    return files + [str(md)]

@@ -1,0 +1,194 @@
+"""The railyard check suite's fixtures and parametrisation.
+
+Run: ``pytest tests/checks --hosts=ansible://all --ansible-inventory=state/lab/inventory.yml``
+(or ``python -m fabric check --stack lab``). The spec is ``Pulumi.<stack>.yaml`` for an
+inventory under ``state/<stack>/`` unless ``--spec`` names one.
+
+Every check takes testinfra's ``host`` fixture; here ``host`` is the host the check runs on,
+chosen from its parameter (an HCA port's host, a pair's source, an SM's host ...), so checks
+are parametrised over ports and peers without crossing them with every host. A check family
+that does not apply to the spec/target is not generated: its items are deselected and the
+reason is printed and written to ``<report dir>/not_generated.json``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import testinfra
+
+from fabric.verify import context
+from fabric.verify.facts import Facts
+from fabric.verify.plan import CheckPlan, DeclaredLink, HcaPort, Pair, SubnetManagerExpect
+
+PLAN = pytest.StashKey[CheckPlan]()
+INVENTORY = pytest.StashKey[Path]()
+SKIPPED = pytest.StashKey[dict[str, str]]()
+
+
+class NotGenerated:
+    """Placeholder parameter of a check family that does not apply."""
+
+    def __init__(self, family: str, reason: str) -> None:
+        self.family, self.reason = family, reason
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("railyard")
+    group.addoption("--spec", dest="railyard_spec", help="cluster spec or Pulumi stack file (default: from the inventory path)")
+    group.addoption("--report-dir", dest="railyard_report_dir", help="write not_generated.json here")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "family(name): the check family, for not-generated reasons")
+    inv_opt = config.getoption("ansible_inventory", None)
+    if not inv_opt:
+        raise pytest.UsageError("tests/checks needs --ansible-inventory=state/<stack>/inventory.yml")
+    inventory_path = Path(inv_opt).resolve()
+    inventory = context.load_inventory(inventory_path)
+    spec_opt = config.getoption("railyard_spec")
+    spec = context.load_cluster_spec(Path(spec_opt) if spec_opt else context.spec_path_for(inventory_path))
+    hosts = context.select_hosts(config.getoption("hosts"), inventory)
+    config.stash[PLAN] = CheckPlan(spec=spec, hosts=hosts, groups=context.inventory_groups(inventory))
+    config.stash[INVENTORY] = inventory_path
+    config.stash[SKIPPED] = {}
+
+
+#: Parameter name -> (values from the plan, test id, host the check runs on, report subject).
+def _params(plan: CheckPlan, connectx: Callable[[], list[tuple[str, str]]] = list) -> dict[str, tuple[Callable[[], list[Any]], Callable[[Any], str], Callable[[Any], str | None], Callable[[Any], str]]]:
+    return {
+        "hca_port": (lambda: plan.hca_ports, lambda p: p.id, lambda p: p.host, lambda p: f"port:{p.id}"),
+        "ib_port": (lambda: plan.ib_ports, lambda p: p.id, lambda p: p.host, lambda p: f"port:{p.id}"),
+        "netdev": (lambda: plan.netdevs, lambda n: f"{n[0]}/{n[1]}", lambda n: n[0], lambda n: f"host:{n[0]}"),
+        "netdev_pair": (lambda: plan.netdev_pairs, lambda p: p.id, lambda p: p.source, lambda p: f"pair:{p.id}"),
+        "ib_pair": (lambda: plan.ib_pairs, lambda p: p.id, lambda p: p.source, lambda p: f"pair:{p.id}"),
+        "verbs_pair": (lambda: [Pair(source=p.source, target=p.target) for p in plan.ib_pairs],
+                       lambda p: p.id, lambda p: p.source, lambda p: f"pair:{p.id}"),
+        "sm": (lambda: plan.subnet_managers, lambda s: s.host, lambda s: s.host, lambda s: f"host:{s.host}"),
+        "fabric_host": (lambda: plan.fabric_hosts, str, lambda h: h, lambda h: f"host:{h}"),
+        "slurm_node": (lambda: plan.slurm_nodes, str, lambda _: plan.slurm_controller, lambda h: f"host:{h}"),
+        "slurm_switch": (lambda: sorted(plan.slurm_switches), str, lambda _: plan.slurm_controller, lambda s: f"switch:{s}"),
+        "declared_link": (lambda: plan.declared_links, lambda link: link.id, lambda _: plan.discovery_host,
+                          lambda link: f"link:{link.id}"),
+        "observer": (lambda: [plan.observer] if plan.observer else [], str, lambda h: h, lambda _: "fabric"),
+        "connectx_netdev": (lambda: connectx(), lambda n: f"{n[0]}/{n[1]}", lambda n: n[0], lambda n: f"host:{n[0]}"),
+    }
+
+
+#: PCI vendor id of Mellanox/NVIDIA ConnectX adapters.
+CONNECTX_VENDOR = "0x15b3"
+
+
+def _connectx_netdevs(config: pytest.Config, plan: CheckPlan) -> list[tuple[str, str]]:
+    """Netdevs backed by a ConnectX (probed over SSH once); the others are reported as not generated."""
+    inventory = str(config.stash[INVENTORY])
+    found = []
+    for name, dev in plan.netdevs:
+        probe = testinfra.get_host(f"ansible://{name}", ansible_inventory=inventory)
+        vendor = probe.run(f"cat /sys/class/net/{dev}/device/vendor").stdout.strip() or "none"
+        if vendor == CONNECTX_VENDOR:
+            found.append((name, dev))
+        else:
+            config.stash[SKIPPED][f"test_roce_qos[{name}/{dev}]"] = f"{name} {dev}: no ConnectX (PCI vendor {vendor})"
+    return found
+
+
+def _family(metafunc: pytest.Metafunc) -> str | None:
+    marker = metafunc.definition.get_closest_marker("family")
+    return marker.args[0] if marker else None
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    plan = metafunc.config.stash[PLAN]
+    table = _params(plan, lambda: _connectx_netdevs(metafunc.config, plan))
+    names = [n for n in metafunc.fixturenames if n in table]
+    if not names:
+        return
+    name = names[0]
+    values, ident, _, _ = table[name]
+    family = _family(metafunc)
+    reason = plan.not_generated().get(family or "")
+    if reason is None and not values():
+        reason = f"nothing to check: no {name.replace('_', ' ')} among the selected hosts"
+    if reason is not None:
+        metafunc.parametrize(name, [NotGenerated(family or name, reason)], ids=["not-generated"])
+        return
+    metafunc.parametrize(name, values(), ids=[ident(v) for v in values()])
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    keep, drop = [], []
+    for item in items:
+        params = getattr(item, "callspec", None)
+        placeholder = next((v for v in (params.params.values() if params else []) if isinstance(v, NotGenerated)), None)
+        if placeholder is None:
+            keep.append(item)
+            continue
+        drop.append(item)
+        config.stash[SKIPPED][item.originalname] = placeholder.reason
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
+    report_dir = config.getoption("railyard_report_dir")
+    if report_dir and not hasattr(config, "workerinput"):
+        Path(report_dir).mkdir(parents=True, exist_ok=True)
+        (Path(report_dir) / "not_generated.json").write_text(json.dumps(config.stash[SKIPPED], indent=2, sort_keys=True))
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    skipped = config.stash.get(SKIPPED, {})
+    if skipped:
+        terminalreporter.section("checks not generated")
+        for name, reason in sorted(skipped.items()):
+            terminalreporter.write_line(f"{name}: {reason}")
+
+
+@pytest.fixture(scope="session")
+def plan(request: pytest.FixtureRequest) -> CheckPlan:
+    """The check plan: spec, selected hosts and every family's parameters."""
+    return request.config.stash[PLAN]
+
+
+@pytest.fixture(scope="session")
+def facts(request: pytest.FixtureRequest, plan: CheckPlan) -> Facts:
+    """Tool outputs gathered once per host (ibstat, sminfo ...), parsed by fabric.parsers."""
+    inventory = request.config.stash[INVENTORY]
+    connections: dict[str, Any] = {}
+
+    def connect(name: str) -> Any:
+        if name not in connections:
+            connections[name] = testinfra.get_host(f"ansible://{name}", ansible_inventory=str(inventory))
+        return connections[name]
+
+    return Facts(plan=plan, connect=connect)
+
+
+@pytest.fixture
+def host(request: pytest.FixtureRequest, plan: CheckPlan, facts: Facts) -> Any:
+    """The testinfra host this check runs on (derived from the check's parameter)."""
+    table = _params(plan)
+    params = request.node.callspec.params if hasattr(request.node, "callspec") else {}
+    for name, value in params.items():
+        if name in table:
+            on = table[name][2](value)
+            if on is None:
+                pytest.fail(f"no host selected to run {request.node.name} on")
+            return facts.connect(on)
+    pytest.fail(f"{request.node.name}: a check needs a parameter naming where it runs ({', '.join(table)})")
+
+
+@pytest.fixture(autouse=True)
+def _subject(request: pytest.FixtureRequest, record_property: Callable[[str, object], None], plan: CheckPlan) -> None:
+    """Record what a check is about (port, pair, link, host) for the report's picture."""
+    table = _params(plan)
+    params = request.node.callspec.params if hasattr(request.node, "callspec") else {}
+    for name, value in params.items():
+        if name in table:
+            record_property("subject", table[name][3](value))
+
+
+__all__ = ["DeclaredLink", "HcaPort", "Pair", "SubnetManagerExpect"]

@@ -1,0 +1,80 @@
+"""Every HCA port of every fabric host: present, Active, LinkUp, rate, width, link layer."""
+
+from __future__ import annotations
+
+import pytest
+
+from fabric.verify.facts import Facts
+from fabric.verify.plan import HcaPort
+
+pytestmark = pytest.mark.family("ports")
+
+
+def _port(facts: Facts, hca_port: HcaPort):  # type: ignore[no-untyped-def]
+    found = facts.port(hca_port)
+    assert found is not None, f"{hca_port.where}: not found in ibstat on {hca_port.host}"
+    return found[1]
+
+
+def test_port_present(host, facts: Facts, hca_port: HcaPort) -> None:
+    """The declared HCA port exists (ibstat lists it)."""
+    report = facts.ibstat(hca_port.host)
+    assert report.ok, f"{hca_port.host}: ibstat failed: {report.reason}"
+    assert facts.port(hca_port) is not None, (
+        f"{hca_port.where}: ibstat on {hca_port.host} lists "
+        f"{[d.name for d in report.devices] or 'no HCA'}"
+    )
+
+
+def test_port_state_active(host, facts: Facts, hca_port: HcaPort) -> None:
+    """Logical port state is Active."""
+    port = _port(facts, hca_port)
+    assert port.state == "Active", f"{hca_port.where}: state {port.state}, expected Active"
+
+
+def test_port_physical_state_linkup(host, facts: Facts, hca_port: HcaPort) -> None:
+    """Physical port state is LinkUp."""
+    port = _port(facts, hca_port)
+    assert port.physical_state == "LinkUp", f"{hca_port.where}: physical state {port.physical_state}, expected LinkUp"
+
+
+def test_port_rate(host, facts: Facts, hca_port: HcaPort, plan) -> None:  # type: ignore[no-untyped-def]
+    """Port rate equals the declared rate (in the lab: the rate ibsim simulates for it)."""
+    port = _port(facts, hca_port)
+    note = " (declared rate as ibsim simulates it)" if plan.simulated else ""
+    assert float(port.rate_gbps) == hca_port.rate_gbps, (
+        f"{hca_port.where}: rate {port.rate_gbps} Gb/s, expected {hca_port.rate_gbps:g}{note}"
+    )
+
+
+def test_port_link_layer(host, facts: Facts, hca_port: HcaPort) -> None:
+    """Link layer is the declared one (InfiniBand or Ethernet)."""
+    port = _port(facts, hca_port)
+    assert port.link_layer == hca_port.link_layer, (
+        f"{hca_port.where}: link layer {port.link_layer}, expected {hca_port.link_layer}"
+    )
+
+
+@pytest.mark.family("ib")
+def test_port_width(host, facts: Facts, ib_port: HcaPort) -> None:
+    """Active link width (seen from the neighbouring switch port) is the declared width."""
+    found = facts.neighbour_link(ib_port)
+    assert found is not None, f"{ib_port.where}: no active link to a switch (iblinkinfo -D 0,{ib_port.port})"
+    switch, link = found
+    assert (link.width or "").lower() == ib_port.width.lower(), (
+        f"{ib_port.where}: width {link.width} on {switch} port {link.port}, expected {ib_port.width}"
+    )
+
+
+@pytest.mark.family("ib")
+def test_port_cabled_to_declared_switch_port(host, facts: Facts, ib_port: HcaPort) -> None:
+    """The HCA port's neighbour is the declared switch and switch port."""
+    if ib_port.switch is None:
+        pytest.skip(f"{ib_port.where}: no declared switch (no fabric topology)")
+    found = facts.neighbour_link(ib_port)
+    assert found is not None, f"{ib_port.where}: no active link to a switch"
+    switch, link = found
+    assert (switch, link.port) == (ib_port.switch, ib_port.switch_port), (
+        f"{ib_port.host} HCA {ib_port.device} port {ib_port.port}: cabled to {switch} port {link.port}, "
+        f"expected {ib_port.switch} port {ib_port.switch_port}"
+    )

@@ -1,0 +1,133 @@
+"""RDMA reachability between sampled host pairs (a half-shifted ring: every host once).
+
+InfiniBand: ``ibping`` (MAD echo; the check starts an ``ibping -S`` server on the target and
+stops it) and ``ibtracert`` along the declared switches. Real hardware adds verbs:
+``ibv_rc_pingpong`` and ``ib_write_bw`` with a floor per link rate.
+"""
+
+from __future__ import annotations
+
+import shlex
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from fabric.parsers import PARSERS
+from fabric.verify.bandwidth import min_write_bw
+from fabric.verify.facts import Facts
+from fabric.verify.plan import CheckPlan, Pair
+
+SERVER_SECONDS = 30
+
+
+def _serve(facts: Facts, plan: CheckPlan, target: str, command: str) -> Iterator[None]:
+    """Run ``command`` detached on ``target`` for the duration of a check, then stop it."""
+    remote = facts.connect(target)
+    started = remote.run(f"nohup timeout {SERVER_SECONDS} {command} </dev/null >/dev/null 2>&1 & echo $!")
+    pid = started.stdout.strip()
+    assert started.rc == 0 and pid.isdigit(), f"{target}: could not start {command!r}: {started.stderr.strip()}"
+    time.sleep(1.0)
+    try:
+        yield
+    finally:
+        remote.run(f"kill {pid} 2>/dev/null; true")
+
+
+@pytest.fixture
+def ibping_server(facts: Facts, plan: CheckPlan, ib_pair: Pair) -> Iterator[None]:
+    """An ``ibping -S`` responder on the pair's target (in ibsim it must register as the
+    port's SM-class client to receive MADs, hence SIM_SET_ISSM; SM hosts are not targets)."""
+    env = "SIM_SET_ISSM=1 " if plan.simulated else ""
+    yield from _serve(facts, plan, ib_pair.target, f"env {env}ibping -S")
+
+
+@pytest.mark.family("ib_pairs")
+def test_ibping(host, facts: Facts, ib_pair: Pair, ibping_server: None) -> None:
+    """The source reaches the target's port with MAD echo (ibping by port GUID)."""
+    guid = facts.port_guid(ib_pair.target)
+    assert guid, f"{ib_pair.target}: no InfiniBand port GUID in ibstat"
+    result = host.run(f"ibping -c 3 -G {guid}")
+    report = PARSERS["ibping"](result.stdout + result.stderr)
+    assert report.pongs, f"{ib_pair.source} -> {ib_pair.target} (port {guid}): no ibping reply: {report.reason}"
+
+
+def _expected_switches(plan: CheckPlan, pair: Pair) -> tuple[str, str] | None:
+    graph = plan.declared_graph
+    if graph is None:
+        return None
+    leaves = graph.host_leaves()
+    src, dst = leaves.get(pair.source), leaves.get(pair.target)
+    return (src[0], dst[0]) if src and dst else None
+
+
+@pytest.mark.family("ib_pairs")
+def test_ibtracert_declared_path(host, facts: Facts, plan: CheckPlan, ib_pair: Pair) -> None:
+    """The routed path leaves the source's declared leaf and enters the target's declared leaf,
+    crossing a spine between different leaves."""
+    ends = _expected_switches(plan, ib_pair)
+    if ends is None:
+        pytest.skip("no declared fat tree to compare the path with")
+    src_lid, dst_lid = facts.lid(ib_pair.source), facts.lid(ib_pair.target)
+    assert src_lid and dst_lid, f"{ib_pair.id}: missing LID (source {src_lid}, target {dst_lid})"
+    result = host.run(f"ibtracert {src_lid} {dst_lid}")
+    report = PARSERS["ibtracert"](result.stdout + result.stderr)
+    assert report.ok, f"{ib_pair.source} -> {ib_pair.target}: ibtracert lid {src_lid} -> {dst_lid} failed: {report.reason}"
+    switches = [name.strip() for name in report.switches]
+    leaves = {load.switch for load in plan.declared_graph.leaf_loads()}  # type: ignore[union-attr]
+    expected_len = 1 if ends[0] == ends[1] else 3
+    ok = (
+        bool(switches)
+        and (switches[0], switches[-1]) == ends
+        and len(switches) == expected_len
+        and all(s not in leaves for s in switches[1:-1])
+    )
+    assert ok, (
+        f"{ib_pair.source} -> {ib_pair.target}: path crosses {switches}, expected {ends[0]}"
+        f"{' -> <spine> -> ' + ends[1] if expected_len == 3 else ''}"
+    )
+
+
+@pytest.fixture
+def pingpong_server(facts: Facts, plan: CheckPlan, verbs_pair: Pair) -> Iterator[None]:
+    """``ibv_rc_pingpong`` server on the target."""
+    yield from _serve(facts, plan, verbs_pair.target, _verbs_args(plan, verbs_pair.target, "ibv_rc_pingpong"))
+
+
+@pytest.fixture
+def write_bw_server(facts: Facts, plan: CheckPlan, verbs_pair: Pair) -> Iterator[None]:
+    """``ib_write_bw`` server on the target."""
+    yield from _serve(facts, plan, verbs_pair.target, _verbs_args(plan, verbs_pair.target, "ib_write_bw --report_gbits"))
+
+
+def _verbs_args(plan: CheckPlan, host_name: str, tool: str) -> str:
+    hca = plan.spec.hosts[host_name].hcas[0]
+    gid = " -x 3" if hca.link_layer == "Ethernet" else ""
+    return f"{tool} -d {shlex.quote(hca.device)}{gid}"
+
+
+def _address(facts: Facts, name: str) -> Any:
+    return facts.connect(name).backend.host.name
+
+
+@pytest.mark.family("verbs")
+def test_rc_pingpong(host, facts: Facts, plan: CheckPlan, verbs_pair: Pair, pingpong_server: None) -> None:
+    """An RC queue pair exchanges messages from source to target (verbs data path)."""
+    cmd = f"{_verbs_args(plan, verbs_pair.source, 'ibv_rc_pingpong')} {_address(facts, verbs_pair.target)}"
+    result = host.run(cmd)
+    report = PARSERS["ibv_rc_pingpong"](result.stdout + result.stderr)
+    assert report.ok and report.iterations, f"{verbs_pair.id}: ibv_rc_pingpong failed: {report.reason or report.errors}"
+
+
+@pytest.mark.family("verbs")
+def test_write_bandwidth(host, facts: Facts, plan: CheckPlan, verbs_pair: Pair, write_bw_server: None) -> None:
+    """ib_write_bw from source to target reaches the floor for the declared link rate."""
+    rate = plan.spec.hosts[verbs_pair.source].hcas[0].rate_gbps
+    floor = min_write_bw(rate)
+    cmd = f"{_verbs_args(plan, verbs_pair.source, 'ib_write_bw --report_gbits')} {_address(facts, verbs_pair.target)}"
+    result = host.run(cmd)
+    report = PARSERS["perftest"](result.stdout + result.stderr)
+    rows = [row.bw_average for run in report.runs for row in run.bw]
+    assert rows, f"{verbs_pair.id}: ib_write_bw gave no result: {report.reason}"
+    assert max(rows) >= floor, f"{verbs_pair.id}: ib_write_bw {max(rows):.1f} Gb/s < floor {floor} Gb/s for {rate} Gb/s links"
