@@ -20,7 +20,7 @@ Deterministic layout rules:
 from __future__ import annotations
 
 from fabric.spec import ClusterSpec, FatTree, HcaSpec
-from fabric.topology.graph import Ca, FabricGraph, GraphError, Link, PortRef, Switch, link_rate, speed_for
+from fabric.topology.graph import Ca, FabricGraph, GraphError, Link, Switch, link_rate, speed_for
 
 SWITCH_GUID_BASE = 0x0002C90301000000
 CA_GUID_BASE = 0x0002C90302000000
@@ -109,13 +109,7 @@ def graph_from_spec(spec: ClusterSpec) -> FabricGraph:
                 )
             next_port[leaf_index] += 1
             links.append(
-                Link(
-                    a=PortRef(guid=leaves[leaf_index].guid, port=leaf_port),
-                    b=PortRef(guid=guid, port=ca_port),
-                    width=hca.width,
-                    speed=speed,
-                    rate_gbps=link_rate(hca.width, speed),
-                )
+                Link(leaves[leaf_index].guid, leaf_port, guid, ca_port, hca.width, speed, link_rate(hca.width, speed))
             )
     if spines:
         up_speed = speed_for(topo.link_width, topo.link_rate_gbps)
@@ -131,13 +125,7 @@ def graph_from_spec(spec: ClusterSpec) -> FabricGraph:
                         "add spines or lower uplinks_per_leaf"
                     )
                 links.append(
-                    Link(
-                        a=PortRef(guid=leaf.guid, port=first_uplink + i),
-                        b=PortRef(guid=spines[s].guid, port=spine_port[s]),
-                        width=topo.link_width,
-                        speed=up_speed,
-                        rate_gbps=up_rate,
-                    )
+                    Link(leaf.guid, first_uplink + i, spines[s].guid, spine_port[s], topo.link_width, up_speed, up_rate)
                 )
                 spine_port[s] += 1
     return FabricGraph(

@@ -24,7 +24,14 @@ Facts from ibsim 0.10's parser (``ibsim/sim_net.c``) that shape the output:
 
 from __future__ import annotations
 
-from fabric.topology.graph import FabricGraph, GraphError, Link, PortRef, link_rate
+import os
+import subprocess
+import time
+import uuid
+from pathlib import Path
+from typing import IO
+
+from fabric.topology.graph import FabricGraph, GraphError, Link, link_rate
 
 #: LinkWidthEnabled mask for each width.
 WIDTH_MASK = {"1x": 1, "2x": 16, "4x": 2, "8x": 4, "12x": 8}
@@ -114,13 +121,66 @@ def simulated(graph: FabricGraph) -> FabricGraph:
     links = []
     for link in graph.links:
         width, speed = link.width, sim_speed(link.speed)
-        links.append(
-            Link(
-                a=PortRef(guid=link.a.guid, port=link.a.port),
-                b=PortRef(guid=link.b.guid, port=link.b.port),
-                width=width,
-                speed=speed,
-                rate_gbps=link_rate(width, speed),
-            )
-        )
+        links.append(link._replace(width=width, speed=speed, rate_gbps=link_rate(width, speed)))
     return FabricGraph(switches=dict(graph.switches), cas=dict(graph.cas), links=links)
+
+
+UMAD2SIM = "/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so"
+
+
+class IbsimSession:
+    """A real ``ibsim`` serving one net file on a private abstract socket (``IBSIM_SOCKNAME``).
+
+    Use as a context manager; ``run(argv, sim_host=...)`` runs a libumad tool (ibstat,
+    ibnetdiscover, opensm) attached to that node. Nothing else on the machine shares the socket.
+    """
+
+    def __init__(self, net_text: str, workdir: str, limits: list[str] | None = None) -> None:
+        self.workdir = Path(workdir)
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        self.net = self.workdir / "fabric.net"
+        self.net.write_text(net_text)
+        self.limits = limits or []
+        self.env = dict(os.environ, IBSIM_SOCKNAME=f"railyard-{uuid.uuid4().hex[:12]}",
+                        OSM_CACHE_DIR=str(self.workdir))
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._log: IO[str] | None = None
+
+    def __enter__(self) -> "IbsimSession":
+        log_path = self.workdir / "ibsim.log"
+        self._log = open(log_path, "w")
+        self._proc = subprocess.Popen(
+            ["ibsim", *self.limits, "-n", "-s", str(self.net)], env=self.env,
+            stdin=subprocess.DEVNULL, stdout=self._log, stderr=subprocess.STDOUT,
+        )
+        deadline = time.monotonic() + 60
+        while "Network simulator ready" not in log_path.read_text():
+            if self._proc.poll() is not None:
+                raise RuntimeError(f"ibsim exited: {log_path.read_text()[-2000:]}")
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"ibsim not ready within 60 s; see {log_path}")
+            time.sleep(0.05)
+        return self
+
+    def run(self, argv: list[str], sim_host: str | None = None, timeout: float = 600) -> str:
+        """Run ``argv`` under umad2sim (as ``sim_host`` if given); return stdout."""
+        env = dict(self.env, LD_PRELOAD=UMAD2SIM)
+        if sim_host:
+            env["SIM_HOST"] = sim_host
+        done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=timeout)
+        if done.returncode:
+            raise RuntimeError(f"{' '.join(argv)} failed ({done.returncode}): {done.stderr[-2000:]}")
+        return done.stdout
+
+    def sweep(self, sim_host: str | None = None) -> str:
+        """Run OpenSM once (``opensm -o``) and return its log."""
+        log = self.workdir / "opensm.log"
+        self.run(["opensm", "-o", "-f", str(log)], sim_host=sim_host)
+        return log.read_text()
+
+    def __exit__(self, *exc: object) -> None:
+        if self._proc is not None:
+            self._proc.terminate()
+            self._proc.wait(timeout=10)
+        if self._log is not None:
+            self._log.close()

@@ -1,0 +1,153 @@
+"""fabric.parsers.ibnetdiscover on real ibnetdiscover output (tests/fixtures/SOURCES.md)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from fabric.parsers.common import ParseError
+from fabric.parsers.ibnetdiscover import IbnetdiscoverError, parse
+from fabric.topology.graph import FabricGraph
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+
+
+def load(name: str) -> FabricGraph:
+    return parse((FIXTURES / f"ibnetdiscover__{name}.txt").read_text())
+
+
+# (fixture, switches, CAs, links): counted by hand from each file.
+COUNTS = [
+    ("ibtopotool__1", 2, 4, 7),
+    ("ibtopotool__2", 1, 2, 2),
+    ("ibtopotool__3", 2, 6, 10),
+    ("ibtopotool__4", 1, 1, 1),
+    ("superbench__1", 8, 11, 18),
+    ("topograph__2", 0, 1, 0),
+    ("ibsim_lab__1", 3, 10, 18),
+    ("ibsim_lab__2", 3, 9, 18),
+    ("ibsim_quirks__1", 3, 8, 12),
+    ("ibsim_quirks__2", 0, 1, 0),
+]
+
+
+@pytest.mark.parametrize(("name", "switches", "cas", "links"), COUNTS)
+def test_node_and_link_counts(name: str, switches: int, cas: int, links: int) -> None:
+    graph = load(name)
+    assert (len(graph.switches), len(graph.cas), len(graph.links)) == (switches, cas, links)
+
+
+@pytest.mark.parametrize("name", [c[0] for c in COUNTS])
+def test_every_link_end_is_a_known_node(name: str) -> None:
+    graph = load(name)
+    nodes = graph.switches.keys() | graph.cas.keys()
+    assert all(link.a_guid in nodes and link.b_guid in nodes for link in graph.links)
+
+
+def test_host_is_the_first_word_of_the_description() -> None:
+    graph = load("ibtopotool__3")
+    ca = graph.cas["0x0002c903003421b0"]
+    assert (ca.host, ca.device) == ("r-ufm111", "HCA-1")
+
+
+def test_unset_description_keeps_guid_without_host() -> None:
+    ca = load("ibsim_quirks__1").cas["0xb8e92403009cb000"]
+    assert (ca.host, ca.device, ca.description) == (None, None, "MT4129 ConnectX7 Mellanox Technologies")
+
+
+def test_old_infinihost_default_description_is_unset() -> None:
+    assert all(ca.host is None for ca in load("ibtopotool__1").cas.values())
+
+
+def test_sharp_aggregation_node() -> None:
+    kinds = {ca.description: ca.kind for ca in load("ibsim_quirks__1").cas.values()}
+    assert kinds["Mellanox Technologies Aggregation Node"] == "aggregation"
+
+
+def test_mf0_switch_names() -> None:
+    names = {sw.name for sw in load("ibsim_quirks__1").switches.values()}
+    assert names == {"A09-P1-IBLEAF-04-04", "A09-P1-IBLEAF-04-05", "A09-P1-IBSPINE-01"}
+
+
+def test_director_cards_get_distinct_names() -> None:
+    names = {sw.name for sw in load("superbench__1").switches.values()}
+    assert {"rmd70-0101-0908-01ib1-A-S01", "rmd70-0101-0908-01ib1-A-L01", "rmd70-0101-0908-01ib1-A-L02"} <= names
+
+
+def test_enhanced_port_0_switch_description() -> None:
+    sw = load("ibtopotool__3").switches["0xf4521403005764b0"]
+    assert (sw.name, sw.ports) == ("switch-de779e", 12)
+
+
+def test_host_with_hcas_on_two_leaves() -> None:
+    leaves = load("ibsim_quirks__1").host_leaves()
+    assert sorted(leaves["a08-p1-dgx-04-c01"]) == ["A09-P1-IBLEAF-04-04", "A09-P1-IBLEAF-04-05"]
+
+
+def test_two_port_hca_links_both_ports() -> None:
+    graph = load("ibsim_quirks__1")
+    ports = sorted(
+        (link.b_port if link.b_guid == "0x0002c903000e1000" else link.a_port)
+        for link in graph.links
+        if "0x0002c903000e1000" in (link.a_guid, link.b_guid)
+    )
+    assert graph.cas["0x0002c903000e1000"].ports == 2 and ports == [1, 2]
+
+
+def test_mixed_speeds_and_widths() -> None:
+    seen = {(link.width, link.speed, link.rate_gbps) for link in load("ibsim_quirks__1").links}
+    assert {("4x", "HDR", 200.0), ("4x", "EDR", 100.0), ("1x", "HDR", 50.0), ("4x", "QDR", 40.0)} <= seen
+
+
+def test_degraded_width_in_old_fabric() -> None:
+    assert sum(link.width == "1x" for link in load("ibtopotool__1").links) == 2
+
+
+def test_self_looped_switch_ports_are_links() -> None:
+    graph = load("ibtopotool__3")
+    loops = [link for link in graph.links if link.a_guid == link.b_guid]
+    assert sorted((link.a_port, link.b_port) for link in loops) == [(1, 2), (19, 21), (29, 30)]
+
+
+def test_stderr_line_becomes_a_warning() -> None:
+    warnings = load("ibtopotool__3").warnings
+    assert len(warnings) == 1 and "Connection timed out" in warnings[0]
+
+
+def test_full_suffixes_are_ignored() -> None:
+    links = load("superbench__1").links
+    assert {(link.width, link.speed) for link in links} == {("4x", "HDR")}
+
+
+def test_isolated_ca() -> None:
+    graph = load("topograph__2")
+    assert list(graph.cas.values())[0].host == "dgx-gb200-n01-c1" and graph.links == []
+
+
+def test_missing_hca_is_absent() -> None:
+    hosts = {ca.host for ca in load("ibsim_lab__2").cas.values()}
+    assert "gpu07" not in hosts and "gpu06" in hosts
+
+
+def test_malformed_port_line_names_its_line() -> None:
+    lines = (FIXTURES / "ibnetdiscover__ibtopotool__2.txt").read_text().splitlines()
+    lines[10] = lines[10].replace("[1]", "[x]", 1)
+    with pytest.raises(IbnetdiscoverError, match=r"line 11: expected a port line"):
+        parse("\n".join(lines))
+
+
+def test_unknown_line_names_its_line() -> None:
+    text = (FIXTURES / "ibnetdiscover__ibtopotool__2.txt").read_text() + "hello world\n"
+    with pytest.raises(ParseError, match=r"line 27"):
+        parse(text)
+
+
+def test_ports_report_format_is_rejected_with_a_line() -> None:
+    with pytest.raises(IbnetdiscoverError, match=r"line 1:"):
+        parse((FIXTURES / "ibnetdiscover_p__ibsim_quirks__1.txt").read_text())
+
+
+def test_nodes_only_seen_from_port_lines_are_added() -> None:
+    ca = load("superbench__1").cas["0x0ff08c43213b3f38"]
+    assert (ca.kind, ca.description) == ("aggregation", "Mellanox Technologies Aggregation Node")

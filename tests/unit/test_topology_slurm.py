@@ -1,0 +1,106 @@
+"""Slurm topology.conf (tree, block) and topology.yaml from declared and discovered fabrics."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from fabric.parsers.ibnetdiscover import parse
+from fabric.spec import ClusterSpec
+from fabric.topology.from_spec import graph_from_spec
+from fabric.topology.graph import FabricGraph, GraphError
+from fabric.topology.slurm import block_conf, natural_key, slurm_tree, topology_yaml, tree_conf
+
+ROOT = Path(__file__).resolve().parents[2]
+FIXTURES = ROOT / "tests/fixtures"
+
+
+def lab() -> FabricGraph:
+    data = yaml.safe_load((ROOT / "Pulumi.lab.yaml").read_text())
+    return graph_from_spec(ClusterSpec.model_validate(data["config"]["railyard:cluster"]))
+
+
+def rails() -> FabricGraph:
+    return graph_from_spec(ClusterSpec.model_validate({
+        "name": "rails", "target": "baremetal",
+        "nodes": [{"names": "gpu[001-008]",
+                   "hcas": [{"device": f"mlx5_{k}", "rail": k} for k in range(4)]}],
+        "fabric": {"kind": "infiniband", "mtu": 4096,
+                   "topology": {"kind": "fat-tree", "leaves": 8, "spines": 2, "nodes_per_leaf": 4,
+                                "uplinks_per_leaf": 4, "rail_optimized": True},
+                   "infiniband": {"subnet_managers": [{"host": "gpu001"}]}},
+        "management": {"subnet": "198.18.0.0/24"},
+    }))
+
+
+def conf_lines(text: str) -> list[str]:
+    return [line for line in text.splitlines() if not line.startswith("#")]
+
+
+def test_lab_tree() -> None:
+    assert conf_lines(tree_conf(lab())) == [
+        "SwitchName=leaf01 Nodes=gpu[01-05]",
+        "SwitchName=leaf02 Nodes=gpu[06-08],sm[1-2]",
+        "SwitchName=spine01 Switches=leaf[01-02]",
+    ]
+
+
+def test_rail_optimized_hosts_sit_under_their_rail0_leaf() -> None:
+    assert conf_lines(tree_conf(rails())) == [
+        "SwitchName=leaf01 Nodes=gpu[001-004]",
+        "SwitchName=leaf05 Nodes=gpu[005-008]",
+        "SwitchName=spine01 Switches=leaf[01,05]",
+        "SwitchName=spine02 Switches=leaf[01,05]",
+    ]
+
+
+def test_every_host_is_placed_exactly_once() -> None:
+    hosts = slurm_tree(rails()).hosts()
+    assert sorted(hosts) == [f"gpu{i:03d}" for i in range(1, 9)]
+
+
+def test_block_conf_one_block_per_unit() -> None:
+    assert conf_lines(block_conf(rails(), block_size=4)) == [
+        "BlockName=leaf01 Nodes=gpu[001-004]",
+        "BlockName=leaf05 Nodes=gpu[005-008]",
+        "BlockSizes=4",
+    ]
+
+
+def test_block_size_larger_than_a_block_is_an_error_with_the_fix() -> None:
+    with pytest.raises(GraphError, match=r"use --block-size 4 or less"):
+        block_conf(rails(), block_size=8)
+
+
+def test_topology_yaml_shape() -> None:
+    doc = yaml.safe_load(topology_yaml(lab(), block_size=5))
+    assert doc[0] == {"topology": "fabric", "cluster_default": True, "tree": {"switches": [
+        {"switch": "leaf01", "nodes": "gpu[01-05]"},
+        {"switch": "leaf02", "nodes": "gpu[06-08],sm[1-2]"},
+        {"switch": "spine01", "children": "leaf[01-02]"},
+    ]}}
+    assert doc[1]["block"]["block_sizes"] == [5] and len(doc[1]["block"]["blocks"]) == 2
+
+
+def test_discovered_quirks_fabric_host_on_two_leaves_is_placed_once() -> None:
+    tree = slurm_tree(parse((FIXTURES / "ibnetdiscover__ibsim_quirks__1.txt").read_text()))
+    assert list(tree.leaves) == ["A09-P1-IBLEAF-04-04"]
+    assert sorted(tree.leaves["A09-P1-IBLEAF-04-04"]) == ["a08-p1-dgx-04-c01", "edr-host", "narrow-host", "node1", "qdr-host"]
+    assert tree.uppers == {"A09-P1-IBSPINE-01": ["A09-P1-IBLEAF-04-04"]}
+
+
+def test_discovered_director_fabric_has_three_levels() -> None:
+    tree = slurm_tree(parse((FIXTURES / "ibnetdiscover__superbench__1.txt").read_text()))
+    assert tree.uppers["rmd70-0101-0908-01ib1-A-S01"] == ["rmd70-0101-0908-01ib1-A-L01", "rmd70-0101-0908-01ib1-A-L02"]
+    assert tree.uppers["rmd70-0101-0908-01ib1-A-L02"] == ["rmd70-0101-0919-11ib0", "rmd70-0101-0919-12ib0"]
+
+
+def test_switch_without_a_usable_description_is_named_by_guid() -> None:
+    graph = parse((FIXTURES / "ibnetdiscover__ibtopotool__2.txt").read_text())
+    assert conf_lines(tree_conf(graph)) == ["SwitchName=S-000b8cffff0053ee Nodes=compute-00-[00-01]"]
+
+
+def test_natural_key() -> None:
+    assert sorted(["leaf10", "leaf2", "leaf1"], key=natural_key) == ["leaf1", "leaf2", "leaf10"]
