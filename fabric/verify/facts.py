@@ -84,6 +84,21 @@ class Facts:
                     return node.name.strip(), link
         return None
 
+    def port_rate(self, want: HcaPort) -> tuple[float, str]:
+        """(rate Gb/s, where it came from): ibstat, or PortInfo via iblinkinfo in the lab."""
+        found = self.port(want)
+        if found is None:
+            return 0.0, "port not found"
+        if not self.plan.simulated or want.link_layer != "InfiniBand":
+            return float(found[1].rate_gbps), "ibstat"
+        neighbour = self.neighbour_link(want)
+        if neighbour is None or not neighbour[1].width or not neighbour[1].speed:
+            return 0.0, "no active link in iblinkinfo"
+        from fabric.topology.graph import link_rate
+
+        link = neighbour[1]
+        return link_rate(link.width.lower(), link.speed), f"PortInfo {link.width}{link.speed} via iblinkinfo"
+
     def portinfo(self, want: HcaPort) -> dict[str, str]:
         """``smpquery portinfo`` of this HCA port (direct route 0: the local node)."""
         found = self.port(want)

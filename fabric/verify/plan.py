@@ -248,7 +248,7 @@ class CheckPlan(_Model):
 
     @cached_property
     def slurm_switches(self) -> dict[str, tuple[list[str], list[str]]]:
-        """Switch name -> (nodes, child switches) Slurm's tree topology must show."""
+        """Switch name -> (nodes below it, child switches) ``scontrol show topology`` must show."""
         graph = self.declared_graph
         if graph is None:
             return {}
@@ -266,8 +266,10 @@ class CheckPlan(_Model):
                 continue
             nodes = sorted(h for h, ls in leaves.items() if sw.name in ls and h in slurm_hosts)
             out[sw.name] = (nodes, [])
-        for spine in sorted(spines):
-            out[spine] = ([], sorted(n for n in out if n not in spines))
+        leaf_names = sorted(out)
+        below = sorted({h for leaf in leaf_names for h in out[leaf][0]})
+        for spine in sorted(spines):  # Slurm lists every node below a switch, not only direct ones
+            out[spine] = (below, leaf_names)
         return out
 
     @cached_property

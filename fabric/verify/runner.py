@@ -61,7 +61,8 @@ def run_checks(stack: str, *, junit: Path | None = None, limit: str | None = Non
     report_dir.mkdir(parents=True, exist_ok=True)
     junit = (junit or report_dir / "checks.xml").resolve()
     args = pytest_args(inventory, junit, report_dir, limit=limit, spec=spec, workers=workers)
-    env = {**os.environ, "PYTHONPATH": f"{context.ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    env = {**os.environ, "PYTHONPATH": f"{context.ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
+           "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
     log = report_dir / "pytest.log"
     with open(log, "w") as out:
         proc = subprocess.run(args, cwd=context.ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)

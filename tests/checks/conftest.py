@@ -14,6 +14,9 @@ reason is printed and written to ``<report dir>/not_generated.json``.
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -45,6 +48,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "family(name): the check family, for not-generated reasons")
+    if shutil.which("ansible-inventory") is None:  # testinfra's ansible backend shells out to it
+        os.environ["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
     inv_opt = config.getoption("ansible_inventory", None)
     if not inv_opt:
         raise pytest.UsageError("tests/checks needs --ansible-inventory=state/<stack>/inventory.yml")
@@ -126,6 +131,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         params = getattr(item, "callspec", None)
         placeholder = next((v for v in (params.params.values() if params else []) if isinstance(v, NotGenerated)), None)
         if placeholder is None:
+            pair = params.params.get("ib_pair") or params.params.get("verbs_pair") if params else None
+            if pair is not None:  # one server per target at a time across xdist workers
+                item.add_marker(pytest.mark.xdist_group(name=f"target-{pair.target}"))
             keep.append(item)
             continue
         drop.append(item)
