@@ -41,6 +41,7 @@ _OTHER = re.compile(
 #: stderr lines of the diags tools that end up in captures (kept as warnings).
 _STDERR = re.compile(r"^(?:ibwarn:|ibpanic:|ibnetdiscover:|src/\S+\.c:\d+;|\S+\.c:\d+;)")
 _SHAPED = re.compile(r"^(?:Switch|Ca|Rt)[ \t]|^\[", re.MULTILINE)
+_PORTS_REPORT = re.compile(r"^(?:CA|SW|RT)\s+\d+\s+\d+\s+0x[0-9a-fA-F]+\s")
 _MF0 = re.compile(r"^MF0;([^:;]+):[^/]*(?:/([^/]+))?/U\d+$")
 _UNSET = re.compile(r"^MT\d+\b")
 
@@ -139,6 +140,13 @@ def parse(text: str) -> FabricGraph:
         if _STDERR.match(line):
             warnings.append(line.strip())
             continue
+        if _PORTS_REPORT.match(line):
+            raise IbnetdiscoverError(
+                _line_of(text, match.start()),
+                "plain ibnetdiscover output (this is the -p ports report, which lacks CA node GUIDs; "
+                "rerun ibnetdiscover without -p)",
+                line,
+            )
         raise IbnetdiscoverError(
             _line_of(text, match.start()), "ibnetdiscover topology output (node records, # comments)", line
         )

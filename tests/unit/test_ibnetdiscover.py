@@ -144,10 +144,15 @@ def test_unknown_line_names_its_line() -> None:
 
 
 def test_ports_report_format_is_rejected_with_a_line() -> None:
-    with pytest.raises(IbnetdiscoverError, match=r"line 1:"):
+    with pytest.raises(IbnetdiscoverError, match=r"line 1: .* rerun ibnetdiscover without -p"):
         parse((FIXTURES / "ibnetdiscover_p__ibsim_quirks__1.txt").read_text())
 
 
 def test_nodes_only_seen_from_port_lines_are_added() -> None:
     ca = load("superbench__1").cas["0x0ff08c43213b3f38"]
     assert (ca.kind, ca.description) == ("aggregation", "Mellanox Technologies Aggregation Node")
+
+
+def test_model_dump_is_json_ready() -> None:
+    dumped = load("ibsim_quirks__2").model_dump(mode="json")
+    assert dumped["cas"]["0xb8e92403009cc000"]["host"] == "lonely" and dumped["links"] == []
