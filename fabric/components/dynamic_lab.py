@@ -231,14 +231,21 @@ class IbSim(Resource):
 
 
 class RedfishEmulatorProvider(_ReplaceOnChange):
-    """sushy-tools fake-driver emulator + the notifier that makes containers follow power."""
+    """sushy-tools fake-driver emulator + the notifier that makes containers follow power.
+
+    ``password`` (a secret input) is the BMC password from the spec's ``bmc.password``; when it
+    is None the provider generates one. Either way it comes back as the secret output
+    ``out_password`` and lives as long as this resource (a replace generates a new one).
+    """
 
     def create(self, props: dict[str, Any]) -> CreateResult:
-        from fabric.lab.bmc import BmcConfig, endpoints, start_bmc
+        from fabric.lab.bmc import BmcConfig, endpoints, generate_password, start_bmc
 
         cfg = BmcConfig(**props["config"])
-        procs = start_bmc(cfg)
-        outs = {**_plain(props), "out_helpers": procs.model_dump(), "out_endpoints": endpoints(cfg)}
+        password = props.get("password") or generate_password()
+        procs = start_bmc(cfg, password)
+        outs = {**_plain(props), "out_helpers": procs.model_dump(), "out_endpoints": endpoints(cfg),
+                "out_password": password}
         return CreateResult(f"bmc-{procs.emulator.pid}", outs)
 
     def read(self, id_: str, props: dict[str, Any]) -> ReadResult:
@@ -267,13 +274,19 @@ class RedfishEmulatorProvider(_ReplaceOnChange):
 
 
 class RedfishEmulator(Resource):
-    """The lab's BMCs: one Redfish system per node."""
+    """The lab's BMCs: one Redfish system per node, behind HTTP basic auth."""
 
     out_endpoints: pulumi.Output[dict[str, dict[str, str]]]
+    out_password: pulumi.Output[str]
 
-    def __init__(self, name: str, config: dict[str, Any], opts: pulumi.ResourceOptions | None = None) -> None:
-        args = {"config": config, "out_helpers": None, "out_endpoints": None}
-        super().__init__(RedfishEmulatorProvider(), name, args, opts)
+    def __init__(
+        self, name: str, config: dict[str, Any], password: pulumi.Input[str] | None = None,
+        opts: pulumi.ResourceOptions | None = None,
+    ) -> None:
+        secret = pulumi.ResourceOptions(additional_secret_outputs=["password", "out_password"])
+        args = {"config": config, "password": password, "out_helpers": None, "out_endpoints": None,
+                "out_password": None}
+        super().__init__(RedfishEmulatorProvider(), name, args, pulumi.ResourceOptions.merge(opts, secret))
 
 
 # ---------------------------------------------------------------- nodes

@@ -3,7 +3,8 @@
 Children: the node image, the management and BMC networks (plus a RoCE fabric network for
 RoCE specs), the stack's login key and one host key per node, state files (private key,
 known_hosts, inventory, ibsim net file), ibsim, one container per node and the Redfish
-emulator. Outputs: ``inventory``, ``hosts``, ``fabric``, ``bmc_endpoints``.
+emulator. Outputs: ``inventory``, ``hosts``, ``fabric``, ``bmc_endpoints``; ``bmc_password`` is
+the emulator's (secret) BMC password: ``bmc.password``'s config secret, or one it generated.
 """
 
 from __future__ import annotations
@@ -32,6 +33,25 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 def state_root() -> Path:
     """Return the directory holding every stack's runtime state (``$RAILYARD_STATE_DIR`` or ./state)."""
     return Path(os.environ.get("RAILYARD_STATE_DIR") or REPO_ROOT / "state").resolve()
+
+
+def bmc_password(spec: ClusterSpec) -> pulumi.Output[str] | None:
+    """Return the secret named by ``bmc.password.config``, or None (the emulator generates one).
+
+    The key is read in the project's namespace (``railyard:<key>``) unless it names its own
+    (``<namespace>:<key>``), as ``pulumi config set --secret <key> ...`` stores it.
+    """
+    if spec.bmc is None or spec.bmc.password is None:
+        return None
+    key = spec.bmc.password.config
+    namespace, _, name = key.rpartition(":")
+    value = pulumi.Config(namespace or None).get_secret(name)
+    if value is None:
+        raise ValueError(
+            f"bmc.password.config: no config value {key!r} in this stack; set it with "
+            f"`pulumi config set --secret {key} <password>` or drop bmc.password to let the lab generate one"
+        )
+    return value
 
 
 class LabCluster(pulumi.ComponentResource):
@@ -77,7 +97,9 @@ class LabCluster(pulumi.ComponentResource):
                 "port": plan.bmc_port,
                 "notifier_port": plan.notifier_port,
                 "state_dir": str(state / "bmc"),
+                "username": spec.bmc.username if spec.bmc else "admin",
             },
+            bmc_password(spec),
             pulumi.ResourceOptions(parent=self, depends_on=[bmc_net, *nodes]),
         )
 
@@ -86,7 +108,7 @@ class LabCluster(pulumi.ComponentResource):
         lab_json = {"stack": stack, "prefix": prefix, "nodes": [
             {"name": n.name, "address": n.address, "container": n.container, "sim_host": n.sim_host,
              "bmc_url": f"http://{plan.bmc.gateway}:{plan.bmc_port}", "system_id": system_uuid(stack, n.name)}
-            for n in plan.nodes]}
+            for n in plan.nodes], "bmc_credentials": str(state / "bmc" / "credentials.json")}
         LabFile(f"{name}-lab-json", str(state / "lab.json"), json.dumps(lab_json, indent=1), plan.state_dir,
                 "644", False, child)
         inventory = build_inventory(
@@ -107,6 +129,7 @@ class LabCluster(pulumi.ComponentResource):
              "roce_network": plan.fabric.model_dump() if plan.fabric else None}
         )
         self.bmc_endpoints = emulator.out_endpoints
+        self.bmc_password = pulumi.Output.secret(emulator.out_password)
         self.state_dir = pulumi.Output.from_input(plan.state_dir)
         self.register_outputs(
             {"inventory": self.inventory, "hosts": self.hosts, "fabric": self.fabric,
