@@ -23,6 +23,7 @@ export PULUMI_SKIP_UPDATE_CHECK := true
 export PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION := true
 export PULUMI_SKIP_CONFIRMATIONS := true
 export ANSIBLE_CONFIG := $(ROOT)/ansible.cfg
+export PYTHONPATH := $(ROOT)
 
 .PHONY: help bootstrap image stack up preview refresh down status check test test-unit test-integration test-molecule lint clean
 

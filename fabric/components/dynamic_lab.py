@@ -212,8 +212,11 @@ class IbSimProvider(_ReplaceOnChange):
     def delete(self, _id: str, props: dict[str, Any]) -> None:
         from fabric.lab.process import Helper, stop
 
+        from fabric.lab.ibsim import remove_console
+
         if props.get("out_helper"):
             stop(Helper(**props["out_helper"]))
+        remove_console(Path(props["net_file"]))
         log = Path(props["log"])
         log.unlink(missing_ok=True)
         _prune(log, log.parent.parent)

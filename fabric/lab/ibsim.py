@@ -2,17 +2,44 @@
 
 from __future__ import annotations
 
+import os
+import stat
 from pathlib import Path
 
 from fabric.lab.process import Helper, start, wait_log
 
 
+def console_path(net_file: Path) -> Path:
+    """The FIFO ibsim reads console commands from: ``ibsim.console`` beside the net file.
+
+    Fault injection writes ibsim console commands there (``Unlink "gpu01:mlx5_0"[1]``,
+    ``Link ...``, ``X <client>`` to drop a dead client); see ``fabric.verify.faults``.
+    """
+    return net_file.parent / "ibsim.console"
+
+
+def _ensure_fifo(path: Path) -> None:
+    if path.exists() and not stat.S_ISFIFO(path.stat().st_mode):
+        path.unlink()
+    if not path.exists():
+        os.mkfifo(path, 0o600)
+
+
 def start_ibsim(net_file: Path, port: int, limits: list[str], log: Path) -> Helper:
-    """Start ``ibsim -r -l PORT -n`` on ``net_file``; wait until it reports ready.
+    """Start ``ibsim -r -l PORT`` on ``net_file`` with its console on a FIFO; wait until ready.
 
     ibsim binds its UDP ports (PORT and up) on every address; lab nodes reach it at the
     management network's gateway address.
     """
-    helper = start(["ibsim", "-r", "-l", str(port), "-n", *limits, "-s", str(net_file)], log)
+    console = console_path(net_file)
+    _ensure_fifo(console)
+    helper = start(
+        ["ibsim", "-r", "-l", str(port), *limits, "-s", str(net_file)], log, stdin_fifo=console
+    )
     wait_log(helper, "Network simulator ready")
     return helper
+
+
+def remove_console(net_file: Path) -> None:
+    """Remove the console FIFO (after ibsim is stopped)."""
+    console_path(net_file).unlink(missing_ok=True)

@@ -42,19 +42,34 @@ def alive(helper: Helper) -> bool:
     return start_time_of(helper.pid) == helper.start_time
 
 
-def start(argv: Sequence[str], log: Path, env: dict[str, str] | None = None) -> Helper:
-    """Start ``argv`` detached (new session, stdin closed, output appended to ``log``)."""
+def start(
+    argv: Sequence[str], log: Path, env: dict[str, str] | None = None, stdin_fifo: Path | None = None
+) -> Helper:
+    """Start ``argv`` detached (new session, output appended to ``log``).
+
+    stdin is closed, or, with ``stdin_fifo``, opened read-write on that FIFO so the helper
+    never sees end-of-file and commands written to the FIFO reach it.
+    """
     log.parent.mkdir(parents=True, exist_ok=True)
-    with open(log, "ab") as out:
+    stdin_fd = os.open(stdin_fifo, os.O_RDWR) if stdin_fifo else subprocess.DEVNULL
+    try:
+        out = open(log, "ab")
+    except OSError:
+        if stdin_fifo:
+            os.close(stdin_fd)
+        raise
+    with out:
         proc = subprocess.Popen(
             list(argv),
-            stdin=subprocess.DEVNULL,
+            stdin=stdin_fd,
             stdout=out,
             stderr=subprocess.STDOUT,
             start_new_session=True,
             env=env,
             close_fds=True,
         )
+    if stdin_fifo:
+        os.close(stdin_fd)
     started = start_time_of(proc.pid)
     if started is None:
         raise RuntimeError(f"{argv[0]} exited at once; see {log}")
