@@ -10,7 +10,8 @@ mlx5_0"``, ``"node1 HCA-1"``); descriptions never set (``"MT4129 ConnectX7 Mella
 Technologies"``) give ``host=None`` and keep the GUID; SHARP ``Aggregation Node`` CAs get
 ``kind="aggregation"``. Each link is reported once even though both ends list it. Nodes that
 port lines reach but that have no record of their own (trimmed captures) are added from the
-port line's id and description.
+port line's id and description. When the two ends of a link report different widths or
+speeds, the slower is kept.
 
 The whole text is scanned by one compiled regular expression (C speed); a line that looks like
 a node header or port line but does not parse raises ``IbnetdiscoverError`` naming the line.
@@ -25,20 +26,21 @@ from fabric.topology.graph import Ca, FabricGraph, GraphError, Link, Switch, lin
 
 TOOL = "ibnetdiscover"
 
+#: Node headers and port lines; groups: kind, ports, id, description | local port, remote id,
+#: remote port, width, speed. Lines are matched after a newline (the text gets one prepended):
+#: a literal first character lets the regex engine skip ahead quickly.
 _ITEM = re.compile(
-    r'^(?:(?P<kind>Switch|Ca|Rt)[ \t]+(?P<nports>\d+)[ \t]+"(?P<id>[^"]+)"[ \t]*#[ \t]*"(?P<desc>[^\n]*)"'
-    r"(?P<rest>[^\n]*)"
-    r'|\[(?P<lp>\d+)\](?:\([0-9a-fA-F]+\))?[ \t]*"(?P<rid>[^"]+)"\[(?P<rp>\d+)\](?:\([0-9a-fA-F]+\))?'
-    r'[ \t]*#[ \t]*(?:lid \d+ lmc \d+ )?"(?P<rdesc>[^\n]*)"[ \t]+lid[ \t]+\d+[ \t]+(?P<w>\d+x)(?P<s>[A-Z]+\d*)[^\n]*)$',
-    re.MULTILINE,
+    r'\n(?:(Switch|Ca|Rt)[ \t]+(\d+)[ \t]+"([^"]+)"[ \t]*#[ \t]*"([^\n]*)"[^\n]*'
+    r'|\[(\d+)\](?:\([0-9a-fA-F]+\))?[ \t]*"([^"]+)"\[(\d+)\](?:\([0-9a-fA-F]+\))?'
+    r'[ \t]*#[ \t]*(?:lid \d+ lmc \d+ )?"[^\n]*"[ \t]+lid[ \t]+\d+[ \t]+(\d+x)([A-Z]+\d*)[^\n]*)(?=\n|$)'
 )
+#: A port line's remote id and description (slow path: nodes only port lines mention).
+_REMOTE = re.compile(r'\n\[\d+\](?:\([0-9a-fA-F]+\))?[ \t]*"([^"]+)"\[\d+\][^#\n]*#[ \t]*(?:lid \d+ lmc \d+ )?"([^\n]*)"[ \t]+lid')
 #: Lines that are neither node headers, port lines, comments, blanks nor key=value lines.
 _OTHER = re.compile(
-    r"^(?![ \t]*$|#|vendid=|devid=|sysimgguid=|switchguid=|caguid=|rtguid=|Non-Chassis Nodes"
-    r"|Chassis |Switch[ \t]|Ca[ \t]|Rt[ \t]|\[)[^\n]*$",
-    re.MULTILINE,
+    r"\n(?![ \t]*(?:\n|$)|#|vendid=|devid=|sysimgguid=|switchguid=|caguid=|rtguid=|Non-Chassis Nodes"
+    r"|Chassis |Switch[ \t]|Ca[ \t]|Rt[ \t]|\[)([^\n]*)"
 )
-#: stderr lines of the diags tools that end up in captures (kept as warnings).
 _STDERR = re.compile(r"^(?:ibwarn:|ibpanic:|ibnetdiscover:|src/\S+\.c:\d+;|\S+\.c:\d+;)")
 _SHAPED = re.compile(r"^(?:Switch|Ca|Rt)[ \t]|^\[", re.MULTILINE)
 _PORTS_REPORT = re.compile(r"^(?:CA|SW|RT)\s+\d+\s+\d+\s+0x[0-9a-fA-F]+\s")
@@ -53,29 +55,35 @@ class IbnetdiscoverError(ParseError):
         super().__init__(TOOL, line, expected, got)
 
 
-def _guid(node_id: str, line: int) -> str:
+def _guid(node_id: str) -> str | None:
+    """``S-0002c903000e1000`` -> ``0x0002c903000e1000``; None if it is not hex."""
     body = node_id[2:] if node_id[1:2] == "-" else node_id
     try:
         return f"0x{int(body, 16):016x}"
     except ValueError:
-        raise IbnetdiscoverError(line, 'a node id such as "S-0002c903000e1000"', node_id) from None
+        return None
 
 
 def _line_of(text: str, pos: int) -> int:
-    return text.count("\n", 0, pos) + 1
+    """Line number (from 1) of offset ``pos`` of the newline-prefixed ``text``."""
+    return text.count("\n", 0, pos + 1)
 
 
-def _first_bad_line(text: str) -> IbnetdiscoverError:
+def _line_with(text: str, needle: str) -> int:
+    return _line_of(text, text.find(needle))
+
+
+def _first_bad_line(text: str) -> IbnetdiscoverError | None:
     """Locate the first header/port-shaped line the fast scan rejected (the slow path)."""
     for number, line in enumerate(text.splitlines(), 1):
-        if _SHAPED.match(line) and not _ITEM.match(line):
+        if _SHAPED.match(line) and not _ITEM.match("\n" + line):
             expected = (
                 'a port line: [port] "remote id"[port] # "description" lid N <width><speed>'
                 if line.startswith("[")
                 else 'a node header: Switch|Ca|Rt <ports> "id" # "description"'
             )
             return IbnetdiscoverError(number, expected, line)
-    return IbnetdiscoverError(0, "consistent ibnetdiscover output")
+    return None
 
 
 def _ca(guid: str, ports: int, desc: str, kind: str) -> Ca:
@@ -108,83 +116,114 @@ def _switch_names(switches: dict[str, Switch]) -> dict[str, Switch]:
     }
 
 
-def _add_unlisted(
-    text: str, ports: list[tuple[str, int, str, int, str, str]], switches: dict[str, Switch], cas: dict[str, Ca]
-) -> None:
+def _add_unlisted(text: str, missing: dict[str, str], switches: dict[str, Switch], cas: dict[str, Ca]) -> None:
     """Add nodes that port lines reach but that have no record of their own (a trimmed capture),
-    from the id and description the port lines give; their port count is the highest port seen."""
-    missing: dict[str, int] = {}
-    for _, _, remote, rport, _, _ in ports:
-        if remote not in switches and remote not in cas:
-            missing[remote] = max(rport, missing.get(remote, 0))
-    if not missing:
-        return
-    for match in _ITEM.finditer(text):
-        rid = match.group("rid")
-        if rid is None:
+    from the id and description the port lines give; ``missing`` maps GUID -> node id."""
+    wanted = set(missing.values())
+    for rid, desc in _REMOTE.findall(text):
+        if rid not in wanted:
             continue
-        guid = _guid(rid, 0)
-        if guid in missing and guid not in switches and guid not in cas:
-            desc = match.group("rdesc")
-            if rid.startswith("S-"):
-                switches[guid] = Switch(guid, "", desc, missing[guid])
-            else:
-                cas[guid] = _ca(guid, missing[guid], desc, "Rt" if rid.startswith("R-") else "Ca")
+        wanted.discard(rid)
+        guid = _guid(rid) or rid
+        if rid.startswith("S-"):
+            switches[guid] = Switch(guid, "", desc, 1)
+        else:
+            cas[guid] = _ca(guid, 1, desc, "Rt" if rid.startswith("R-") else "Ca")
+
+
+def _reconcile(links: list[Link], deferred: list[tuple[str, int, str, int, str, str]]) -> None:
+    """Where the two ends of a link report different widths or speeds (a degraded link, as in
+    the 1xSDR lines of the ibnetdiscover man page example), keep the slower of the two."""
+    index = {(link.a_guid, link.a_port): i for i, link in enumerate(links)}
+    for _, _, remote, rport, width, speed in deferred:
+        i = index.get((remote, rport))
+        if i is None:
+            continue
+        link = links[i]
+        if link.width != width or link.speed != speed:
+            rate = link_rate(width, speed)
+            if rate < link.rate_gbps:
+                links[i] = link._replace(width=width, speed=speed, rate_gbps=rate)
+
+
+def _check_lines(text: str) -> list[str]:
+    """Raise on a line that is not ibnetdiscover output; return stderr lines as warnings."""
+    warnings: list[str] = []
+    for match in _OTHER.finditer(text):
+        line = match.group(1)
+        if _STDERR.match(line):
+            warnings.append(line.strip())
+            continue
+        expected = "ibnetdiscover topology output (node records, # comments)"
+        if _PORTS_REPORT.match(line):
+            expected = ("plain ibnetdiscover output (this is the -p ports report, which lacks CA node GUIDs; "
+                        "rerun ibnetdiscover without -p)")
+        raise IbnetdiscoverError(_line_of(text, match.start()), expected, line)
+    return warnings
 
 
 def parse(text: str) -> FabricGraph:
     """Parse ``ibnetdiscover`` plain output; raise ``IbnetdiscoverError`` naming a bad line."""
-    warnings: list[str] = []
-    for match in _OTHER.finditer(text):
-        line = match.group(0)
-        if _STDERR.match(line):
-            warnings.append(line.strip())
-            continue
-        if _PORTS_REPORT.match(line):
-            raise IbnetdiscoverError(
-                _line_of(text, match.start()),
-                "plain ibnetdiscover output (this is the -p ports report, which lacks CA node GUIDs; "
-                "rerun ibnetdiscover without -p)",
-                line,
-            )
-        raise IbnetdiscoverError(
-            _line_of(text, match.start()), "ibnetdiscover topology output (node records, # comments)", line
-        )
+    text = "\n" + text
+    warnings = _check_lines(text)
+    items = _ITEM.findall(text)
+    shaped = sum(text.count(p) for p in ("\n[", "\nSwitch ", "\nSwitch\t", "\nCa ", "\nCa\t", "\nRt ", "\nRt\t"))
+    if len(items) != shaped:
+        bad = _first_bad_line(text[1:])
+        if bad is not None:
+            raise bad
+    new = tuple.__new__
+    ids: dict[str, str] = {}
     switches: dict[str, Switch] = {}
     cas: dict[str, Ca] = {}
-    ports: list[tuple[str, int, str, int, str, str]] = []
-    current: str | None = None
-    items = 0
-    for match in _ITEM.finditer(text):
-        items += 1
-        kind = match.group("kind")
-        if kind is not None:
-            nports = int(match.group("nports"))
-            current = _guid(match.group("id"), _line_of(text, match.start()))
-            desc = match.group("desc")
-            if kind == "Switch":
-                switches[current] = Switch(current, "", desc, nports)
-            else:
-                cas[current] = _ca(current, nports, desc, kind)
-            continue
-        if current is None:
-            raise IbnetdiscoverError(_line_of(text, match.start()), "a node header before port lines", match.group(0))
-        rid = match.group("rid")
-        remote = _guid(rid, _line_of(text, match.start()))
-        ports.append((current, int(match.group("lp")), remote, int(match.group("rp")), match.group("w"), match.group("s")))
-    if items != len(_SHAPED.findall(text)):
-        raise _first_bad_line(text)
-    _add_unlisted(text, ports, switches, cas)
-    rates: dict[tuple[str, str], float] = {}
     links: list[Link] = []
-    for local, lport, remote, rport, width, speed in ports:
-        if (local, lport) > (remote, rport) and (remote in switches or remote in cas):
-            continue  # the remote node's own port line reports this link
-        rate = rates.get((width, speed))
-        if rate is None:
-            try:
-                rate = rates[(width, speed)] = link_rate(width, speed)
-            except GraphError as err:
-                raise IbnetdiscoverError(0, f"a known link width and speed ({err})", f"{width}{speed}") from None
-        links.append(Link(local, lport, remote, rport, width, speed, rate))
+    deferred: list[tuple[str, int, str, int, str, str]] = []  # lines the other end should report
+    rates: dict[str, float] = {}
+    local = ""
+    local_is_switch = False
+    for kind, nports, nid, desc, lp, rid, rp, width, speed in items:
+        if kind:
+            guid = ids.get(nid)
+            if guid is None:
+                guid = ids[nid] = _guid(nid) or ""
+                if not guid:
+                    raise IbnetdiscoverError(_line_with(text, f'"{nid}"'), 'a node id such as "S-0002c903000e1000"', nid)
+            local = guid
+            local_is_switch = kind == "Switch"
+            if local_is_switch:
+                switches[guid] = new(Switch, (guid, "", desc, int(nports)))
+            else:
+                cas[guid] = _ca(guid, int(nports), desc, kind)
+            continue
+        if not local:
+            raise IbnetdiscoverError(_line_with(text, f'"{rid}"[{rp}]'), "a node header before port lines", rid)
+        remote = ids.get(rid)
+        if remote is None:
+            remote = ids[rid] = _guid(rid) or ""
+            if not remote:
+                raise IbnetdiscoverError(_line_with(text, f'"{rid}"'), 'a node id such as "S-0002c903000e1000"', rid)
+        lport, rport = int(lp), int(rp)
+        # Each link is printed from both ends: keep switch-side lines (switch-to-switch once, by
+        # order) and defer the rest, which count only if the other end has no record.
+        if (local_is_switch and (rid[0] != "S" or (local, lport) < (remote, rport))) or (
+            not local_is_switch and rid[0] != "S" and (local, lport) < (remote, rport)
+        ):
+            key = width + speed
+            rate = rates.get(key)
+            if rate is None:
+                try:
+                    rate = rates[key] = link_rate(width, speed)
+                except GraphError as err:
+                    raise IbnetdiscoverError(_line_with(text, f'"{rid}"[{rp}]'), f"a known link width and speed ({err})",
+                                             key) from None
+            links.append(new(Link, (local, lport, remote, rport, width, speed, rate)))
+        else:
+            deferred.append((local, lport, remote, rport, width, speed))
+    _reconcile(links, deferred)
+    missing = {g: i for i, g in ids.items() if g not in switches and g not in cas}
+    if missing:
+        _add_unlisted(text, missing, switches, cas)
+        for local, lport, remote, rport, width, speed in deferred:
+            if remote in missing:
+                links.append(Link(local, lport, remote, rport, width, speed, link_rate(width, speed)))
     return FabricGraph(switches=_switch_names(switches), cas=cas, links=links, warnings=warnings)

@@ -9,8 +9,9 @@ Deterministic layout rules:
 * Rail-optimized (``rail_optimized: true``): each ``nodes_per_leaf`` hosts form a scalable
   unit (SU) with ``rails`` leaves (rails = highest HCA ``rail`` + 1); the HCA with rail k of
   the j-th node of SU u goes to leaf ``u * rails + k + 1``, port j + 1.
-* Leaf uplinks use the top ``uplinks_per_leaf`` ports of each leaf; uplink i of leaf L goes
-  to spine ``i mod spines``, on that spine's next free port (ports 1, 2, ...).
+* Leaf uplinks use the top ``uplinks_per_leaf`` ports of each leaf; uplink i of leaf L (from 0)
+  goes to spine ``(L * uplinks_per_leaf + i) mod spines``, on that spine's next free port
+  (ports 1, 2, ...): uplinks are dealt round-robin, so spines differ by at most one link.
 * Host links take width/rate from the HCA; uplinks from ``link_width``/``link_rate_gbps``.
 * GUIDs: switch n (leaves, then spines, counted from 0) is ``SWITCH_GUID_BASE + n``; CA n
   (in placement order) is ``CA_GUID_BASE + 4 n``, leaving room for ibsim's port GUIDs
@@ -115,9 +116,9 @@ def graph_from_spec(spec: ClusterSpec) -> FabricGraph:
         up_speed = speed_for(topo.link_width, topo.link_rate_gbps)
         up_rate = link_rate(topo.link_width, up_speed)
         spine_port = [1] * len(spines)
-        for leaf in leaves:
+        for n, leaf in enumerate(leaves):
             for i in range(topo.uplinks_per_leaf):
-                s = i % len(spines)
+                s = (n * topo.uplinks_per_leaf + i) % len(spines)
                 if spine_port[s] > nports:
                     raise GraphError(
                         f"{spines[s].name} is out of ports: {topo.leaves} leaves x uplinks_per_leaf="
