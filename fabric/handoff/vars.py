@@ -37,6 +37,8 @@ LAB_SLURM = {
     # No cgroup tree the container controls.
     "slurm_proctrack_type": "proctrack/linuxproc",
     "slurm_task_plugin": "task/none",
+    # Declared GPUs are absent: one placeholder file per GPU as its GRES File.
+    "slurm_gres_placeholder_dir": "/var/lib/railyard/gres",
     # Container hard limits (nofile 1024, memlock 8 MiB) are below the units' own.
     "slurm_service_limits": {"LimitNOFILE": 1024, "LimitMEMLOCK": 8388608},
 }
