@@ -18,13 +18,14 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.topology.fabric import graph, render_ibnetdiscover
-from fabric.topology.ibsim import IbsimSession, ibsim_limits, render_net, sim_host
+from bench.topology.fabric import HCAS, graph, render_ibnetdiscover
+from fabric.parsers.ibnetdiscover import parse
+from fabric.topology.graph import FabricGraph
+from fabric.topology.ibsim import IbsimSession, ibsim_limits, render_net, sim_host, simulated
 
 
 def measure(path: str) -> dict[str, float]:
     """Child process: parse ``path`` and write topology.conf; CPU seconds and peak RSS (MiB)."""
-    from fabric.parsers.ibnetdiscover import parse
     from fabric.topology.slurm import tree_conf
 
     text = Path(path).read_text()
@@ -40,13 +41,29 @@ def measure(path: str) -> dict[str, float]:
 
 
 def ibsim_text(hosts: int, workdir: str) -> str:
-    """Real ibnetdiscover output of the benchmark fabric served by ibsim (swept by OpenSM)."""
+    """Real ibnetdiscover output of the benchmark fabric served by ibsim. The 8 rails are 8
+    separate planes (subnets), so each is swept by its own OpenSM run and discovered from the
+    first host's HCA on that rail; the 8 outputs are concatenated."""
     fabric = graph(hosts)
-    first = next(iter(fabric.cas.values()))
+    first = next(iter(fabric.cas.values())).host or ""
+    outputs = []
     with IbsimSession(render_net(fabric), workdir, ibsim_limits(fabric)) as sim:
-        host = sim_host(first.host or "", first.device or "")
-        sim.sweep(host)
-        return sim.run(["ibnetdiscover"], sim_host=host, timeout=1800)
+        for rail in range(HCAS):
+            host = sim_host(first, f"mlx5_{rail}")
+            sim.sweep(host)
+            outputs.append(sim.run(["ibnetdiscover"], sim_host=host, timeout=1800))
+    return "".join(outputs)
+
+
+def same_fabric(a: FabricGraph, b: FabricGraph) -> bool:
+    """Same nodes (GUID, description, ports) and the same links, in any order."""
+    def links(g: FabricGraph) -> set[tuple[object, ...]]:
+        return {tuple(sorted([(k.a_guid, k.a_port), (k.b_guid, k.b_port)])) + (k.width, k.speed) for k in g.links}
+    return (
+        {(c.guid, c.description, c.ports) for c in a.cas.values()} == {(c.guid, c.description, c.ports) for c in b.cas.values()}
+        and {(s.guid, s.description) for s in a.switches.values()} == {(s.guid, s.description) for s in b.switches.values()}
+        and links(a) == links(b)
+    )
 
 
 def main() -> None:
@@ -65,7 +82,12 @@ def main() -> None:
         for hosts in (int(s) for s in args.sizes.split(",")):
             path = Path(tmp) / f"ibnetdiscover_{hosts}.txt"
             source = "ibsim" if args.ibsim and hosts <= 2048 else "render"
-            text = ibsim_text(hosts, f"{tmp}/sim{hosts}") if source == "ibsim" else render_ibnetdiscover(graph(hosts))
+            if source == "ibsim":
+                text = ibsim_text(hosts, f"{tmp}/sim{hosts}")
+                same = same_fabric(parse(text), parse(render_ibnetdiscover(simulated(graph(hosts)))))
+                print(f"# {hosts} hosts: ibsim's ibnetdiscover and render_ibnetdiscover parse to the same fabric: {same}")
+            else:
+                text = render_ibnetdiscover(graph(hosts))
             path.write_text(text)
             runs = [json.loads(subprocess.run([sys.executable, "-m", "bench.topology", "--measure", str(path)],
                                               capture_output=True, text=True, check=True).stdout)

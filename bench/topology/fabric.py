@@ -3,9 +3,11 @@ renderer for sizes too large to run through ibsim.
 
 Shape (per ``fabric.topology.from_spec``): scalable units of 32 hosts, 8 rail leaves per unit
 (HCA k of every host of the unit on leaf k), 64-port switches with 32 host ports and 32
-uplinks per leaf, spines = leaves / 2, all links 4xNDR. 2,048 hosts: 512 leaves, 256 spines,
-16,384 CAs. 16,384 hosts: 4,096 leaves, 2,048 spines, 131,072 CAs. (At 16,384 hosts a real
-fabric needs a third tier; for parse and topology.conf cost only the node and link counts matter.)
+uplinks per leaf, spines = leaves / 2, all links 4xNDR. Uplinks are dealt round-robin, so each
+rail ends up as its own plane (subnet), as in multi-plane rail-optimized designs. 2,048 hosts:
+512 leaves, 256 spines, 16,384 CAs. 16,384 hosts: 4,096 leaves, 2,048 spines, 131,072 CAs.
+(A real 16,384-host plane needs a third tier; for parse and topology.conf cost only the node
+and link counts matter.)
 """
 
 from __future__ import annotations
