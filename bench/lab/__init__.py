@@ -1,0 +1,1 @@
+"""Lab benchmarks (scale: bench/lab/scale.py)."""
