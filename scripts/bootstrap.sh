@@ -115,8 +115,24 @@ install_pulumi() {
   build_pulumi
 }
 
+raise_inotify_limit() {
+  # Every lab node runs systemd, which holds several inotify instances; the kernel's
+  # default of 128 per user leaves nodes of a 32-node lab without sshd.
+  local want=1024 have
+  have="$(sysctl -n fs.inotify.max_user_instances 2>/dev/null || echo 0)"
+  if ((have >= want)); then
+    step "inotify: max_user_instances=$have"
+    return
+  fi
+  step "inotify: raising max_user_instances $have -> $want (for systemd in lab nodes)"
+  local sudo=""
+  [[ $EUID -eq 0 ]] || sudo="sudo"
+  $sudo sysctl -q -w fs.inotify.max_user_instances=$want
+}
+
 main() {
   install_debian_packages
+  raise_inotify_limit
   create_venv
   install_pulumi
   step "bootstrap done"
