@@ -1,14 +1,21 @@
-"""The railyard Pulumi program: read the cluster spec, build its component, export outputs."""
+"""The railyard Pulumi program: read the cluster spec, build the cluster, export its outputs."""
 
 import pulumi
 
-from fabric.components import cluster_component
+from fabric.components.cluster import Cluster, ClusterArgs
 from fabric.specload import spec_from_mapping
 
-spec = spec_from_mapping(pulumi.Config("railyard").require_object("cluster"))
-cluster = cluster_component(spec.name, spec)
-pulumi.export("inventory", cluster.inventory)
-pulumi.export("hosts", cluster.hosts)
+config = pulumi.Config("railyard")
+spec = spec_from_mapping(config.require_object("cluster"))
+args = ClusterArgs(
+    spec=spec,
+    stack=pulumi.get_stack(),
+    handoff=config.get_bool("handoff") is not False,
+    verify=config.get_bool("verify") is not False,
+)
+cluster = Cluster(spec.name, args)
+for key, value in cluster.outputs.items():
+    pulumi.export(key, value)
 for key in ("fabric", "bmc_endpoints", "state_dir"):
-    if hasattr(cluster, key):
-        pulumi.export(key, getattr(cluster, key))
+    if hasattr(cluster.target, key):
+        pulumi.export(key, getattr(cluster.target, key))

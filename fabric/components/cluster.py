@@ -1,0 +1,75 @@
+"""``Cluster``: the whole pipeline of one stack, as one ComponentResource.
+
+spec -> the target's component (lab, bare metal, AWS, GCP) -> ``AnsibleHandoff``
+(playbooks/site.yml through ansible-runner) -> ``Verification`` (the check suite).
+Each step depends on the one before, so a failed hand-off stops the update before the
+checks, and a failed check fails ``pulumi up`` with its summary.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pulumi
+import yaml
+
+from fabric.components import cluster_component
+from fabric.components.handoff import AnsibleHandoff
+from fabric.components.verify import Verification
+from fabric.spec import ClusterSpec
+
+
+@dataclass(frozen=True)
+class ClusterArgs:
+    """What the program passes in: the spec, the stack name, and which steps to run."""
+
+    spec: ClusterSpec
+    stack: str
+    handoff: bool = True
+    verify: bool = True
+
+
+def inventory_text(inventory: dict) -> str:
+    """The inventory as YAML text, the form the hand-off and checks take as input."""
+    return yaml.safe_dump(inventory, sort_keys=True)
+
+
+class Cluster(pulumi.ComponentResource):
+    """A provisioned, configured and verified cluster."""
+
+    inventory: pulumi.Output[dict]
+    hosts: pulumi.Output[list]
+
+    def __init__(self, name: str, args: ClusterArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__("railyard:index:Cluster", name, None, opts)
+        self.target = cluster_component(name, args.spec, pulumi.ResourceOptions(parent=self))
+        self.inventory = self.target.inventory
+        self.hosts = self.target.hosts
+        spec_json = args.spec.model_dump_json()
+        inventory = self.target.inventory.apply(inventory_text)
+        outputs: dict[str, pulumi.Input] = {"inventory": self.inventory, "hosts": self.hosts}
+        after: list[pulumi.Resource] = [self.target]
+        recap: pulumi.Input[str] | None = None
+        if args.handoff:
+            self.handoff = AnsibleHandoff(
+                f"{name}-handoff",
+                stack=args.stack,
+                spec_json=spec_json,
+                inventory=inventory,
+                opts=pulumi.ResourceOptions(parent=self, depends_on=after),
+            )
+            after, recap = [self.handoff], self.handoff.recap
+            outputs["handoff"] = self.handoff.recap
+        if args.verify:
+            self.verification = Verification(
+                f"{name}-verify",
+                stack=args.stack,
+                spec_json=spec_json,
+                inventory=inventory,
+                after=recap,
+                opts=pulumi.ResourceOptions(parent=self, depends_on=after),
+            )
+            outputs["verification"] = self.verification.summary
+            outputs["report_dir"] = self.verification.report_dir
+        self.outputs = outputs
+        self.register_outputs(outputs)
