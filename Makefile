@@ -18,7 +18,18 @@ PYTHON := $(VENV)/bin/python
 export PATH := $(PULUMI_BIN):$(VENV)/bin:$(PATH)
 export CONTAINERS_CONF := $(ROOT)/scripts/containers.conf
 export PULUMI_BACKEND_URL := file://$(STATE)/pulumi
+# Secrets passphrase. The lab stack's is fixed and public ("railyard-lab"): its secrets (a
+# throwaway SSH key, the emulator's BMC password) never leave this machine, and a fixed
+# passphrase keeps Pulumi.lab.yaml's encryptionsalt valid on every clone. Any other stack
+# gets a random passphrase generated once into state/<stack>.passphrase, unless you set
+# PULUMI_CONFIG_PASSPHRASE or PULUMI_CONFIG_PASSPHRASE_FILE yourself.
+ifeq ($(origin PULUMI_CONFIG_PASSPHRASE)$(origin PULUMI_CONFIG_PASSPHRASE_FILE),undefinedundefined)
+ifeq ($(STACK),lab)
+export PULUMI_CONFIG_PASSPHRASE := railyard-lab
+else
 export PULUMI_CONFIG_PASSPHRASE_FILE := $(STATE)/$(STACK).passphrase
+endif
+endif
 export PULUMI_SKIP_UPDATE_CHECK := true
 export PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION := true
 export PULUMI_SKIP_CONFIRMATIONS := true
@@ -38,8 +49,8 @@ image: bootstrap ## Build the lab node image (cached by its package list).
 
 stack: bootstrap
 	@mkdir -p $(STATE)/pulumi
-	@# The lab's secrets passphrase: generated once, kept in state/ (git-ignored).
-	@[[ -s $(PULUMI_CONFIG_PASSPHRASE_FILE) ]] || (umask 077; head -c 24 /dev/urandom | base64 > $(PULUMI_CONFIG_PASSPHRASE_FILE))
+	@if [[ -n "$${PULUMI_CONFIG_PASSPHRASE_FILE:-}" && ! -s "$${PULUMI_CONFIG_PASSPHRASE_FILE}" ]]; then \
+	  (umask 077; head -c 24 /dev/urandom | base64 > "$$PULUMI_CONFIG_PASSPHRASE_FILE"); fi
 	@pulumi stack select --create $(STACK) --non-interactive >/dev/null
 
 up: stack ## Bring up the lab: pulumi up -s $(STACK) (provision, hand-off, verification).
