@@ -7,15 +7,21 @@ or a Pulumi stack file (``config: {railyard:cluster: {...}}``). Every problem is
 
 from __future__ import annotations
 
+import copy
+import ipaddress
 import types
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from dataclasses import field as dc_field
 from pathlib import Path
-from typing import Annotated, Any, Union, get_args, get_origin
+from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
+import annotated_types
 import yaml
 from pydantic import BaseModel, ValidationError
+from pydantic.fields import FieldInfo
 
-from fabric.spec import ClusterSpec, SpecProblems
+from fabric.spec import SKIP_RULES, ClusterSpec, SpecProblems, cross_field_problems
 
 #: The Pulumi stack config key that holds the cluster spec.
 STACK_KEY = "railyard:cluster"
@@ -74,8 +80,8 @@ def _strip(annotation: Any) -> Any:
             return annotation
 
 
-def _model_at(loc: Sequence[int | str]) -> type[BaseModel] | None:
-    """The spec model found at ``loc`` inside ClusterSpec, if one is there."""
+def _type_at(loc: Sequence[int | str]) -> Any:
+    """The (unwrapped) type of the value at ``loc`` inside ClusterSpec, or None if unknown."""
     current: Any = ClusterSpec
     for part in loc:
         current = _strip(current)
@@ -88,7 +94,12 @@ def _model_at(loc: Sequence[int | str]) -> type[BaseModel] | None:
             current = field.annotation
         else:
             return None
-    current = _strip(current)
+    return _strip(current)
+
+
+def _model_at(loc: Sequence[int | str]) -> type[BaseModel] | None:
+    """The spec model found at ``loc`` inside ClusterSpec, if one is there."""
+    current = _type_at(loc)
     return current if isinstance(current, type) and issubclass(current, BaseModel) else None
 
 
@@ -111,15 +122,144 @@ def _field_problem(error: Mapping[str, Any]) -> Problem:
     return path, f"{error['msg']}; got {_shown(error.get('input'))}"
 
 
-def problems_of(error: ValidationError) -> list[Problem]:
-    """Every problem in a ClusterSpec ValidationError: field errors, then cross-field rules."""
+def _rule_problems(error: ValidationError) -> list[Problem] | None:
+    """The cross-field problems ``error`` carries, or None if it holds field errors."""
     problems: list[Problem] = []
     for item in error.errors():
         cause = (item.get("ctx") or {}).get("error")
-        if isinstance(cause, SpecProblems):
-            problems.extend(cause.problems)
-        else:
-            problems.append(_field_problem(item))
+        if not isinstance(cause, SpecProblems):
+            return None
+        problems.extend(cause.problems)
+    return problems
+
+
+def _bound(field: FieldInfo) -> int:
+    """The smallest int ``field`` accepts (0 when unbounded below)."""
+    for item in field.metadata:
+        if isinstance(item, annotated_types.Ge):
+            return int(item.ge)  # type: ignore[call-overload]
+        if isinstance(item, annotated_types.Gt):
+            return int(item.gt) + 1  # type: ignore[call-overload]
+    return 0
+
+
+@dataclass
+class _Repair:
+    """A copy of a spec mapping whose failing fields are dropped or given placeholders.
+
+    ``unknown`` collects the paths of failing fields (whose values are defaults or
+    placeholders now); the cross-field rules skip findings in or reading them.
+    """
+
+    data: dict[str, Any]
+    unknown: set[str] = dc_field(default_factory=set)
+    placeholders: int = 0
+
+    def placeholder(self, kind: Any, field: FieldInfo | None = None) -> Any:
+        """A value of type ``kind`` that validates: the type's first literal, a unique
+        name, the field's lowest int, an empty network, or a model of such values."""
+        kind = _strip(kind)
+        if get_origin(kind) is Literal:
+            return get_args(kind)[0]
+        if get_origin(kind) is list:
+            least = next((m.min_length for m in (field.metadata if field else ())
+                          if isinstance(m, annotated_types.MinLen)), 0)
+            return [self.placeholder(get_args(kind)[0]) for _ in range(least)]
+        if get_origin(kind) is dict:
+            return {}
+        if isinstance(kind, type) and issubclass(kind, BaseModel):
+            return {
+                name: self.placeholder(info.annotation, info)
+                for name, info in kind.model_fields.items()
+                if info.is_required()
+            }
+        if kind is bool:
+            return False
+        if kind is int:
+            return _bound(field) if field else 0
+        if kind is ipaddress.IPv4Network:
+            return "0.0.0.0/0"
+        if kind is ipaddress.IPv4Address:
+            return "0.0.0.0"
+        self.placeholders += 1
+        return f"unknown{self.placeholders}"
+
+    def fix(self, error: Mapping[str, Any]) -> bool:
+        """Drop or replace the value ``error`` points at; False if it cannot be found."""
+        loc = tuple(error["loc"])
+        if not loc:
+            return False
+        if loc[-1] == "[key]":  # a bad dict key: drop the entry
+            loc = loc[:-1]
+        parent: Any = self.data
+        for part in loc[:-1]:
+            try:
+                parent = parent[part]
+            except (KeyError, IndexError, TypeError):
+                return False
+        last = loc[-1]
+        if error["type"] == "extra_forbidden":  # not a field: rules never read it
+            if isinstance(parent, dict):
+                parent.pop(last, None)
+            return True
+        self.unknown.add(format_path(loc))
+        model = _model_at(loc[:-1])
+        field = model.model_fields.get(str(last)) if model else None
+        if isinstance(parent, dict) and (field is None or not field.is_required()):
+            parent.pop(last, None)  # a default takes its place, or a dict entry goes
+            return True
+        if isinstance(parent, (dict, list)):
+            parent[last] = self.placeholder(_type_at(loc), field)  # type: ignore[index]
+            return True
+        return False
+
+
+#: Repair rounds: a placeholder model may bring its own field errors to the next round.
+_REPAIR_ROUNDS = 4
+
+
+def _best_effort_rule_problems(data: Mapping[str, Any], error: ValidationError) -> list[Problem]:
+    """The cross-field problems of ``data`` despite its field errors, best effort.
+
+    Failing fields are dropped (when they have a default) or given placeholders, the
+    result is validated without rules, and the rules then run skipping every finding
+    in or reading a failed field. Returns [] if no such spec can be built.
+    """
+    try:
+        repair = _Repair(copy.deepcopy(dict(data)))
+    except (TypeError, copy.Error):
+        return []
+    errors = error.errors()
+    for _ in range(_REPAIR_ROUNDS):
+        fixed = [repair.fix(item) for item in errors]
+        if not all(fixed):
+            return []
+        try:
+            spec = ClusterSpec.model_validate(repair.data, context={SKIP_RULES: True})
+        except ValidationError as again:
+            errors = again.errors()
+            continue
+        return cross_field_problems(spec, unknown=repair.unknown)
+    return []
+
+
+def problems_of(error: ValidationError, data: Mapping[str, Any] | None = None) -> list[Problem]:
+    """Every problem of a ClusterSpec ValidationError: field errors, then cross-field rules.
+
+    With the validated ``data``, field errors come with the cross-field problems found
+    on the rest of the spec; a path reported by a field error is not reported again.
+    """
+    rules = _rule_problems(error)
+    if rules is not None:
+        return rules
+    problems = [_field_problem(item) for item in error.errors()]
+    if data is not None:
+        reported = {path for path, _ in problems}
+        problems += [
+            (path, message)
+            for path, message in _best_effort_rule_problems(data, error)
+            if path not in reported
+        ]
     return problems
 
 
@@ -133,7 +273,7 @@ def spec_from_mapping(data: Any, source: str | None = None) -> ClusterSpec:
     try:
         return ClusterSpec.model_validate(data)
     except ValidationError as error:
-        raise SpecError(problems_of(error), source) from error
+        raise SpecError(problems_of(error, data), source) from error
 
 
 def _read_yaml(path: Path) -> Any:

@@ -20,7 +20,7 @@ examples:
   python -m fabric validate --json cluster.yaml | jq .problems
 
 exit status: 0 when the spec is valid, 1 when it has problems (each printed as
-"path: message", all of them at once).
+"path: message", all of them at once: field errors and cross-field rules together).
 """
 
 _SCHEMA_EPILOG = """\
@@ -97,9 +97,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "validate",
         help="check a cluster spec and report every problem",
         description=(
-            "Check a cluster spec: field types and ranges, then the rules that span fields\n"
-            "(unique hosts, switch port counts, MTU for the fabric kind, subnet managers,\n"
-            "Slurm hosts, cloud instance types). Every problem is reported, not just the first."
+            "Check a cluster spec: field types, ranges and keys, and the rules that span\n"
+            "fields (unique hosts, switch port counts, MTU for the fabric kind, subnet\n"
+            "managers, Slurm hosts, cloud instance types). Every problem is reported in one\n"
+            "run, field errors first; a rule that reads a broken field is skipped."
         ),
         epilog=_VALIDATE_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,

@@ -25,6 +25,26 @@ def write_broken_lab(tmp_path: Path) -> Path:
     return path
 
 
+def write_mixed_lab(tmp_path: Path) -> Path:
+    """The lab spec with two field errors (name, a misspelled key) and two rule errors."""
+    data = yaml.safe_load((SPECS / "valid" / "lab.yaml").read_text())
+    data["name"] = "Bad"
+    data["fabric"]["topology"]["spine"] = 1
+    data["fabric"]["mtu"] = 9000
+    data["fabric"]["infiniband"]["subnet_managers"][1]["priority"] = 20
+    path = tmp_path / "mixed.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+MIXED_PATHS = [
+    "name",
+    "fabric.topology.spine",
+    "fabric.mtu",
+    "fabric.infiniband.subnet_managers[1].priority",
+]
+
+
 def test_validate_lab_stack_exits_zero(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["validate", str(ROOT / "Pulumi.lab.yaml")]) == 0
 
@@ -72,6 +92,32 @@ def test_validate_problem_line_has_value_and_fix(
     assert "  fabric.mtu: 9000 is not an InfiniBand MTU; use one of 256, 512, 1024, 2048, 4096" in (
         capsys.readouterr().out.splitlines()
     )
+
+
+def test_validate_mixed_lists_field_and_rule_problems(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write_mixed_lab(tmp_path)
+    code = main(["validate", str(path)])
+    lines = capsys.readouterr().out.splitlines()
+    assert (code, lines[0]) == (1, f"{path}: 4 problems")
+    assert [line.split(": ")[0].strip() for line in lines[1:]] == MIXED_PATHS
+
+
+def test_validate_mixed_problem_lines_explain(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    main(["validate", str(write_mixed_lab(tmp_path))])
+    out = capsys.readouterr().out
+    assert "  name: String should match pattern" in out
+    assert "  fabric.topology.spine: unknown key 'spine'; allowed keys: kind, leaves" in out
+    assert "  fabric.infiniband.subnet_managers[1].priority: 20 is outside the sm_priority" in out
+
+
+def test_validate_json_mixed(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["validate", "--json", str(write_mixed_lab(tmp_path))]) == 1
+    result = json.loads(capsys.readouterr().out)
+    assert (result["valid"], [p["path"] for p in result["problems"]]) == (False, MIXED_PATHS)
 
 
 def test_validate_missing_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

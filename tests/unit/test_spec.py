@@ -11,13 +11,16 @@ import pytest
 import yaml
 
 from fabric.catalog import aws_instance, gcp_machine
-from fabric.spec import ClusterSpec, SpecProblems
+import fabric.specrules
+from fabric.spec import SKIP_RULES, ClusterSpec, SpecProblems, cross_field_problems
 from fabric.specload import SpecError, format_path, load_spec, spec_from_mapping
+from fabric.specrules import Checker, path_parts
 
 ROOT = Path(__file__).resolve().parents[2]
 SPECS = Path(__file__).parent / "specs"
 VALID = sorted((SPECS / "valid").glob("*.yaml"))
 INVALID = yaml.safe_load((SPECS / "invalid.yaml").read_text())
+MIXED = yaml.safe_load((SPECS / "mixed.yaml").read_text())
 
 
 def base(name: str) -> dict[str, Any]:
@@ -145,6 +148,106 @@ def test_field_errors_are_reported_together() -> None:
     set_path(data, "target", "azure")
     set_path(data, "bogus", 1)
     assert {path for path, _ in problems(data)} == {"fabric.topology.leaves", "target", "bogus"}
+
+
+# --- field errors and cross-field rules together ------------------------------------------
+
+
+@pytest.mark.parametrize("case", MIXED, ids=[c["id"] for c in MIXED])
+def test_mixed_case_reports_each_path_once(case: dict[str, Any]) -> None:
+    paths = [path for path, _ in problems(broken(case))]
+    assert sorted(paths) == sorted(case["expect"])
+
+
+@pytest.mark.parametrize("case", MIXED, ids=[c["id"] for c in MIXED])
+def test_mixed_case_messages_explain(case: dict[str, Any]) -> None:
+    found = dict(problems(broken(case)))
+    assert {path: text for path, text in case["says"].items() if text not in found[path]} == {}
+
+
+def test_mixed_field_problems_come_before_rule_problems() -> None:
+    data = base("lab")
+    set_path(data, "fabric.mtu", 9000)
+    set_path(data, "name", "Bad")
+    assert [path for path, _ in problems(data)] == ["name", "fabric.mtu"]
+
+
+def test_mixed_rule_message_names_value_and_fix() -> None:
+    data = base("roce")
+    set_path(data, "target", "azure")
+    set_path(data, "fabric.roce.pfc_priority", 8)
+    assert ("fabric.roce.pfc_priority", "8 is outside the PFC priority range 0-7") in problems(data)
+
+
+def test_unbuildable_spec_reports_field_errors_only() -> None:
+    data = {"name": "x", "target": "lab", "nodes": "gpu01", "fabric": 1, "management": None}
+    assert [path for path, _ in problems(data)] == ["nodes", "fabric", "management"]
+
+
+def test_best_effort_does_not_touch_input() -> None:
+    data = base("lab")
+    set_path(data, "nodes[0].names", 5)
+    before = copy.deepcopy(data)
+    problems(data)
+    assert data == before
+
+
+# --- the rules module ----------------------------------------------------------------------
+
+
+def test_skip_rules_context_validates_fields_only() -> None:
+    data = base("lab")
+    set_path(data, "fabric.mtu", 9000)
+    spec = ClusterSpec.model_validate(data, context={SKIP_RULES: True})
+    assert [path for path, _ in cross_field_problems(spec)] == ["fabric.mtu"]
+
+
+def test_cross_field_problems_skip_unknown_paths() -> None:
+    data = base("lab")
+    set_path(data, "fabric.mtu", 9000)
+    set_path(data, "slurm.controller", "ctl9")
+    spec = ClusterSpec.model_validate(data, context={SKIP_RULES: True})
+    found = cross_field_problems(spec, unknown=["fabric.kind", "nodes[1].names"])
+    assert found == []
+
+
+def test_spec_reexports_rules() -> None:
+    assert (SpecProblems, cross_field_problems) == (
+        fabric.specrules.SpecProblems, fabric.specrules.cross_field_problems
+    )
+
+
+@pytest.mark.parametrize(
+    ("path", "parts"),
+    [("nodes[0].hcas[*].rail", ("nodes", "[0]", "hcas", "[*]", "rail")), ("name", ("name",))],
+)
+def test_path_parts(path: str, parts: tuple[str, ...]) -> None:
+    assert path_parts(path) == parts
+
+
+@pytest.mark.parametrize(
+    ("unknown", "read", "known"),
+    [
+        ("nodes[1].names", "nodes[*].names", False),
+        ("nodes[1]", "nodes[*].names", False),
+        ("nodes", "nodes[0].hcas", False),
+        ("nodes[1].gpus", "nodes[*].names", True),
+        ("fabric.kind", "fabric.mtu", True),
+        ("fabric.topology.leaves", "fabric.topology", False),
+    ],
+)
+def test_checker_known(unknown: str, read: str, known: bool) -> None:
+    spec = spec_from_mapping(base("lab"))
+    assert Checker(spec, unknown=frozenset([path_parts(unknown)])).known(read) is known
+
+
+def test_checker_add_drops_findings_inside_unknown_fields() -> None:
+    checker = Checker(spec_from_mapping(base("lab")), unknown=frozenset([path_parts("fabric")]))
+    checker.add("fabric.mtu", "in an unknown block")
+    checker.add("fabric", "at the unknown block")
+    checker.add("slurm.block_size", "reads an unknown field", reads=["fabric.kind"])
+    checker.add("slurm.controller", "unrelated")
+    assert checker.problems == [("slurm.controller", "unrelated")]
 
 
 def test_pydantic_error_lists_cross_field_problems() -> None:
