@@ -13,7 +13,9 @@ from pathlib import Path
 from typing import Any
 
 import pulumi
-from pulumi.dynamic import CreateResult, DiffResult, ReadResult, Resource, ResourceProvider, UpdateResult
+from pulumi.dynamic import (
+    CheckFailure, CheckResult, CreateResult, DiffResult, ReadResult, Resource, ResourceProvider, UpdateResult,
+)
 
 #: Inputs that are bookkeeping, never compared.
 _IGNORED = {"__provider"}
@@ -117,6 +119,63 @@ class LabNetwork(Resource):
     ) -> None:
         args = {"network": network, "subnet": subnet, "gateway": gateway, "mtu": mtu, "bridge": None}
         super().__init__(LabNetworkProvider(), name, args, opts)
+
+
+# ---------------------------------------------------------------- addresses
+class AddressPoolProvider(ResourceProvider):
+    """Stable node addresses on one lab network (``fabric.lab.plan.allocate``).
+
+    ``check`` computes ``assignment`` from the previous inputs' assignment, so a node keeps its
+    address while it exists, and ``pulumi preview`` already shows the addresses (a dynamic
+    provider's preview outputs are its checked inputs). Changes are updates, never replaces.
+    """
+
+    def check(self, olds: dict[str, Any], news: dict[str, Any]) -> CheckResult:
+        from fabric.lab.plan import LabPlanError, allocate
+
+        previous = olds.get("assignment") if isinstance(olds.get("assignment"), dict) else {}
+        try:
+            assignment = allocate(previous, list(news["hosts"]), news["subnet"], news["gateway"],
+                                  news.get("fixed") or {}, news["field"])
+        except LabPlanError as exc:
+            return CheckResult(news, [CheckFailure("hosts", str(exc))])
+        return CheckResult({**news, "assignment": assignment}, [])
+
+    def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
+        changes = _changed(olds, news, ["network", "subnet", "gateway", "hosts", "fixed", "field", "assignment"])
+        return DiffResult(changes=bool(changes), replaces=[])
+
+    def create(self, props: dict[str, Any]) -> CreateResult:
+        return CreateResult(f"{props['network']}-addresses", _plain(props))
+
+    def read(self, id_: str, props: dict[str, Any]) -> ReadResult:
+        return ReadResult(id_, props)
+
+    def update(self, _id: str, _olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
+        return UpdateResult(_plain(news))
+
+    def delete(self, _id: str, _props: dict[str, Any]) -> None:
+        return None
+
+
+class AddressPool(Resource):
+    """host -> address on one lab network (``assignment``); fixed addresses always win.
+
+    The program passes a fresh stack's assignment; the provider's ``check`` replaces it with the
+    stable one (Pulumi mocks skip ``check`` and so see the fresh one).
+    """
+
+    assignment: pulumi.Output[dict[str, str]]
+
+    def __init__(
+        self, name: str, network: str, subnet: str, gateway: str, hosts: list[str], fixed: dict[str, str],
+        field: str, opts: pulumi.ResourceOptions | None = None,
+    ) -> None:
+        from fabric.lab.plan import allocate
+
+        args = {"network": network, "subnet": subnet, "gateway": gateway, "hosts": hosts, "fixed": fixed,
+                "field": field, "assignment": allocate({}, hosts, subnet, gateway, fixed, field)}
+        super().__init__(AddressPoolProvider(), name, args, opts)
 
 
 # ---------------------------------------------------------------- ssh keys
@@ -297,11 +356,11 @@ class LabNodeProvider(_ReplaceOnChange):
     """One node: a systemd container reachable over SSH with its own host key."""
 
     def create(self, props: dict[str, Any]) -> CreateResult:
-        from fabric.lab.node import NodeConfig, create_node, remove_node
+        from fabric.lab.node import NodeConfig, remove_node
         from fabric.lab.ssh import host_keys_from, wait_ssh
 
         cfg = NodeConfig(**props["config"])
-        create_node(cfg)
+        _create_when_address_free(cfg)
         address = props["address"]
         try:
             wait_ssh(
@@ -324,11 +383,36 @@ class LabNodeProvider(_ReplaceOnChange):
         remove_node(id_)
 
 
+#: How long a node's create waits for an address another node is giving up in the same update.
+ADDRESS_WAIT_S = 90.0
+
+
+def _create_when_address_free(cfg: Any) -> None:
+    """Create the node, retrying while podman says its address is still allocated.
+
+    Stable allocation moves an address only when ``management.addresses`` pins it to another
+    host; that host's replacement runs alongside the old holder's (delete-before-)replace.
+    """
+    import time
+
+    from fabric.lab.node import NodeError, create_node
+
+    deadline = time.monotonic() + ADDRESS_WAIT_S
+    while True:
+        try:
+            create_node(cfg)
+            return
+        except NodeError as exc:
+            if "already allocated" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(2)
+
+
 class LabNode(Resource):
     """A lab node (container ``<prefix>-<node>``)."""
 
     def __init__(
-        self, name: str, config: pulumi.Input[dict[str, Any]], address: str, ssh_user: str,
+        self, name: str, config: pulumi.Input[dict[str, Any]], address: pulumi.Input[str], ssh_user: str,
         login_private_key: pulumi.Input[str], opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         args = {"config": config, "address": address, "ssh_user": ssh_user, "login_private_key": login_private_key}

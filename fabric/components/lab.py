@@ -1,7 +1,7 @@
 """``LabCluster``: a whole cluster on this machine from real parts.
 
 Children: the node image, the management and BMC networks (plus a RoCE fabric network for
-RoCE specs), the stack's login key and one host key per node, state files (private key,
+RoCE specs), an address pool per node network (stable addresses), the stack's login key and one host key per node, state files (private key,
 known_hosts, inventory, ibsim net file), ibsim, one container per node and the Redfish
 emulator. Outputs: ``inventory``, ``hosts``, ``fabric``, ``bmc_endpoints``; ``bmc_password`` is
 the emulator's (secret) BMC password: ``bmc.password``'s config secret, or one it generated.
@@ -17,12 +17,15 @@ from typing import Any
 
 import pulumi
 
-from fabric.components.dynamic_lab import IbSim, LabFile, LabNetwork, LabNode, NodeImage, RedfishEmulator, SshKey
+from fabric.components.dynamic_lab import (
+    AddressPool, IbSim, LabFile, LabNetwork, LabNode, NodeImage, RedfishEmulator, SshKey,
+)
 from fabric.inventory import build_inventory, dump_inventory
+from fabric.lab.bmc import system_uuid
 from fabric.lab.image import image_hash
 from fabric.lab.keys import known_hosts_line
 from fabric.lab.node import ibsim_environment
-from fabric.lab.plan import LabPlan, NetPlan, plan_lab
+from fabric.lab.plan import LabPlan, NetPlan, NodePlan, plan_lab
 from fabric.spec import ClusterSpec
 from fabric.topology.from_spec import graph_from_spec
 from fabric.topology.ibsim import ibsim_limits, render_net
@@ -72,22 +75,31 @@ class LabCluster(pulumi.ComponentResource):
         mgmt = self._network(f"{name}-mgmt", plan.mgmt)
         bmc_net = self._network(f"{name}-bmc", plan.bmc)
         fabric_net = self._network(f"{name}-fabric", plan.fabric) if plan.fabric else None
+        hosts = [n.name for n in plan.nodes]
+        addresses = AddressPool(f"{name}-mgmt-addresses", plan.mgmt.network, plan.mgmt.subnet, plan.mgmt.gateway,
+                                hosts, plan.fixed, "management.addresses", child).assignment
+        fabric_addresses: pulumi.Output[dict[str, str]] = (
+            AddressPool(f"{name}-fabric-addresses", plan.fabric.network, plan.fabric.subnet, plan.fabric.gateway,
+                        hosts, {}, "fabric (RoCE)", child).assignment
+            if plan.fabric else pulumi.Output.from_input({})
+        )
 
         login = SshKey(f"{name}-login-key", f"railyard-{stack}", child)
         key_file = state / "ssh" / "id_ed25519"
         LabFile(f"{name}-login-key-file", str(key_file), login.private_key, plan.state_dir, "600", True, child)
         host_keys = {n.name: SshKey(f"{name}-{n.name}-host-key", f"root@{n.name}", child) for n in plan.nodes}
         known_hosts = state / "known_hosts"
-        kh_content = pulumi.Output.all(*[host_keys[n.name].public_key for n in plan.nodes]).apply(
-            lambda keys: "".join(
-                known_hosts_line([n.name, n.address], key) + "\n" for n, key in zip(plan.nodes, keys)
+        kh_content = pulumi.Output.all(addresses, *[host_keys[n.name].public_key for n in plan.nodes]).apply(
+            lambda v: "".join(
+                known_hosts_line([n.name, v[0][n.name]], key) + "\n" for n, key in zip(plan.nodes, v[1:])
             )
         )
         LabFile(f"{name}-known-hosts", str(known_hosts), kh_content, plan.state_dir, "644", False, child)
 
         ibsim = self._ibsim(name, spec, plan, mgmt) if plan.ibsim else None
         deps = [r for r in (image, mgmt, fabric_net, ibsim) if r is not None]
-        nodes = [self._node(name, plan, n, image, login, host_keys[n.name], deps) for n in plan.nodes]
+        nodes = [self._node(name, plan, n, addresses, fabric_addresses, image, login, host_keys[n.name], deps)
+                 for n in plan.nodes]
         emulator = RedfishEmulator(
             f"{name}-bmc-emulator",
             {
@@ -103,25 +115,22 @@ class LabCluster(pulumi.ComponentResource):
             pulumi.ResourceOptions(parent=self, depends_on=[bmc_net, *nodes]),
         )
 
-        from fabric.lab.bmc import system_uuid
-
-        lab_json = {"stack": stack, "prefix": prefix, "nodes": [
-            {"name": n.name, "address": n.address, "container": n.container, "sim_host": n.sim_host,
-             "bmc_url": f"http://{plan.bmc.gateway}:{plan.bmc_port}", "system_id": system_uuid(stack, n.name)}
-            for n in plan.nodes], "bmc_credentials": str(state / "bmc" / "credentials.json")}
-        LabFile(f"{name}-lab-json", str(state / "lab.json"), json.dumps(lab_json, indent=1), plan.state_dir,
-                "644", False, child)
-        inventory = build_inventory(
-            spec, {n.name: n.address for n in plan.nodes}, ssh_user=plan.ssh_user,
-            private_key_file=str(key_file), known_hosts_file=str(known_hosts),
-        )
-        LabFile(f"{name}-inventory", str(state / "inventory.yml"), dump_inventory(inventory), plan.state_dir,
+        bmc_url = f"http://{plan.bmc.gateway}:{plan.bmc_port}"
+        lab_json = addresses.apply(lambda a: json.dumps({"stack": stack, "prefix": prefix, "nodes": [
+            {"name": n.name, "address": a[n.name], "container": n.container, "sim_host": n.sim_host,
+             "bmc_url": bmc_url, "system_id": system_uuid(stack, n.name)}
+            for n in plan.nodes], "bmc_credentials": str(state / "bmc" / "credentials.json")}, indent=1))
+        LabFile(f"{name}-lab-json", str(state / "lab.json"), lab_json, plan.state_dir, "644", False, child)
+        inventory = addresses.apply(lambda a: build_inventory(
+            spec, a, ssh_user=plan.ssh_user, private_key_file=str(key_file), known_hosts_file=str(known_hosts),
+        ))
+        LabFile(f"{name}-inventory", str(state / "inventory.yml"), inventory.apply(dump_inventory), plan.state_dir,
                 "644", False, pulumi.ResourceOptions(parent=self, depends_on=nodes))
-        self.inventory = pulumi.Output.from_input(inventory)
-        self.hosts = pulumi.Output.from_input(
-            [{"name": n.name, "address": n.address, "container": n.container, "sim_host": n.sim_host,
-              "fabric_address": n.fabric_address} for n in plan.nodes]
-        )
+        self.inventory = inventory
+        self.hosts = pulumi.Output.all(addresses, fabric_addresses).apply(lambda v: [
+            {"name": n.name, "address": v[0][n.name], "container": n.container, "sim_host": n.sim_host,
+             "fabric_address": v[1].get(n.name)} for n in plan.nodes
+        ])
         self.fabric = pulumi.Output.from_input(
             {"kind": spec.fabric.kind, "ibsim_server": plan.mgmt.gateway if plan.ibsim else None,
              "ibsim_port": plan.ibsim_port if plan.ibsim else None,
@@ -151,18 +160,25 @@ class LabCluster(pulumi.ComponentResource):
             pulumi.ResourceOptions(parent=self, depends_on=[netfile, mgmt]),
         )
 
-    def _node(self, name: str, plan: LabPlan, node: Any, image: NodeImage, login: SshKey, host_key: SshKey,
+    def _node(self, name: str, plan: LabPlan, node: NodePlan, addresses: pulumi.Output[dict[str, str]],
+              fabric_addresses: pulumi.Output[dict[str, str]], image: NodeImage, login: SshKey, host_key: SshKey,
               deps: list[pulumi.Resource]) -> LabNode:
-        networks = {plan.mgmt.network: node.address}
-        if plan.fabric and node.fabric_address:
-            networks[plan.fabric.network] = node.fabric_address
+        def networks(mgmt: dict[str, str], fabric: dict[str, str]) -> dict[str, str]:
+            nets = {plan.mgmt.network: mgmt[node.name]}
+            if plan.fabric and node.name in fabric:
+                nets[plan.fabric.network] = fabric[node.name]
+            return nets
+
         env = ibsim_environment(plan.mgmt.gateway, plan.ibsim_port, node.sim_host) if node.sim_host else {}
-        config = pulumi.Output.all(image.tag, login.public_key, host_key.private_key, host_key.public_key).apply(
+        config = pulumi.Output.all(
+            image.tag, login.public_key, host_key.private_key, host_key.public_key, addresses, fabric_addresses
+        ).apply(
             lambda v: {
-                "name": node.name, "container": node.container, "image": v[0], "networks": networks,
+                "name": node.name, "container": node.container, "image": v[0], "networks": networks(v[4], v[5]),
                 "authorized_key": v[1], "host_key_private": v[2], "host_key_public": v[3], "environment": env,
                 "labels": {"railyard.stack": plan.stack, "railyard.prefix": plan.prefix},
             }
         )
-        return LabNode(f"{name}-{node.name}", config, node.address, plan.ssh_user, login.private_key,
+        address = addresses.apply(lambda a: a[node.name])
+        return LabNode(f"{name}-{node.name}", config, address, plan.ssh_user, login.private_key,
                        pulumi.ResourceOptions(parent=self, depends_on=deps))

@@ -1,12 +1,15 @@
-"""The lab's layout, derived from the spec alone: names, networks, addresses, ports.
+"""The lab's layout, derived from the spec: names, networks, ports; and the address allocator.
 
 Pure and deterministic, so ``pulumi preview`` and the unit tests see exactly what
-``pulumi up`` builds.
+``pulumi up`` builds. Node addresses depend on the previous assignment too (a node keeps its
+address while it exists): :func:`allocate` computes them, run by the ``AddressPool`` dynamic
+resource with its previous inputs (``fabric/components/dynamic_lab.py``).
 """
 
 from __future__ import annotations
 
 import ipaddress
+from collections.abc import Mapping, Sequence
 
 from pydantic import BaseModel
 
@@ -33,12 +36,10 @@ class NetPlan(BaseModel):
 
 
 class NodePlan(BaseModel):
-    """One lab node."""
+    """One lab node (its addresses come from :func:`allocate`)."""
 
     name: str
     container: str
-    address: str
-    fabric_address: str | None = None
     sim_host: str | None = None
 
 
@@ -53,6 +54,7 @@ class LabPlan(BaseModel):
     bmc: NetPlan
     fabric: NetPlan | None
     nodes: list[NodePlan]
+    fixed: dict[str, str]  # host -> management address pinned in the spec
     ibsim: bool
     ibsim_port: int
     bmc_port: int
@@ -69,21 +71,55 @@ def _net(field: str, name: str, subnet: str, gateway: str | None, mtu: int | Non
     return NetPlan(network=name, subnet=str(net), gateway=gw, mtu=mtu)
 
 
-def _addresses(net: NetPlan, hosts: list[str], fixed: dict[str, str], field: str) -> dict[str, str]:
-    subnet = ipaddress.ip_network(net.subnet)
-    pool = [str(a) for a in list(subnet.hosts())[FIRST_HOST_OFFSET - 1 :] if str(a) != net.gateway]
-    taken = set(fixed.values()) | {net.gateway}
-    out: dict[str, str] = {}
+def _in(address: str, net: ipaddress.IPv4Network | ipaddress.IPv6Network) -> bool:
+    try:
+        return ipaddress.ip_address(address) in net
+    except ValueError:
+        return False
+
+
+def allocate(
+    previous: Mapping[str, str], hosts: Sequence[str], subnet: str, gateway: str,
+    fixed: Mapping[str, str] | None = None, field: str = "management.addresses",
+) -> dict[str, str]:
+    """Return host -> address for ``hosts`` in ``subnet``, keeping ``previous`` where it can.
+
+    Fixed addresses always win. A host keeps its previous address while that is still usable
+    (a host address of ``subnet``, not the gateway, not pinned to another host). Any other host
+    gets the lowest free address from ``.10`` up that no host held in ``previous``: an address
+    released by this change is not handed out in the same update (its container is deleted only
+    at the end of it). Hosts missing from ``hosts`` are released.
+    """
+    net = ipaddress.ip_network(subnet)
+    gw = ipaddress.ip_address(gateway)
+    fixed = dict(fixed or {})
+    reserved = {str(a) for a in (net.network_address, net.broadcast_address) if net.num_addresses > 2}
+    owners: dict[str, str] = {}
+    for host, address in fixed.items():
+        ip = ipaddress.ip_address(address)
+        if ip not in net or str(ip) in reserved or ip == gw:
+            raise LabPlanError(f"{field}.{host}: {address} is not a usable address of {net} (gateway {gw})")
+        if str(ip) in owners:
+            raise LabPlanError(f"{field}.{host}: {address} is already the address of {owners[str(ip)]!r}")
+        owners[str(ip)] = host
+    out: dict[str, str] = {h: str(ipaddress.ip_address(fixed[h])) for h in hosts if h in fixed}
+    taken = set(owners) | {str(gw)}
     for host in hosts:
-        if host in fixed:
-            out[host] = fixed[host]
+        old = previous.get(host)
+        if host in out or old is None:
             continue
-        while pool and pool[0] in taken:
-            pool.pop(0)
-        if not pool:
-            raise LabPlanError(f"{field}: {subnet} has no free address left for {host}; use a larger subnet")
-        out[host] = pool.pop(0)
-    return out
+        if _in(old, net) and old not in reserved and old not in taken:
+            out[host] = old
+            taken.add(old)
+    taken |= set(previous.values())
+    free = (str(a) for i, a in enumerate(net.hosts(), start=1) if i >= FIRST_HOST_OFFSET and str(a) not in taken)
+    for host in hosts:
+        if host not in out:
+            address = next(free, None)
+            if address is None:
+                raise LabPlanError(f"{field}: {net} has no free address left for {host}; use a larger subnet")
+            out[host] = address
+    return {h: out[h] for h in hosts}
 
 
 def plan_lab(spec: ClusterSpec, stack: str, prefix: str, state_dir: str) -> LabPlan:
@@ -103,10 +139,8 @@ def plan_lab(spec: ClusterSpec, stack: str, prefix: str, state_dir: str) -> LabP
     subnets = [ipaddress.ip_network(n.subnet) for n in (mgmt, bmc, fabric) if n]
     if any(a.overlaps(b) for i, a in enumerate(subnets) for b in subnets[i + 1 :]):
         raise LabPlanError(f"lab subnets overlap: {[str(s) for s in subnets]}; give each network its own subnet")
-    hosts = list(spec.hosts)
     fixed = {h: str(a) for h, a in spec.management.addresses.items()}
-    addresses = _addresses(mgmt, hosts, fixed, "management.addresses")
-    fabric_addresses = _addresses(fabric, hosts, {}, "fabric (RoCE)") if fabric else {}
+    allocate({}, list(spec.hosts), mgmt.subnet, mgmt.gateway, fixed)  # fail early on a bad pin or a full subnet
     ib = spec.fabric.kind == "infiniband"
     nodes = []
     for host, group in spec.hosts.items():
@@ -115,13 +149,11 @@ def plan_lab(spec: ClusterSpec, stack: str, prefix: str, state_dir: str) -> LabP
             NodePlan(
                 name=host,
                 container=f"{prefix}-{host}",
-                address=addresses[host],
-                fabric_address=fabric_addresses.get(host),
                 sim_host=sim_host(host, ib_hcas[0].device) if ib and ib_hcas else None,
             )
         )
     return LabPlan(
         stack=stack, prefix=prefix, state_dir=state_dir, ssh_user=spec.management.ssh_user,
-        mgmt=mgmt, bmc=bmc, fabric=fabric, nodes=nodes, ibsim=ib and any(n.sim_host for n in nodes),
+        mgmt=mgmt, bmc=bmc, fabric=fabric, nodes=nodes, fixed=fixed, ibsim=ib and any(n.sim_host for n in nodes),
         ibsim_port=lab.ibsim_port, bmc_port=lab.bmc_port, notifier_port=lab.bmc_port + 1,
     )

@@ -8,6 +8,7 @@ from pathlib import Path
 import requests
 from pydantic import BaseModel
 
+from fabric.lab.bmc import read_credentials
 from fabric.lab.node import state as container_state
 from fabric.lab.ssh import SshError, connect, host_keys_from, run
 from fabric.parsers.ibstat import parse
@@ -40,20 +41,22 @@ class LabStatus(BaseModel):
     nodes: list[NodeStatus]
 
 
-def _power(url: str, system_id: str) -> str | None:
+def _power(url: str, system_id: str, auth: tuple[str, str] | None) -> str | None:
     try:
-        resp = requests.get(f"{url}/redfish/v1/Systems/{system_id}", timeout=5)
+        resp = requests.get(f"{url}/redfish/v1/Systems/{system_id}", auth=auth, timeout=5)
         resp.raise_for_status()
         return str(resp.json().get("PowerState"))
     except (requests.RequestException, ValueError):
         return None
 
 
-def node_status(node: dict[str, object], key: str, known_hosts: Path) -> NodeStatus:
-    """Check one node described by a ``lab.json`` entry."""
+def node_status(
+    node: dict[str, object], key: str, known_hosts: Path, bmc_auth: tuple[str, str] | None = None
+) -> NodeStatus:
+    """Check one node described by a ``lab.json`` entry; ``bmc_auth`` is the Redfish login."""
     current = container_state(str(node["container"]))
     running = bool(current and current["running"])
-    power = _power(str(node["bmc_url"]), str(node["system_id"]))
+    power = _power(str(node["bmc_url"]), str(node["system_id"]), bmc_auth)
     ssh, ports, error = False, [], None
     if running:
         try:
@@ -84,4 +87,6 @@ def lab_status(state_dir: Path) -> LabStatus:
         raise FileNotFoundError(f"{described} not found: bring the lab up first (make up / pulumi up)")
     lab = json.loads(described.read_text())
     key = (state_dir / "ssh" / "id_ed25519").read_text()
-    return LabStatus(nodes=[node_status(n, key, state_dir / "known_hosts") for n in lab["nodes"]])
+    creds = Path(lab.get("bmc_credentials") or state_dir / "bmc" / "credentials.json")
+    auth = read_credentials(creds.parent).auth() if creds.is_file() else None
+    return LabStatus(nodes=[node_status(n, key, state_dir / "known_hosts", auth) for n in lab["nodes"]])

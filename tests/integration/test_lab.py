@@ -1,5 +1,7 @@
 """A 3-node lab built by ``pulumi up`` (Automation API, local file backend in tmp) from real
-parts: podman nodes with systemd, ibsim + OpenSM, the sushy-tools Redfish emulator."""
+parts: podman nodes with systemd, ibsim + OpenSM, the sushy-tools Redfish emulator.
+
+Infrastructure only: the stack config turns the hand-off and the verification off."""
 
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ from typing import Any
 import pytest
 import requests
 
+from fabric.lab.bmc import read_credentials
 from fabric.lab.ssh import connect, host_keys_from, run
 from fabric.parsers.ibstat import parse
 
@@ -23,15 +26,15 @@ REPO = Path(__file__).resolve().parents[2]
 PULUMI_BIN = Path("/root/.cache/railyard/pulumi/v3.259.0/bin")
 
 
-def _spec(tag: int) -> dict[str, Any]:
+def _spec(tag: int, compute: str = "n[1-2]") -> dict[str, Any]:
     return {
         "name": "rytest", "target": "lab",
         "nodes": [
-            {"names": "n[1-2]", "role": "compute", "hcas": [{"device": "mlx5_0"}]},
+            {"names": compute, "role": "compute", "hcas": [{"device": "mlx5_0"}]},
             {"names": "sm1", "role": "sm", "hcas": [{"device": "mlx5_0"}]},
         ],
         "fabric": {"kind": "infiniband", "mtu": 4096,
-                   "topology": {"kind": "fat-tree", "leaves": 1, "nodes_per_leaf": 3, "ports_per_switch": 8},
+                   "topology": {"kind": "fat-tree", "leaves": 1, "nodes_per_leaf": 4, "ports_per_switch": 8},
                    "infiniband": {"subnet_managers": [{"host": "sm1", "priority": 14}]}},
         "management": {"subnet": f"198.18.{200 + tag}.0/24"},
         "bmc": {"subnet": f"198.18.{220 + tag}.0/24"},
@@ -66,12 +69,14 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Any:
     ws = auto.LocalWorkspace(work_dir=str(work), env_vars=env, pulumi_command=auto.PulumiCommand(str(PULUMI_BIN.parent)))
     import yaml
 
-    config = {"config": {"railyard:prefix": stack_name, "railyard:cluster": _spec(tag)}}
+    config = {"config": {"railyard:prefix": stack_name, "railyard:cluster": _spec(tag),
+                         "railyard:handoff": "false", "railyard:verify": "false"}}
     (work / f"Pulumi.{stack_name}.yaml").write_text(yaml.safe_dump(config))
     stack = auto.Stack.create(stack_name, ws)
     try:
         result = stack.up(on_output=lambda _: None)
-        yield {"stack": stack, "outputs": result.outputs, "state": tmp / "state" / stack_name, "prefix": stack_name}
+        yield {"stack": stack, "outputs": result.outputs, "state": tmp / "state" / stack_name, "prefix": stack_name,
+               "tag": tag, "config_file": work / f"Pulumi.{stack_name}.yaml"}
     finally:
         stack.destroy(on_output=lambda _: None)
         leftovers = _leftovers(stack_name, tmp / "state" / stack_name)
@@ -150,16 +155,19 @@ def test_redfish_power_off_stops_container_and_on_starts_it(lab: dict[str, Any])
     from fabric.lab.node import state
 
     bmc = lab["outputs"]["bmc_endpoints"].value["n1"]
+    auth = read_credentials(lab["state"] / "bmc").auth()
     container = f"{lab['prefix']}-n1"
     reset = f"{bmc['url']}/redfish/v1/Systems/{bmc['system_id']}/Actions/ComputerSystem.Reset"
+    assert requests.post(reset, json={"ResetType": "ForceOff"}, timeout=10).status_code == 401
     for action, running in (("ForceOff", False), ("On", True)):
-        resp = requests.post(reset, json={"ResetType": action}, timeout=10)
+        resp = requests.post(reset, json={"ResetType": action}, auth=auth, timeout=10)
         assert resp.status_code == 204
         deadline = time.monotonic() + 40
         while time.monotonic() < deadline and (state(container) or {}).get("running") != running:
             time.sleep(1)
         assert (state(container) or {}).get("running") is running, action
-    power = requests.get(f"{bmc['url']}/redfish/v1/Systems/{bmc['system_id']}", timeout=10).json()["PowerState"]
+    system = requests.get(f"{bmc['url']}/redfish/v1/Systems/{bmc['system_id']}", auth=auth, timeout=10)
+    power = system.json()["PowerState"]
     assert power == "On"
 
 
@@ -192,3 +200,68 @@ def test_refresh_restarts_a_dead_ibsim(lab: dict[str, Any]) -> None:
     lab["stack"].up(refresh=True, on_output=lambda _: None)
     new = helper()
     assert new.pid != old.pid and alive(new)
+
+
+def _resize(lab: dict[str, Any], compute: str) -> tuple[dict[str, int], dict[str, set[str]], Any]:
+    """``pulumi up`` with the compute group set to ``compute``; return summary, ops -> names, result.
+
+    The preview must already plan the same changes (the address pool's ``check`` runs in it).
+    """
+    import yaml
+
+    from pulumi.automation import events
+
+    doc = yaml.safe_load(lab["config_file"].read_text())  # keeps the stack's encryption salt
+    doc["config"]["railyard:cluster"] = _spec(lab["tag"], compute)
+    lab["config_file"].write_text(yaml.safe_dump(doc))
+    ops: dict[str, set[str]] = {}
+
+    def record(event: events.EngineEvent) -> None:
+        pre = event.resource_pre_event
+        if pre is not None and pre.metadata.type != "pulumi:pulumi:Stack":
+            ops.setdefault(str(pre.metadata.op.value), set()).add(pre.metadata.urn.rsplit("::", 1)[1])
+
+    preview = lab["stack"].preview(on_output=lambda _: None, on_event=record)
+    planned, ops = ops, {}
+    result = lab["stack"].up(on_output=lambda _: None, on_event=record)
+    summary = {k: v for k, v in (result.summary.resource_changes or {}).items() if k != "same"}
+    assert planned == ops, (planned, ops)
+    assert {k: v for k, v in preview.change_summary.items() if k != "same"} == summary
+    return summary, ops, result
+
+
+def _container_ids(prefix: str, nodes: list[str]) -> dict[str, str]:
+    from fabric.lab.podman import podman
+
+    return {n: podman(["container", "inspect", "--format", "{{.Id}}", f"{prefix}-{n}"]).stdout.strip() for n in nodes}
+
+
+def test_grow_and_shrink_first_group_touches_only_the_difference(lab: dict[str, Any]) -> None:
+    from fabric.lab.status import lab_status
+
+    before = {h["name"]: h["address"] for h in lab["outputs"]["hosts"].value}
+    ids = _container_ids(lab["prefix"], ["n1", "n2", "sm1"])
+
+    summary, ops, grown = _resize(lab, "n[1-3]")  # n3 joins the FIRST group, before sm1
+    after = {h["name"]: h["address"] for h in grown.outputs["hosts"].value}
+    assert summary.get("create") == 2 and "delete" not in summary, (summary, ops)
+    assert ops["create"] == {"rytest-n3", "rytest-n3-host-key"}
+    touched = set().union(*(names for op, names in ops.items() if op != "same"))
+    assert not {"rytest-n1", "rytest-n2", "rytest-sm1"} & touched, ops
+    assert ops["update"] >= {"rytest-mgmt-addresses", "rytest-known-hosts", "rytest-inventory"}
+    assert {h: after[h] for h in before} == before  # sm1 kept its address
+    assert after["n3"] not in before.values()
+    assert _container_ids(lab["prefix"], ["n1", "n2", "sm1"]) == ids
+    lab["outputs"] = grown.outputs
+    with _ssh(lab, "n3") as client:  # host key checked against the rewritten known_hosts
+        assert run(client, "hostname")[1].strip() == "n3"
+    assert {n.name: n.power for n in lab_status(lab["state"]).nodes}["n3"] == "On"
+
+    summary, ops, shrunk = _resize(lab, "n[1-2]")
+    assert summary.get("delete") == 2 and "create" not in summary, (summary, ops)
+    assert ops["delete"] == {"rytest-n3", "rytest-n3-host-key"}
+    touched = set().union(*(names for op, names in ops.items() if op != "same"))
+    assert not {"rytest-n1", "rytest-n2", "rytest-sm1"} & touched, ops
+    assert {h["name"]: h["address"] for h in shrunk.outputs["hosts"].value} == before
+    assert _container_ids(lab["prefix"], ["n1", "n2", "sm1"]) == ids
+    lab["outputs"] = shrunk.outputs

@@ -10,14 +10,18 @@ import pulumi
 import pytest
 import yaml
 
-from fabric.lab.plan import LabPlanError, plan_lab
+from fabric.components.dynamic_lab import AddressPoolProvider
+from fabric.lab.plan import LabPlanError, allocate, plan_lab
 from fabric.spec import ClusterSpec
 
 LAB = yaml.safe_load((Path(__file__).parents[2] / "Pulumi.lab.yaml").read_text())["config"]["railyard:cluster"]
 
 
 class Mocks(pulumi.runtime.Mocks):
-    """Record every resource; dynamic resources echo their inputs with an image tag / keys filled in."""
+    """Record every resource; dynamic resources echo their inputs with an image tag / keys filled in.
+
+    Mocks skip ``check``; address pools run the real provider's ``check`` (no previous state).
+    """
 
     def __init__(self) -> None:
         self.created: list[tuple[str, str, dict[str, Any]]] = []
@@ -25,6 +29,8 @@ class Mocks(pulumi.runtime.Mocks):
     def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str, dict[str, Any]]:
         self.created.append((args.typ, args.name, dict(args.inputs)))
         outs = dict(args.inputs)
+        if args.name.endswith("-addresses"):
+            outs = AddressPoolProvider().check({}, outs).inputs
         outs.update({"tag": "localhost/railyard-node:0123456789ab", "public_key": "ssh-ed25519 AAAA x",
                      "private_key": "PRIVATE", "out_endpoints": {}})
         return f"{args.name}-id", outs
@@ -55,12 +61,12 @@ def test_lab_graph(mocks: Mocks) -> pulumi.Output:
         nodes = [f"lab-{h}" for h in ClusterSpec.model_validate(LAB).hosts]
         assert set(nodes) <= set(names)
         assert sum(1 for n in names if n.endswith("-host-key")) == 11
-        for single in ("lab-image", "lab-mgmt", "lab-bmc", "lab-login-key", "lab-login-key-file",
+        for single in ("lab-image", "lab-mgmt", "lab-mgmt-addresses", "lab-bmc", "lab-login-key", "lab-login-key-file",
                        "lab-known-hosts", "lab-ibsim-net", "lab-ibsim", "lab-bmc-emulator", "lab-inventory",
                        "lab-lab-json"):
             assert names.count(single) == 1, single
         assert "lab-fabric" not in names  # InfiniBand spec: no RoCE network
-        assert len(names) == 11 + 11 + 11, kinds  # nodes + host keys + the eleven singletons
+        assert len(names) == 11 + 11 + 12, kinds  # nodes + host keys + the twelve singletons
         assert sorted(inventory["all"]["children"]["subnet_managers"]["hosts"]) == ["sm1", "sm2"]
         containers = {i["config"]["container"] for t, n, i in mocks.created if n in nodes}
         assert containers == {f"railyard-lab-{h}" for h in ClusterSpec.model_validate(LAB).hosts}
@@ -86,6 +92,46 @@ def test_lab_node_environment_points_at_ibsim(mocks: Mocks) -> pulumi.Output:
     return cluster.bmc_endpoints.apply(check)
 
 
+@pulumi.runtime.test
+def test_lab_addresses_flow_from_the_pool(mocks: Mocks) -> pulumi.Output:
+    from fabric.components import cluster_component
+
+    spec = ClusterSpec.model_validate(LAB)
+    cluster = cluster_component("lab", spec)
+
+    def check(hosts: list[dict[str, Any]]) -> None:
+        pool = next(i for _, n, i in mocks.created if n == "lab-mgmt-addresses")
+        assert pool["hosts"] == list(spec.hosts) and pool["subnet"] == "198.18.0.0/24"
+        expected = allocate({}, list(spec.hosts), "198.18.0.0/24", "198.18.0.1")
+        # a fresh pool gives the spec-order addresses the lab had before: an existing stack keeps its nodes
+        assert expected == {h: f"198.18.0.{10 + i}" for i, h in enumerate(spec.hosts)}
+        assert {h["name"]: h["address"] for h in hosts} == expected
+        nodes = {n: i for _, n, i in mocks.created if n.removeprefix("lab-") in spec.hosts}
+        assert {n.removeprefix("lab-"): i["address"] for n, i in nodes.items()} == expected
+        lab_json = next(i for _, n, i in mocks.created if n == "lab-lab-json")["content"]
+        assert {n["name"]: n["address"] for n in yaml.safe_load(lab_json)["nodes"]} == expected
+
+    return pulumi.Output.all(cluster.hosts, cluster.bmc_endpoints).apply(lambda v: check(v[0]))
+
+
+def test_pool_check_keeps_previous_assignment_and_frees_removed() -> None:
+    news = {"network": "n", "subnet": "198.18.30.0/24", "gateway": "198.18.30.1", "hosts": ["a", "c"],
+            "fixed": {}, "field": "management.addresses", "assignment": None}
+    olds = {**news, "hosts": ["a", "b"], "assignment": {"a": "198.18.30.11", "b": "198.18.30.10"}}
+    result = AddressPoolProvider().check(olds, news)
+    assert result.failures == []
+    assert result.inputs["assignment"] == {"a": "198.18.30.11", "c": "198.18.30.12"}
+    diff = AddressPoolProvider().diff("id", olds, result.inputs)
+    assert diff.changes and diff.replaces == []  # an update in place, never a replace
+
+
+def test_pool_check_reports_a_bad_pin_as_a_failure() -> None:
+    news = {"network": "n", "subnet": "198.18.30.0/24", "gateway": "198.18.30.1", "hosts": ["a"],
+            "fixed": {"a": "198.18.30.1"}, "field": "management.addresses", "assignment": None}
+    failures = AddressPoolProvider().check({}, news).failures
+    assert [f.property for f in failures] == ["hosts"] and "management.addresses.a" in failures[0].reason
+
+
 def test_plan_refuses_subnet_outside_lab_range() -> None:
     data = {**LAB, "management": {"subnet": "10.0.0.0/24"}}
     with pytest.raises(LabPlanError, match="management.subnet.*198.18.0.0/15"):
@@ -99,4 +145,4 @@ def test_plan_roce_adds_fabric_network_at_spec_mtu() -> None:
     plan = plan_lab(ClusterSpec.model_validate(data), "lab", "railyard-lab", "/tmp/x")
     assert plan.fabric is not None and plan.fabric.mtu == 9000 and plan.fabric.subnet == "198.18.2.0/24"
     assert not plan.ibsim
-    assert plan.nodes[0].fabric_address == "198.18.2.10"
+    assert allocate({}, [n.name for n in plan.nodes], plan.fabric.subnet, plan.fabric.gateway)["gpu01"] == "198.18.2.10"
