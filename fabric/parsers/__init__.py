@@ -28,6 +28,7 @@ from fabric.parsers import (
     perftest,
     show_gids,
     sminfo,
+    smpquery,
     sysfs,
 )
 from fabric.parsers.common import ParseError
@@ -61,6 +62,7 @@ PARSERS: dict[str, Callable[[str], BaseModel]] = {
     "ibdiagnet": ibdiagnet.parse,
     "ibping": ibping.parse,
     "ibtracert": ibtracert.parse,
+    "smpquery": smpquery.parse,
 }
 
 

@@ -1,75 +1,59 @@
-"""Declared-vs-discovered findings per declared cable, for the discovery checks.
+"""Declared-vs-discovered findings per declared cable, from ``fabric.topology.diff``.
 
-Until ``fabric.topology.diff`` lands this compares by node names (switch description,
-``host/device`` for HCAs) with ``FabricGraph.neighbours``; swap in the topology diff then.
+``ibnetdiscover`` runs on an SM host and is parsed into a ``FabricGraph``; ``diff`` compares
+it with the plan's expected graph (the declared graph, or ``simulated(declared)`` in the lab,
+where ibsim reports NDR as HDR). Each discrepancy names switch, port, host and HCA; here it is
+filed under the declared cable it concerns (by that cable's switch ports), so every declared
+cable is one parametrised check, and discrepancies about undeclared cables (``extra``) go to
+their own check.
 """
 
 from __future__ import annotations
 
-from pydantic import BaseModel
-
+from fabric.topology.diff import Discrepancy, diff
 from fabric.topology.graph import FabricGraph
-from fabric.verify.plan import CheckPlan, DeclaredLink
+from fabric.verify.plan import CheckPlan
+
+#: Key of the findings about cables the spec does not declare.
+EXTRA = "extra"
 
 
-class Finding(BaseModel):
-    """One difference: its kind and a message naming switch, port, host and HCA."""
+def switch_ends(graph: FabricGraph) -> dict[tuple[str, int], str]:
+    """(switch name, switch port) -> the id of the declared cable on that port.
 
-    kind: str  # missing | miscabled | speed | undeclared
-    message: str
-
-
-def _label(name: str, port: int) -> str:
-    if "/" in name:
-        host, device = name.split("/", 1)
-        return f"{host} HCA {device} port {port}"
-    return f"{name} port {port}"
-
-
-def _ports(graph: FabricGraph) -> dict[tuple[str, int], tuple[str, int, str, str]]:
-    """(node name, port) -> (peer name, peer port, width, speed)."""
-    out: dict[tuple[str, int], tuple[str, int, str, str]] = {}
-    for guid, ends in graph.neighbours().items():
-        for port, peer, peer_port, link in ends:
-            out[(graph.node_name(guid), port)] = (graph.node_name(peer), peer_port, link.width, link.speed)
+    Ids are those of ``CheckPlan.declared_links`` (``a_name/a_port-b_name/b_port``).
+    """
+    out: dict[tuple[str, int], str] = {}
+    for link in graph.links:
+        link_id = f"{graph.node_name(link.a_guid)}/{link.a_port}-{graph.node_name(link.b_guid)}/{link.b_port}"
+        for guid, port in ((link.a_guid, link.a_port), (link.b_guid, link.b_port)):
+            if guid in graph.switches:
+                out[(graph.switches[guid].name, port)] = link_id
     return out
 
 
-def compare(declared: list[DeclaredLink], discovered: FabricGraph) -> dict[str, list[Finding]]:
-    """Declared link id -> its findings; ``"undeclared"`` -> cables found but not declared."""
-    found = _ports(discovered)
-    out: dict[str, list[Finding]] = {}
-    wanted: set[tuple[str, int]] = set()
-    for link in declared:
-        a, b = (link.a_name, link.a_port), (link.b_name, link.b_port)
-        wanted |= {a, b}
-        want = f"{_label(*a)} <-> {_label(*b)}"
-        problems: list[Finding] = []
-        peer_of_a, peer_of_b = found.get(a), found.get(b)
-        if peer_of_a is None and peer_of_b is None:
-            problems.append(Finding(kind="missing", message=f"missing link {want}: neither end is linked"))
-        elif peer_of_a is None or (peer_of_a[0], peer_of_a[1]) != b:
-            side, seen = (a, peer_of_a) if peer_of_a else (b, peer_of_b)
-            assert seen is not None
-            problems.append(Finding(
-                kind="miscabled",
-                message=f"miscabled {want}: {_label(*side)} is cabled to {_label(seen[0], seen[1])}",
-            ))
-        elif (peer_of_a[2].lower(), peer_of_a[3]) != (link.width.lower(), link.speed):
-            problems.append(Finding(
-                kind="speed",
-                message=f"wrong speed {want}: {peer_of_a[2]}{peer_of_a[3]}, declared {link.width}{link.speed}",
-            ))
-        out[link.id] = problems
-    extra = []
-    for (name, port), (peer, peer_port, width, speed) in sorted(found.items()):
-        if (name, port) not in wanted and (peer, peer_port) not in wanted and (name, port) < (peer, peer_port):
-            extra.append(Finding(kind="undeclared",
-                                 message=f"undeclared link {_label(name, port)} <-> {_label(peer, peer_port)} ({width}{speed})"))
-    out["undeclared"] = extra
+def group(expected: FabricGraph, found: list[Discrepancy]) -> dict[str, list[Discrepancy]]:
+    """Declared cable id -> its discrepancies; ``EXTRA`` -> cables found but never declared.
+
+    A discrepancy whose switch port carries no declared cable (a missing/miscabled HCA link
+    whose switch end is not named) is filed under ``EXTRA`` too, so none is ever dropped.
+    """
+    ends = switch_ends(expected)
+    out: dict[str, list[Discrepancy]] = {}
+    for item in found:
+        key = ends.get((item.switch or "", item.port or 0)) if item.kind != "extra" else None
+        out.setdefault(key or EXTRA, []).append(item)
     return out
 
 
-def findings_for(plan: CheckPlan, discovered: FabricGraph) -> dict[str, list[Finding]]:
-    """Findings of the plan's declared links (as the target reports them) against ``discovered``."""
-    return compare(plan.declared_links, discovered)
+def findings_for(plan: CheckPlan, discovered: FabricGraph) -> dict[str, list[Discrepancy]]:
+    """Discrepancies of ``discovered`` against the plan's expected graph, by declared cable."""
+    expected = plan.expected_graph
+    if expected is None:
+        raise ValueError("the spec declares no fabric topology to compare ibnetdiscover with")
+    return group(expected, diff(expected, discovered))
+
+
+def describe(items: list[Discrepancy]) -> str:
+    """One failure message: every discrepancy's own message, which names switch, port, host, HCA."""
+    return "; ".join(item.message for item in items)

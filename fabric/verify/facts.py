@@ -7,8 +7,8 @@ from typing import Any
 
 from fabric.parsers import PARSERS
 from fabric.parsers.ibstat import IbstatPort, IbstatReport
+from fabric.parsers.smpquery import PortInfoReport
 from fabric.verify.plan import SIM_DEVICE, CheckPlan, HcaPort
-from fabric.verify.smpquery import parse_portinfo
 
 Connect = Callable[[str], Any]
 
@@ -99,12 +99,11 @@ class Facts:
         link = neighbour[1]
         return link_rate(link.width.lower(), link.speed), f"PortInfo {link.width}{link.speed} via iblinkinfo"
 
-    def portinfo(self, want: HcaPort) -> dict[str, str]:
+    def portinfo(self, want: HcaPort) -> PortInfoReport:
         """``smpquery portinfo`` of this HCA port (direct route 0: the local node)."""
         found = self.port(want)
         device = found[0] if found else want.device
-        cmd = f"smpquery -C {device} -P {want.port} -D portinfo 0 {want.port}"
-        return self._once((want.host, cmd), lambda: parse_portinfo(self.output(want.host, cmd)[1]))
+        return self.parsed(want.host, "smpquery", f"smpquery -C {device} -P {want.port} -D portinfo 0 {want.port}")
 
     def sminfo_at(self, observer: str, lid: int) -> Any:
         """``sminfo <lid>``: the SMInfo an SM port answers, queried from ``observer``."""

@@ -1,22 +1,27 @@
 """Fault injection for the lab: ibsim console commands, OpenSM stop/start, netdev MTU.
 
-ibsim reads console commands (``Unlink "node"[port]``, ``Link "a"[p] "b"[q]``, ``Dump``,
-``Attached``, ``X <client>``) from its stdin, and only without ``-n``. The lab driver
-(``fabric.lab.ibsim.start_ibsim``) starts it with ``-n`` and stdin closed, so the lab has no
-control channel yet. ``IbsimConsole`` writes to a FIFO that ibsim's stdin is opened on; the
-driver adopts it by: creating ``state/<stack>/ibsim.console`` (``os.mkfifo``), dropping
-``-n``, and starting ibsim with ``stdin=os.open(fifo, os.O_RDWR)`` (read-write, so ibsim
-never sees EOF when a writer closes). Replies go to ibsim's log.
+The lab's ibsim reads console commands from a FIFO (``state/<stack>/ibsim.console``, see
+``fabric.lab.ibsim.console_path``) and writes replies, each ended by a ``sim> `` prompt, to
+its log. Commands used here: ``Unlink "node"[port]`` (pull a cable; both ends go
+Down/Polling), ``Link "a"[p] "b"[q]`` (cable two ports; width and speed are the lower of the
+two ports' enabled masks), ``Clear "node"[port]`` (unlink and reset the port to ibsim's
+default 4xSDR template), ``Attached`` (list clients) and ``X <client>`` (drop a client).
+Writers take an exclusive lock on the log so replies of concurrent writers do not mix.
 """
 
 from __future__ import annotations
 
+import fcntl
 import os
 import stat
 import time
+from collections.abc import Callable
 from pathlib import Path
 
-from fabric.topology.ibsim import sim_host
+from fabric.topology.ibsim import SPEED_MASKS, sim_host
+from fabric.verify.ibsim_clients import SimClient, dead_clients, parse_attached
+
+PROMPT = "sim> "
 
 
 class FaultError(RuntimeError):
@@ -33,22 +38,48 @@ class IbsimConsole:
         """True when the FIFO exists (the lab driver started ibsim on it)."""
         return self.fifo.exists() and stat.S_ISFIFO(self.fifo.stat().st_mode)
 
-    def send(self, command: str, settle: float = 0.5) -> str:
-        """Send one command; return what ibsim appended to its log (if a log is known)."""
+    def send(self, command: str, timeout: float = 5.0) -> str:
+        """Send one command; return ibsim's reply (what it appended to its log up to the prompt)."""
         if not self.available():
-            raise FaultError(f"{self.fifo} is not an ibsim console FIFO; see fabric.verify.faults for the driver change")
-        before = self.log.stat().st_size if self.log and self.log.exists() else 0
-        fd = os.open(self.fifo, os.O_WRONLY | os.O_NONBLOCK)
-        try:
-            os.write(fd, (command.strip() + "\n").encode())
-        finally:
-            os.close(fd)
-        time.sleep(settle)
-        if self.log and self.log.exists():
+            raise FaultError(f"{self.fifo} is not an ibsim console FIFO (is the lab's ibsim running?)")
+        if self.log is None or not self.log.exists():
+            raise FaultError(f"ibsim log {self.log} not found: replies cannot be read")
+        with open(self.log, "rb") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            try:
+                before = self.log.stat().st_size
+                fd = os.open(self.fifo, os.O_WRONLY | os.O_NONBLOCK)
+                try:
+                    os.write(fd, (command.strip() + "\n").encode())
+                finally:
+                    os.close(fd)
+                return self._reply(before, command, timeout)
+            finally:
+                fcntl.flock(lock, fcntl.LOCK_UN)
+
+    def _reply(self, offset: int, command: str, timeout: float) -> str:
+        assert self.log is not None
+        deadline = time.monotonic() + timeout
+        while True:
             with open(self.log, "rb") as fh:
-                fh.seek(before)
-                return fh.read().decode(errors="replace")
-        return ""
+                fh.seek(offset)
+                text = fh.read().decode(errors="replace")
+            if PROMPT in text:
+                return text.split(PROMPT, 1)[0]
+            if time.monotonic() > deadline:
+                raise FaultError(f"ibsim gave no prompt after {command!r} within {timeout:.0f}s; see {self.log}")
+            time.sleep(0.05)
+
+    def attached(self) -> list[SimClient]:
+        """Every client attached to ibsim."""
+        return parse_attached(self.send("Attached"))
+
+    def reap(self, host: str, alive_pids: Callable[[str, list[int]], set[int]]) -> list[SimClient]:
+        """Disconnect ``host``'s clients whose process is gone; return them."""
+        dead = dead_clients(self.attached(), host, alive_pids)
+        for client in dead:
+            self.disconnect_client(client.id)
+        return dead
 
     def unlink(self, host: str, device: str, port: int = 1) -> str:
         """Take a host's HCA port down (its cable is pulled)."""
@@ -60,7 +91,21 @@ class IbsimConsole:
 
     def disconnect_client(self, client: int) -> str:
         """Force-disconnect an ibsim client (e.g. a killed ``ibping -S``)."""
-        return self.send(f"X {client}")
+        reply = self.send(f"X {client}")
+        if "bad clientid" in reply:
+            raise FaultError(f"ibsim refused X {client}: {reply.strip()}")
+        return reply
+
+    def clear(self, node: str, port: int) -> str:
+        """Unlink a port and reset it to ibsim's default port template (4xSDR enabled)."""
+        return self.send(f'Clear "{node}"[{port}]')
+
+    def link_nodes(self, a: str, a_port: int, b: str, b_port: int) -> str:
+        """Cable node ``a`` port ``a_port`` to node ``b`` port ``b_port`` (ibsim node ids)."""
+        reply = self.send(f'Link "{a}"[{a_port}] "{b}"[{b_port}]')
+        if "can't link" in reply or "not found" in reply:
+            raise FaultError(f"ibsim refused the link: {reply.strip()}")
+        return reply
 
 
 def stop_sm(host) -> None:  # type: ignore[no-untyped-def]
@@ -84,3 +129,23 @@ def set_mtu(host, netdev: str, mtu: int) -> int:  # type: ignore[no-untyped-def]
     if result.rc != 0:
         raise FaultError(f"could not set {netdev} MTU {mtu}: {result.stderr.strip()}")
     return before
+
+
+def set_link_speed(host, hca_port: int, switch_port: int, speed: str) -> None:  # type: ignore[no-untyped-def]
+    """Limit a host's cable to ``speed`` (FDR, EDR, HDR): LinkSpeedExtEnabled on both ends.
+
+    Real SMP Sets (``ibportstate ... espeed MASK``) from the host, on its own HCA port (direct
+    route ``0``) and on the switch port at the other end of the cable (``0,<hca port>``): the
+    way an admin forces a speed. ibsim recomputes the active speed at once, and an OpenSM
+    sweep keeps it, because both ends allow no more. ``speed="HDR"`` restores the lab's links.
+    """
+    try:
+        mask = SPEED_MASKS[speed][1]
+    except KeyError:
+        raise FaultError(f"speed {speed!r} has no extended-speed mask; use one of FDR, EDR, HDR") from None
+    if not mask:
+        raise FaultError(f"speed {speed!r} is not an extended speed; use one of FDR, EDR, HDR")
+    for path, port in (("0", hca_port), (f"0,{hca_port}", switch_port)):
+        result = host.run(f"ibportstate -D {path} {port} espeed {mask}")
+        if result.rc != 0:
+            raise FaultError(f"ibportstate -D {path} {port} espeed {mask} failed: {(result.stdout + result.stderr).strip()[-300:]}")

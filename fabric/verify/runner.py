@@ -53,14 +53,19 @@ def pytest_args(inventory: Path, junit: Path, report_dir: Path, *, limit: str | 
 
 
 def run_checks(stack: str, *, junit: Path | None = None, limit: str | None = None, report_dir: Path | None = None,
-               spec: Path | None = None, workers: int | None = 2, quiet: bool = False) -> RunOutcome:
-    """Run the checks against ``state/<stack>/inventory.yml``; render the reports into ``report_dir``."""
+               spec: Path | None = None, workers: int | None = 2, quiet: bool = False,
+               select: str | None = None) -> RunOutcome:
+    """Run the checks against ``state/<stack>/inventory.yml``; render the reports into ``report_dir``.
+
+    ``select`` is a pytest ``-k`` expression choosing checks by name (``test_sm_answers or ...``).
+    """
     inventory = context.inventory_path(stack)
     context.load_inventory(inventory)  # fail early with a clear message
     report_dir = (report_dir or context.state_dir(stack) / "reports").resolve()
     report_dir.mkdir(parents=True, exist_ok=True)
     junit = (junit or report_dir / "checks.xml").resolve()
-    args = pytest_args(inventory, junit, report_dir, limit=limit, spec=spec, workers=workers)
+    args = pytest_args(inventory, junit, report_dir, limit=limit, spec=spec, workers=workers,
+                       extra=["-k", select] if select else None)
     env = {**os.environ, "PYTHONPATH": f"{context.ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
            "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
     log = report_dir / "pytest.log"

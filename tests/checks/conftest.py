@@ -26,6 +26,8 @@ import testinfra
 
 from fabric.verify import context
 from fabric.verify.facts import Facts
+from fabric.verify.faults import IbsimConsole
+from fabric.verify.ibsim_clients import bound_udp_ports
 from fabric.verify.plan import CheckPlan, DeclaredLink, HcaPort, Pair, SubnetManagerExpect
 
 PLAN = pytest.StashKey[CheckPlan]()
@@ -173,6 +175,28 @@ def facts(request: pytest.FixtureRequest, plan: CheckPlan) -> Facts:
         return connections[name]
 
     return Facts(plan=plan, connect=connect)
+
+
+@pytest.fixture(scope="session")
+def ibsim_console(request: pytest.FixtureRequest, plan: CheckPlan) -> IbsimConsole | None:
+    """The lab's ibsim console (FIFO and log beside the inventory), or None off the lab."""
+    if not plan.simulated:
+        return None
+    state = request.config.stash[INVENTORY].parent
+    return IbsimConsole(state / "ibsim.console", state / "logs" / "ibsim.log")
+
+
+@pytest.fixture(scope="session")
+def alive_ports(facts: Facts) -> Callable[[str, list[int]], set[int]]:
+    """``(host, ports)`` -> the ports still bound by a process on ``host`` (ibsim client liveness)."""
+
+    def alive(name: str, ports: list[int]) -> set[int]:
+        result = facts.connect(name).run("ss -Huan")
+        if result.rc != 0:
+            raise RuntimeError(f"{name}: ss -Huan failed: {result.stderr.strip()}")
+        return bound_udp_ports(result.stdout) & set(ports)
+
+    return alive
 
 
 @pytest.fixture

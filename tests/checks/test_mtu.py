@@ -13,7 +13,8 @@ from fabric.verify.plan import CheckPlan, HcaPort, Pair
 def test_ib_active_mtu(host, facts: Facts, ib_port: HcaPort, plan: CheckPlan) -> None:
     """The port's active (neighbour) MTU from PortInfo equals the spec's fabric MTU."""
     info = facts.portinfo(ib_port)
-    active = ib_mtu_bytes(info["NeighborMTU"])
+    assert info.ok and info.neighbor_mtu, f"{ib_port.where}: smpquery portinfo: {info.reason or 'no NeighborMTU'}"
+    active = ib_mtu_bytes(info.neighbor_mtu)
     note = f" (spec {plan.spec.fabric.mtu}, capped at ibsim's MTUCap 2048)" if plan.simulated else ""
     assert active == plan.ib_mtu, f"{ib_port.where}: active MTU {active}, expected {plan.ib_mtu}{note}"
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import shlex
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -17,45 +17,52 @@ import pytest
 from fabric.parsers import PARSERS
 from fabric.verify.bandwidth import min_write_bw
 from fabric.verify.facts import Facts
+from fabric.verify.faults import IbsimConsole
 from fabric.verify.plan import CheckPlan, Pair
 
 SERVER_SECONDS = 30
+#: Seconds a server gets to register before it is used (in the lab an ibping server answered
+#: nothing when pinged 1 s after it started, and always 2 s after).
+SERVER_SETTLE = 2.0
 
 
-def _serve(facts: Facts, plan: CheckPlan, target: str, command: str, prepare: str | None = None) -> Iterator[None]:
+def _serve(facts: Facts, plan: CheckPlan, target: str, command: str, env: str = "") -> Iterator[None]:
     """Run ``command`` detached on ``target`` for the duration of a check, then stop it."""
     remote = facts.connect(target)
-    if prepare:
-        remote.run(prepare)
-    started = remote.run(f"nohup timeout {SERVER_SECONDS} {command} </dev/null >/dev/null 2>&1 & echo $!")
+    prefix = f"env {env} " if env else ""
+    started = remote.run(f"{prefix}nohup timeout {SERVER_SECONDS} {command} </dev/null >/dev/null 2>&1 & echo $!")
     pid = started.stdout.strip()
     assert started.rc == 0 and pid.isdigit(), f"{target}: could not start {command!r}: {started.stderr.strip()}"
-    time.sleep(1.0)
+    time.sleep(SERVER_SETTLE)
     alive = remote.run(f"kill -0 {pid}")
     assert alive.rc == 0, f"{target}: {command!r} exited at once (another server still registered?)"
     try:
         yield
     finally:
-        remote.run(f"kill {pid} 2>/dev/null; true")
+        remote.run(f"kill {pid} 2>/dev/null; while kill -0 {pid} 2>/dev/null; do sleep 0.1; done; true")
 
 
 @pytest.fixture
-def ibping_server(facts: Facts, plan: CheckPlan, ib_pair: Pair) -> Iterator[None]:
+def ibping_server(facts: Facts, plan: CheckPlan, ib_pair: Pair, ibsim_console: IbsimConsole | None,
+                  alive_ports: Callable[[str, list[int]], set[int]]) -> Iterator[None]:
     """An ``ibping -S`` responder on the pair's target, started and stopped around the check.
 
-    In the lab it must register as the port's SM-class client to receive MADs (SIM_SET_ISSM;
-    SM hosts are not targets), and ibsim's remote mode never notices a killed client, whose
-    stale registration then refuses every later server on that port: there the server is
-    started once per node and left running (reused by later checks and runs).
+    In the lab the server registers with ibsim as the port's SM-class client (SIM_SET_ISSM=1:
+    ibsim hands QP1 requests only to such a client), and ibsim's remote mode never notices a
+    killed client: its registration would refuse every later server on that port. So dead
+    clients of the target are dropped through the console (``Attached``/``X``) before the
+    server starts, and the server's own registration after it stops.
     """
     if not plan.simulated:
         yield from _serve(facts, plan, ib_pair.target, "ibping -S")
         return
-    remote = facts.connect(ib_pair.target)
-    if remote.run("pgrep -f 'ibping -S'").rc != 0:
-        remote.run("SIM_SET_ISSM=1 nohup ibping -S </dev/null >/dev/null 2>&1 &")
-        time.sleep(1.0)
-    yield
+    if ibsim_console is None or not ibsim_console.available():
+        pytest.fail(f"{ib_pair.target}: the lab's ibsim console is missing, so stale ibping servers cannot be dropped")
+    ibsim_console.reap(ib_pair.target, alive_ports)
+    try:
+        yield from _serve(facts, plan, ib_pair.target, "ibping -S", env="SIM_SET_ISSM=1")
+    finally:
+        ibsim_console.reap(ib_pair.target, alive_ports)
 
 
 @pytest.mark.family("ib_pairs")
