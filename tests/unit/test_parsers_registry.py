@@ -46,6 +46,7 @@ def test_registry_names() -> None:
             "ibdiagnet",
             "ibping",
             "ibtracert",
+            "smpquery",
         ]
     )
 
