@@ -110,8 +110,21 @@ def _build_tarball(tarball: Path) -> None:
         partial.rename(tarball)
 
 
+#: A moving tag on the newest node image, for tools run by hand (molecule's default image).
+LATEST = "localhost/railyard-node:latest"
+
+
 def ensure_image() -> str:
-    """Return the node image tag, building the rootfs and importing it only when missing."""
+    """Return the node image tag, building the rootfs and importing it only when missing.
+
+    The image is also tagged ``localhost/railyard-node:latest``.
+    """
+    tag = _ensure_image()
+    podman(["tag", tag, LATEST])
+    return tag
+
+
+def _ensure_image() -> str:
     tag = image_tag()
     if exists("image", tag):
         return tag
