@@ -30,12 +30,15 @@ def _serve(facts: Facts, plan: CheckPlan, target: str, command: str, env: str = 
     """Run ``command`` detached on ``target`` for the duration of a check, then stop it."""
     remote = facts.connect(target)
     prefix = f"env {env} " if env else ""
-    started = remote.run(f"{prefix}nohup timeout {SERVER_SECONDS} {command} </dev/null >/dev/null 2>&1 & echo $!")
+    log = f"/tmp/railyard-server-{command.split()[0]}.log"
+    started = remote.run(f"{prefix}nohup timeout {SERVER_SECONDS} {command} </dev/null >{log} 2>&1 & echo $!")
     pid = started.stdout.strip()
     assert started.rc == 0 and pid.isdigit(), f"{target}: could not start {command!r}: {started.stderr.strip()}"
     time.sleep(SERVER_SETTLE)
     alive = remote.run(f"kill -0 {pid}")
-    assert alive.rc == 0, f"{target}: {command!r} exited at once (another server still registered?)"
+    if alive.rc != 0:
+        said = remote.run(f"tail -c 300 {log}").stdout.strip()
+        pytest.fail(f"{target}: {command!r} exited at once: {said or 'no output'}")
     try:
         yield
     finally:
@@ -70,8 +73,7 @@ def test_ibping(host, facts: Facts, ib_pair: Pair, ibping_server: None) -> None:
     """The source reaches the target's port with MAD echo (ibping by port GUID)."""
     guid = facts.port_guid(ib_pair.target)
     assert guid, f"{ib_pair.target}: no InfiniBand port GUID in ibstat"
-    result = host.run(f"ibping -c 3 -G {guid}")
-    report = PARSERS["ibping"](result.stdout + result.stderr)
+    report = PARSERS["ibping"](facts.output(ib_pair.source, f"ibping -c 3 -G {guid}")[1])
     assert report.pongs, f"{ib_pair.source} -> {ib_pair.target} (port {guid}): no ibping reply: {report.reason}"
 
 
@@ -80,8 +82,7 @@ def test_pma_reachable(host, facts: Facts, ib_pair: Pair) -> None:
     """A LID-routed PerfMgt MAD from the source reaches the target's port (perfquery <lid>)."""
     lid = facts.lid(ib_pair.target)
     assert lid, f"{ib_pair.target}: no LID on its InfiniBand port (ibstat)"
-    result = host.run(f"perfquery {lid} 1")
-    report = PARSERS["perfquery"](result.stdout + result.stderr)
+    report = PARSERS["perfquery"](facts.output(ib_pair.source, f"perfquery {lid} 1")[1])
     assert report.ok, f"{ib_pair.source} -> {ib_pair.target} (lid {lid}): perfquery got no answer: {report.reason}"
 
 
@@ -103,8 +104,7 @@ def test_ibtracert_declared_path(host, facts: Facts, plan: CheckPlan, ib_pair: P
         pytest.skip("no declared fat tree to compare the path with")
     src_lid, dst_lid = facts.lid(ib_pair.source), facts.lid(ib_pair.target)
     assert src_lid and dst_lid, f"{ib_pair.id}: missing LID (source {src_lid}, target {dst_lid})"
-    result = host.run(f"ibtracert {src_lid} {dst_lid}")
-    report = PARSERS["ibtracert"](result.stdout + result.stderr)
+    report = PARSERS["ibtracert"](facts.output(ib_pair.source, f"ibtracert {src_lid} {dst_lid}")[1])
     assert report.ok, f"{ib_pair.source} -> {ib_pair.target}: ibtracert lid {src_lid} -> {dst_lid} failed: {report.reason}"
     switches = [name.strip() for name in report.switches]
     leaves = {load.switch for load in plan.declared_graph.leaf_loads()}  # type: ignore[union-attr]
