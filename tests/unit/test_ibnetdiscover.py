@@ -156,3 +156,32 @@ def test_nodes_only_seen_from_port_lines_are_added() -> None:
 def test_model_dump_is_json_ready() -> None:
     dumped = load("ibsim_quirks__2").model_dump(mode="json")
     assert dumped["cas"]["0xb8e92403009cc000"]["host"] == "lonely" and dumped["links"] == []
+
+
+def test_description_with_double_quotes_parses_like_any_other() -> None:
+    text = (FIXTURES / "ibnetdiscover__ibtopotool__2.txt").read_text()
+    plain = parse(text)
+    quoted = parse(text.replace('"compute-00-00 HCA-1"', '"compute-00-00 "HCA-1""'))
+    assert len(quoted.links) == len(plain.links) == 2
+    assert {(k.width, k.speed) for k in quoted.links} == {(k.width, k.speed) for k in plain.links}
+
+
+def test_malformed_tail_of_a_port_line_names_its_line() -> None:
+    lines = (FIXTURES / "ibnetdiscover__ibsim_lab__1.txt").read_text().splitlines()
+    lines[10] = lines[10].replace("lid 4 4xHDR", "lid x 4xHDR")
+    with pytest.raises(IbnetdiscoverError, match=r"line 11: expected a port line"):
+        parse("\n".join(lines))
+
+
+def test_unknown_link_speed_names_its_line() -> None:
+    lines = (FIXTURES / "ibnetdiscover__ibsim_lab__1.txt").read_text().splitlines()
+    lines[10] = lines[10].replace("4xHDR", "4xZZZ")
+    with pytest.raises(IbnetdiscoverError, match=r"line 11: expected a known link width and speed"):
+        parse("\n".join(lines))
+
+
+def test_garbage_between_port_fields_names_its_line() -> None:
+    lines = (FIXTURES / "ibnetdiscover__ibsim_lab__1.txt").read_text().splitlines()
+    lines[10] = lines[10].replace("[1](2c90302000001)", "[1](2c90302000001)zz")
+    with pytest.raises(IbnetdiscoverError, match=r"line 11: expected a port line"):
+        parse("\n".join(lines))
