@@ -46,13 +46,16 @@ def content_hash(root: Path = REPO_ROOT, dirs: tuple[str, ...] = ("roles", "play
 
 def run(props: dict[str, Any]) -> dict[str, Any]:
     """Run the playbook for ``props``; the outputs, or an exception carrying the summary."""
-    from fabric.handoff.runner import run_playbook
+    from fabric.handoff.runner import run_playbook, stderr_line
     from fabric.specload import spec_from_mapping
 
     spec = spec_from_mapping(json.loads(props["spec_json"]), source="AnsibleHandoff.spec_json")
     result = run_playbook(props["playbook"], stack=props["stack"], spec=spec, limit=props.get("limit"))
     if not result.ok:
         raise RuntimeError(result.summary())
+    # The recap table closes the progress lines (stderr: the engine shows it as info).
+    for line in result.summary().splitlines():
+        stderr_line(line)
     return {
         "status": result.status,
         "rc": result.rc,

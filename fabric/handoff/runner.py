@@ -24,14 +24,19 @@ STATE_ROOT = REPO_ROOT / "state"
 ARTIFACTS_ROOT = REPO_ROOT / "artifacts"
 
 
+def default_state_root() -> Path:
+    """Where every stack's state lives: ``$RAILYARD_STATE_DIR`` (as the lab uses it) or ./state."""
+    return Path(os.environ.get("RAILYARD_STATE_DIR") or STATE_ROOT)
+
+
 def stderr_line(line: str) -> None:
     """Print one progress line to stderr, at once."""
     print(line, file=sys.stderr, flush=True)
 
 
-def inventory_path(stack: str, state_root: Path = STATE_ROOT) -> Path:
+def inventory_path(stack: str, state_root: Path | None = None) -> Path:
     """``state/<stack>/inventory.yml``; a HandoffError saying how to make it when absent."""
-    path = state_root / stack / "inventory.yml"
+    path = (state_root or default_state_root()) / stack / "inventory.yml"
     if not path.is_file():
         raise HandoffError(
             f"no inventory at {path}: provision the stack first (python -m fabric lab up, or "
@@ -70,7 +75,7 @@ def run_playbook(
     spec: ClusterSpec | None = None,
     limit: str | None = None,
     emit: Callable[[str], None] = stderr_line,
-    state_root: Path = STATE_ROOT,
+    state_root: Path | None = None,
     artifacts_root: Path = ARTIFACTS_ROOT,
     extra_env: dict[str, str] | None = None,
 ) -> PlaybookResult:

@@ -1,5 +1,10 @@
 """Fold ansible-runner events into progress lines, per-host counts and a failure report.
 
+Progress is one line per play and one line per task, written when the task has finished on
+every host: ``  <task>: changed gpu[01-08],ctl1; ok 2`` (host lists compressed, tasks
+skipped everywhere left out), plus an immediate ``    FAILED: <host>: <message>`` line
+per failure. ``PlaybookResult.summary()`` is the recap table and the failed tasks.
+
 A pure consumer of event dicts (the ``job_events/*.json`` documents ansible-runner
 writes and passes to ``event_handler``), so it is tested on recorded events without
 running Ansible.
@@ -11,6 +16,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from fabric.hostlist import compress
+from fabric.topology.slurm import natural_key
 
 #: How much of a failed task's message the summary keeps.
 MESSAGE_LIMIT = 300
@@ -79,6 +87,15 @@ class PlaybookResult:
         return "\n".join(lines)
 
 
+def _hosts(hosts: list[str]) -> str:
+    """A host list as Slurm writes it (gpu[01-08],ctl1); names compress() refuses stay as is."""
+    hosts = sorted(hosts, key=natural_key)
+    try:
+        return compress(hosts)
+    except ValueError:
+        return ",".join(hosts)
+
+
 def _message(res: Mapping[str, Any]) -> str:
     """The useful part of a failed task's result, one line, bounded."""
     parts = []
@@ -106,6 +123,28 @@ class EventSummary:
     _play: str = ""
     _task: str = ""
     _recap_seen: bool = False
+    _task_hosts: dict[str, list[str]] = field(default_factory=dict)
+
+    def _note(self, outcome: str, host: str) -> None:
+        """Remember ``host``'s ``outcome`` for the task line."""
+        hosts = self._task_hosts.setdefault(outcome, [])
+        if host and host not in hosts:
+            hosts.append(host)
+
+    def _flush_task(self) -> None:
+        """Emit the finished task's one line (nothing for a task skipped everywhere)."""
+        tally, self._task_hosts = self._task_hosts, {}
+        if not self._task or not any(tally.get(k) for k in ("changed", "ok", "failed", "unreachable")):
+            return
+        parts = []
+        for outcome in ("failed", "unreachable", "changed"):
+            if tally.get(outcome):
+                parts.append(f"{outcome} {_hosts(tally[outcome])}")
+        if tally.get("ok"):
+            parts.append(f"ok {len(tally['ok'])}")
+        if tally.get("skipped"):
+            parts.append(f"skipped {len(tally['skipped'])}")
+        self.emit(f"  {self._task}: {'; '.join(parts)}")
 
     def _counts(self, host: str) -> HostCounts:
         return self.hosts.setdefault(host, HostCounts())
@@ -116,28 +155,36 @@ class EventSummary:
         data = event.get("event_data") or {}
         host = data.get("host") or ""
         if kind == "playbook_on_play_start":
+            self._flush_task()
+            self._task = ""
             self._play = data.get("play") or data.get("name") or ""
             self.emit(f"PLAY [{self._play}]")
-        elif kind == "playbook_on_task_start":
-            self._task = data.get("task") or data.get("name") or ""
-            self.emit(f"  TASK [{self._task}]")
+        elif kind in ("playbook_on_task_start", "playbook_on_handler_task_start"):
+            self._flush_task()
+            name = data.get("task") or data.get("name") or ""
+            self._task = f"HANDLER {name}" if kind == "playbook_on_handler_task_start" else name
         elif kind == "runner_on_ok" and not self._recap_seen:
             counts = self._counts(host)
             if (data.get("res") or {}).get("changed"):
                 counts.changed += 1
-                self.emit(f"    changed: {host}")
+                self._note("changed", host)
             else:
                 counts.ok += 1
+                self._note("ok", host)
         elif kind == "runner_on_skipped" and not self._recap_seen:
             self._counts(host).skipped += 1
+            self._note("skipped", host)
         elif kind == "runner_on_failed" and not self._recap_seen:
             if data.get("ignore_errors"):
                 self._counts(host).ok += 1
+                self._note("ok", host)
             else:
                 self._failed(host, data, unreachable=False)
         elif kind == "runner_on_unreachable" and not self._recap_seen:
             self._failed(host, data, unreachable=True)
         elif kind == "playbook_on_stats":
+            self._flush_task()
+            self._task = ""
             self._recap(data)
         return True
 
@@ -155,6 +202,7 @@ class EventSummary:
             unreachable=unreachable,
         )
         self.failures.append(failure)
+        self._note("unreachable" if unreachable else "failed", host)
         self.emit(f"    {'UNREACHABLE' if unreachable else 'FAILED'}: {host}: {failure.message}")
 
     def _recap(self, data: Mapping[str, Any]) -> None:

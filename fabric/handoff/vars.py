@@ -16,8 +16,8 @@ import yaml
 
 from fabric.hostlist import compress
 from fabric.spec import ClusterSpec
+from fabric.handoff.topology import render
 from fabric.topology.from_spec import graph_from_spec
-from fabric.topology.graph import FabricGraph
 
 #: OpenSM partition member keywords (man opensm, PARTITION CONFIGURATION).
 SM_MEMBER_KEYWORDS = ("ALL", "ALL_CAS", "ALL_SWITCHES", "SELF")
@@ -29,6 +29,12 @@ LAB_SUBNET_MANAGER = {
     # Fail over in ~6 s instead of ~40 s, so failover drills stay short.
     "subnet_manager_sminfo_polling_timeout": 2000,
     "subnet_manager_polling_retry_number": 2,
+}
+LAB_CLUSTER_HOSTS = {
+    # Podman bind-mounts /etc/hosts (no rename over it) and writes a fresh one at every
+    # container start (a Redfish power cycle): write in place, put the block back at boot.
+    "cluster_hosts_unsafe_writes": True,
+    "cluster_hosts_restore_at_boot": True,
 }
 LAB_SLURM = {
     # Declared CPUs, memory and GPUs are reported as declared: the containers have 2 CPUs
@@ -67,10 +73,64 @@ def role_vars_from_spec(spec: ClusterSpec) -> dict[str, Any]:
         "railyard_target": spec.target,
         "railyard_fabric_kind": spec.fabric.kind,
     }
+    out |= cluster_hosts_vars(spec)
+    out |= rdma_stack_vars(spec)
+    out |= hca_vars(spec)
     out |= subnet_manager_vars(spec)
     out |= roce_qos_vars(spec)
     out |= slurm_vars(spec)
     return out
+
+
+def cluster_hosts_vars(spec: ClusterSpec) -> dict[str, Any]:
+    """The /etc/hosts block: on for every target (Slurm needs the names); lab specifics."""
+    out: dict[str, Any] = {"cluster_hosts_manage": True}
+    if spec.target == "lab":
+        out |= LAB_CLUSTER_HOSTS
+    return out
+
+
+def rdma_stack_vars(spec: ClusterSpec) -> dict[str, Any]:
+    """The RDMA userspace: the distribution's rdma-core. The spec names no vendor stack
+    (DOCA-OFED / MLNX_OFED need a repository or ISO the spec does not carry), and the lab's
+    nodes have no driver to restart."""
+    out: dict[str, Any] = {"rdma_stack_source": "distro"}
+    if spec.fabric.kind == "infiniband":
+        # The MAD tools the hand-off and the checks use (ibstat, ibnetdiscover, sminfo).
+        out["rdma_stack_extra_packages"] = ["infiniband-diags"]
+    if spec.target == "lab":
+        out["rdma_stack_restart_driver"] = False
+    return out
+
+
+#: ConnectX LINK_TYPE_P<n> per HCA link layer (mlxconfig labels).
+LINK_TYPES = {"InfiniBand": "IB", "Ethernet": "ETH"}
+
+
+def hca_vars(spec: ClusterSpec) -> dict[str, Any]:
+    """ConnectX port link types from the HCAs' declared link layer.
+
+    One value for every fabric host (group_vars for all): the spec's ConnectX HCAs must
+    agree per port, else the field that disagrees is named. Non-ConnectX HCAs (EFA) and a
+    fabric without HCAs set nothing.
+    """
+    wanted: dict[str, str] = {}
+    where: dict[str, str] = {}
+    for gi, group in enumerate(spec.nodes):
+        for hi, hca in enumerate(group.hcas):
+            label = LINK_TYPES.get(hca.link_layer)
+            if label is None or not hca.device.startswith(("mlx5", "mlx4")):
+                continue
+            for port in range(1, hca.ports + 1):
+                key = f"LINK_TYPE_P{port}"
+                field = f"nodes[{gi}].hcas[{hi}].link_layer"
+                if wanted.setdefault(key, label) != label:
+                    raise HandoffError(
+                        f"{field}: {hca.link_layer!r} differs from {where[key]} ({wanted[key]}); "
+                        f"ConnectX port link types are set cluster-wide, give every HCA port the same link layer"
+                    )
+                where.setdefault(key, field)
+    return {"hca_mlxconfig": dict(sorted(wanted.items()))} if wanted else {}
 
 
 def subnet_manager_vars(spec: ClusterSpec) -> dict[str, Any]:
@@ -165,39 +225,28 @@ def slurm_vars(spec: ClusterSpec) -> dict[str, Any]:
 
 
 def slurm_topology_vars(spec: ClusterSpec, slurm_nodes: list[str]) -> dict[str, Any]:
-    """TopologyPlugin and topology.conf from the declared fabric graph."""
+    """TopologyPlugin and topology.conf.
+
+    topology.conf from the declared fabric (``fabric.handoff.topology.render``, the
+    ``fabric.topology.slurm`` writers), restricted to the Slurm nodes. An InfiniBand fabric
+    also sets ``railyard_topology_discover``: site.yml then replaces it by the one rendered from
+    ``ibnetdiscover`` run on a subnet manager once OpenSM is up (playbooks/topology.yml).
+    """
     if spec.slurm.topology_plugin == "block":
         raise HandoffError(
             "slurm.topology_plugin: block needs Slurm 23.11 or later; the roles install the "
             "distribution's Slurm (22.05 on Debian 12). Use tree."
         )
     if spec.fabric.topology is None:
-        return {"slurm_topology_plugin": "none", "slurm_topology_conf": ""}
-    conf = tree_topology_conf(graph_from_spec(spec), slurm_nodes)
-    return {"slurm_topology_plugin": "tree", "slurm_topology_conf": conf}
-
-
-def tree_topology_conf(graph: FabricGraph, slurm_nodes: list[str]) -> str:
-    """topology.conf for topology/tree: leaves list their Slurm nodes, upper switches their
-    neighbour switches one level down. Hosts that are not Slurm nodes are left out."""
-    wanted = set(slurm_nodes)
-    leaves: dict[str, list[str]] = {}
-    for host, switch_names in graph.host_leaves().items():
-        if host in wanted:
-            for name in switch_names:
-                leaves.setdefault(name, []).append(host)
-    by_guid = graph.switches
-    leaf_guids = {g for g, s in by_guid.items() if s.name in leaves}
-    upper: dict[str, set[str]] = {}
-    for guid, neighbours in graph.neighbours().items():
-        if guid not in by_guid or guid in leaf_guids:
-            continue
-        below = {by_guid[n].name for _, n, _, _ in neighbours if n in leaf_guids}
-        if below:
-            upper.setdefault(by_guid[guid].name, set()).update(below)
-    lines = [f"SwitchName={leaf} Nodes={compress(hosts)}" for leaf, hosts in sorted(leaves.items())]
-    lines += [f"SwitchName={sw} Switches={compress(sorted(below))}" for sw, below in sorted(upper.items())]
-    return "\n".join(lines) + "\n" if lines else ""
+        return {"slurm_topology_plugin": "none", "slurm_topology_conf": "",
+                "railyard_topology_discover": False}
+    conf = render(graph_from_spec(spec), "tree", slurm_nodes)
+    return {
+        "slurm_topology_plugin": "tree",
+        "slurm_topology_conf": conf,
+        "railyard_topology_discover": spec.fabric.kind == "infiniband",
+        "railyard_topology_nodes": compress(slurm_nodes),
+    }
 
 
 def write_group_vars(spec: ClusterSpec, state_dir: Path) -> Path:
@@ -215,10 +264,12 @@ def write_group_vars(spec: ClusterSpec, state_dir: Path) -> Path:
 
 __all__ = [
     "HandoffError",
+    "cluster_hosts_vars",
+    "hca_vars",
+    "rdma_stack_vars",
     "role_vars_from_spec",
     "slurm_vars",
     "subnet_manager_vars",
     "roce_qos_vars",
-    "tree_topology_conf",
     "write_group_vars",
 ]

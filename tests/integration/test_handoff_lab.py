@@ -1,92 +1,179 @@
-"""The hand-off against the running lab: ``python -m fabric run playbooks/site.yml``.
+"""The hand-off on a lab of its own: ``pulumi up`` (Automation API, file backend in tmp) builds
+3 nodes (2 compute, 1 subnet manager that is also the Slurm controller), one per leaf, under a
+spine, and runs ``playbooks/site.yml`` (``railyard:handoff``); the check suite is off
+(``railyard:verify``, another component's test). Then: OpenSM MASTER at the priority-14 SM,
+every Slurm node idle, ``scontrol show topology`` as the fabric, and a second run that
+changes nothing.
 
-Needs the lab up (``python -m fabric lab up`` wrote ``state/lab/inventory.yml``). Checks
-the run succeeds and that what it configured works: OpenSM MASTER on the priority SM,
-every Slurm node idle, the topology as the spec declares.
+Its own stack name, subnets (198.19.60-75.0/24 and 198.19.80-95.0/24) and ports, so it runs
+beside the ``lab`` stack and the other integration tests.
 """
 
 from __future__ import annotations
 
+import os
 import re
+import secrets
+import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
+from typing import Any
 
 import pytest
+import yaml
 
-from fabric.handoff.vars import role_vars_from_spec
-from fabric.specload import load_spec
+pytestmark = pytest.mark.integration
 
 REPO = Path(__file__).resolve().parents[2]
-STATE = REPO / "state" / "lab"
-INVENTORY = STATE / "inventory.yml"
-
-pytestmark = [
-    pytest.mark.integration,
-    pytest.mark.skipif(not INVENTORY.is_file(), reason="the lab is not up (no state/lab/inventory.yml)"),
-]
+PULUMI_BIN = Path(os.environ.get("RAILYARD_PULUMI_BIN", Path.home() / ".cache/railyard/pulumi/v3.259.0/bin"))
 
 
-def _ansible(host: str, command: str) -> str:
-    """Run ``command`` on ``host`` through the lab inventory (SSH, host keys checked)."""
+def _spec(tag: int) -> dict[str, Any]:
+    hca = {"device": "mlx5_0", "link_layer": "InfiniBand", "rate_gbps": 400, "width": "4x"}
+    return {
+        "name": "ryhandoff", "target": "lab",
+        "nodes": [
+            {"names": "hn[1-2]", "role": "compute", "gpus": 2, "gpu_type": "h100", "hcas": [hca]},
+            {"names": "hsm1", "role": "sm", "hcas": [hca]},
+        ],
+        "fabric": {
+            "kind": "infiniband", "mtu": 4096,
+            "topology": {"kind": "fat-tree", "leaves": 3, "spines": 1, "ports_per_switch": 8,
+                         "nodes_per_leaf": 1, "uplinks_per_leaf": 2, "link_rate_gbps": 400, "link_width": "4x"},
+            "infiniband": {"routing_engine": "ftree", "sweep_interval": 10,
+                           "subnet_managers": [{"host": "hsm1", "priority": 14}]},
+        },
+        "management": {"subnet": f"198.19.{60 + tag}.0/24"},
+        "bmc": {"subnet": f"198.19.{80 + tag}.0/24"},
+        "slurm": {"cluster_name": "ryhandoff", "controller": "hsm1", "topology_plugin": "tree",
+                  "partitions": [{"name": "gpu", "nodes": "hn[1-2]", "default": True}]},
+        "lab": {"bmc_port": 18600 + 2 * tag, "ibsim_port": 17600 + 16 * tag},
+    }
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    from pulumi import automation as auto
+
+    tmp = tmp_path_factory.mktemp("handoff")
+    run_id = secrets.token_hex(3)
+    stack_name, tag = f"ryho-{run_id}", secrets.randbelow(16)
+    work = tmp / "program"
+    work.mkdir()
+    for name in ("Pulumi.yaml", "__main__.py"):
+        shutil.copy(REPO / name, work / name)
+    (tmp / "backend").mkdir()
+    env = {
+        "PATH": f"{PULUMI_BIN}:{REPO / '.venv' / 'bin'}:{os.environ['PATH']}",
+        "PULUMI_BACKEND_URL": f"file://{tmp / 'backend'}",
+        "PULUMI_CONFIG_PASSPHRASE": run_id,
+        "PULUMI_SKIP_UPDATE_CHECK": "true",
+        "PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION": "true",
+        "PYTHONPATH": str(REPO),
+        "RAILYARD_STATE_DIR": str(tmp / "state"),
+        "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"),
+        "CONTAINERS_CONF": str(REPO / "scripts" / "containers.conf"),
+    }
+    saved = dict(os.environ)
+    os.environ.update(env)
+    ws = auto.LocalWorkspace(work_dir=str(work), env_vars=env,
+                             pulumi_command=auto.PulumiCommand(str(PULUMI_BIN.parent)))
+    spec = _spec(tag)
+    config_file = work / f"Pulumi.{stack_name}.yaml"
+    config_file.write_text(yaml.safe_dump({"config": {
+        "railyard:prefix": stack_name, "railyard:cluster": spec,
+        "railyard:handoff": "true", "railyard:verify": "false"}}))
+    stack = auto.Stack.create(stack_name, ws)
+    log: list[str] = []
+    try:
+        started = time.monotonic()
+        result = stack.up(on_output=log.append)
+        yield {"stack": stack, "outputs": result.outputs, "stack_name": stack_name, "spec": spec,
+               "state": tmp / "state" / stack_name, "config_file": config_file, "env": env,
+               "up_seconds": time.monotonic() - started, "log": "".join(log)}
+    finally:
+        try:
+            stack.destroy(on_output=lambda _: None)
+            stack.workspace.remove_stack(stack_name)
+        finally:
+            os.environ.clear()
+            os.environ.update(saved)
+
+
+def _ssh(lab: dict[str, Any], host: str, command: str) -> str:
+    """``command`` on ``host`` over SSH with the stack's key, host key checked."""
+    hosts = {h["name"]: h for h in lab["outputs"]["hosts"].value}
     proc = subprocess.run(
-        [str(Path(sys.executable).parent / "ansible"), host, "-i", str(INVENTORY),
-         "-m", "ansible.builtin.shell", "-a", f"set -a; . /etc/environment; {command}"],
-        capture_output=True, text=True, cwd=REPO, timeout=120,
+        ["ssh", "-i", str(lab["state"] / "ssh" / "id_ed25519"),
+         "-o", f"UserKnownHostsFile={lab['state'] / 'known_hosts'}", "-o", "StrictHostKeyChecking=yes",
+         "-o", "BatchMode=yes", f"root@{hosts[host]['address']}", command],
+        capture_output=True, text=True, timeout=60,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return proc.stdout
 
 
-@pytest.fixture(scope="module")
-def site_run():
+def test_site_playbook_converged_during_pulumi_up(lab: dict[str, Any]) -> None:
+    recap = lab["outputs"]["handoff"].value
+    rows = {line.split()[0]: line.split()[1:] for line in recap.splitlines()[1:]}
+    assert set(rows) == {"hn1", "hn2", "hsm1"}
+    # ok changed failed unreachable skipped
+    assert all(r[2] == "0" and r[3] == "0" for r in rows.values()), recap
+    assert "Render topology.conf for the Slurm nodes from the discovered fabric" in lab["log"]
+
+
+def test_second_site_run_changes_nothing(lab: dict[str, Any]) -> None:
+    started = time.monotonic()
     proc = subprocess.run(
-        [sys.executable, "-m", "fabric", "run", "playbooks/site.yml", "--stack", "lab"],
-        capture_output=True, text=True, cwd=REPO, timeout=3600,
+        [sys.executable, "-m", "fabric", "run", "playbooks/site.yml", "--stack", lab["stack_name"],
+         "--spec", str(lab["config_file"])],
+        capture_output=True, text=True, cwd=REPO, timeout=900, env={**os.environ, **lab["env"]},
     )
-    return proc
+    lab["second_run_seconds"] = time.monotonic() - started
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    table = proc.stdout.split("succeeded\n", 1)[1].splitlines()
+    assert table[0].split() == ["host", "ok", "changed", "failed", "unreachable", "skipped"]
+    changed = {row.split()[0]: int(row.split()[2]) for row in table[1:4]}
+    assert changed == {"hn1": 0, "hn2": 0, "hsm1": 0}, proc.stdout
 
 
-def test_site_playbook_succeeds(site_run):
-    assert site_run.returncode == 0, site_run.stdout[-3000:] + site_run.stderr[-3000:]
-    assert "playbooks/site.yml: succeeded" in site_run.stdout
+def test_second_pulumi_up_does_not_rerun_the_handoff(lab: dict[str, Any]) -> None:
+    preview = lab["stack"].preview(on_output=lambda _: None)
+    assert {k: v for k, v in preview.change_summary.items() if k != "same"} == {}
 
 
-def test_group_vars_are_the_specs(site_run):
-    import yaml
-
-    written = yaml.safe_load((STATE / "group_vars" / "all.yml").read_text())
-    assert written == role_vars_from_spec(load_spec(REPO / "Pulumi.lab.yaml"))
+def test_priority_14_sm_is_master(lab: dict[str, Any]) -> None:
+    out = _ssh(lab, "hsm1", "sminfo")
+    assert re.search(r"priority 14 state 3 SMINFO_MASTER", out), out
 
 
-def test_highest_priority_sm_is_master(site_run):
-    spec = load_spec(REPO / "Pulumi.lab.yaml")
-    top = max(spec.fabric.infiniband.subnet_managers, key=lambda sm: sm.priority)
-    out = _ansible(top.host, "sminfo")
-    assert re.search(rf"priority {top.priority} state 3 SMINFO_MASTER", out), out
+def test_every_slurm_node_is_idle(lab: dict[str, Any]) -> None:
+    out = _ssh(lab, "hsm1", 'sinfo --noheader --Node --format "%N %t"')
+    states = dict(line.split() for line in out.splitlines() if line.strip())
+    assert states == {"hn1": "idle", "hn2": "idle"}
 
 
-def test_every_slurm_node_is_idle(site_run):
-    spec = load_spec(REPO / "Pulumi.lab.yaml")
-    out = _ansible(spec.slurm.controller, 'sinfo --noheader --Node --format "%N %t" | sort -u')
-    states = dict(re.findall(r"^(\S+) (\S+)$", out.split(">>", 1)[-1], re.M))
-    assert set(states) == set(spec.hosts_with_role("compute"))
-    assert set(states.values()) == {"idle"}, states
+def test_slurm_nodes_are_reached_at_their_management_addresses(lab: dict[str, Any]) -> None:
+    addresses = {h["name"]: h["address"] for h in lab["outputs"]["hosts"].value}
+    out = _ssh(lab, "hsm1", "scontrol show node hn2; getent hosts hn1")
+    assert f"NodeAddr={addresses['hn2']}" in out
+    assert out.splitlines()[-1].split()[0] == addresses["hn1"]
 
 
-def test_slurm_topology_matches_the_fabric(site_run):
-    spec = load_spec(REPO / "Pulumi.lab.yaml")
-    out = _ansible(spec.slurm.controller, "scontrol show topology")
-    conf = role_vars_from_spec(spec)["slurm_topology_conf"]
-    for line in conf.splitlines():
-        name, members = line.split(" ", 1)
-        assert name in out and members.split("=", 1)[1] in out, (line, out)
+def test_slurm_topology_is_the_discovered_fabric(lab: dict[str, Any]) -> None:
+    from fabric.handoff.topology import render
+    from fabric.parsers.ibnetdiscover import parse
 
-
-def test_second_run_changes_nothing(site_run):
-    proc = subprocess.run(
-        [sys.executable, "-m", "fabric", "run", "playbooks/site.yml", "--stack", "lab"],
-        capture_output=True, text=True, cwd=REPO, timeout=3600,
-    )
-    assert proc.returncode == 0, proc.stdout[-3000:]
-    assert "    changed:" not in proc.stderr, [l for l in proc.stderr.splitlines() if "changed:" in l]
+    discovered = (lab["state"] / "ibnetdiscover.txt").read_text()
+    assert "generated on" not in discovered
+    assert render(parse(discovered), "tree", ["hn1", "hn2"]).splitlines()[1:] == [
+        "SwitchName=leaf01 Nodes=hn1",
+        "SwitchName=leaf02 Nodes=hn2",
+        "SwitchName=spine01 Switches=leaf[01-02]",
+    ]
+    shown = _ssh(lab, "hsm1", "scontrol show topology")
+    switches = {m[0]: (m[1], m[2]) for m in re.findall(
+        r"SwitchName=(\S+) Level=(\d) LinkSpeed=\S+ Nodes=(\S+)", shown)}
+    assert switches == {"leaf01": ("0", "hn1"), "leaf02": ("0", "hn2"), "spine01": ("1", "hn[1-2]")}, shown

@@ -82,8 +82,13 @@ def test_failure_names_host_task_and_message(real_run):
 def test_progress_lines_stream_plays_tasks_and_failures(real_run):
     _, lines, _ = real_run
     assert "PLAY [Exercise the summary]" in lines
-    assert "  TASK [A changed task]" in lines
+    # One line per task once it has run on every host; a task skipped everywhere has none.
+    assert "  A changed task: changed a,b" in lines
+    assert "  An unchanged task: ok 2" in lines
+    assert not any("A skipped task" in line for line in lines)
     assert any(line.startswith("    FAILED: b:") for line in lines)
+    assert "  A failing task on b only: failed b; skipped 1" in lines
+    assert sum("A changed task" in line for line in lines) == 1
 
 
 def test_artifacts_are_kept_under_the_stack(real_run):

@@ -11,10 +11,10 @@ import yaml
 from fabric.handoff.vars import (
     HandoffError,
     role_vars_from_spec,
-    tree_topology_conf,
     write_group_vars,
 )
 from fabric.specload import load_spec, spec_from_mapping
+from fabric.handoff.topology import render
 from fabric.topology.from_spec import graph_from_spec
 
 REPO = Path(__file__).resolve().parents[2]
@@ -61,7 +61,7 @@ def test_lab_slurm_nodes_carry_declared_gpus(lab_spec):
 
 def test_lab_topology_conf_lists_only_slurm_nodes(lab_spec):
     conf = role_vars_from_spec(lab_spec)["slurm_topology_conf"]
-    assert conf.splitlines() == [
+    assert [line for line in conf.splitlines() if not line.startswith("#")] == [
         "SwitchName=leaf01 Nodes=gpu[01-05]",
         "SwitchName=leaf02 Nodes=gpu[06-08]",
         "SwitchName=spine01 Switches=leaf[01-02]",
@@ -69,8 +69,30 @@ def test_lab_topology_conf_lists_only_slurm_nodes(lab_spec):
 
 
 def test_tree_topology_conf_skips_hosts_outside_slurm(lab_spec):
-    conf = tree_topology_conf(graph_from_spec(lab_spec), ["gpu01"])
-    assert conf.splitlines() == ["SwitchName=leaf01 Nodes=gpu01", "SwitchName=spine01 Switches=leaf01"]
+    conf = render(graph_from_spec(lab_spec), "tree", ["gpu01"])
+    assert conf.splitlines()[1:] == ["SwitchName=leaf01 Nodes=gpu01", "SwitchName=spine01 Switches=leaf01"]
+
+
+def test_infiniband_topology_is_discovered_and_rendered_for_the_slurm_nodes(lab_spec):
+    out = role_vars_from_spec(lab_spec)
+    assert out["railyard_topology_discover"] is True
+    assert out["railyard_topology_nodes"] == "gpu[01-08]"
+
+
+def test_rdma_stack_is_the_distributions_with_the_mad_tools(lab_spec):
+    out = role_vars_from_spec(lab_spec)
+    assert out["rdma_stack_source"] == "distro"
+    assert out["rdma_stack_extra_packages"] == ["infiniband-diags"]
+
+
+def test_hca_link_type_follows_the_link_layer(lab_spec):
+    assert role_vars_from_spec(lab_spec)["hca_mlxconfig"] == {"LINK_TYPE_P1": "IB"}
+
+
+def test_lab_keeps_the_hosts_block_across_container_restarts(lab_spec):
+    out = role_vars_from_spec(lab_spec)
+    assert out["cluster_hosts_manage"] is True
+    assert out["cluster_hosts_restore_at_boot"] is True
 
 
 def test_no_topology_without_a_declared_fabric_topology(lab_spec):
@@ -131,7 +153,7 @@ def test_every_variable_is_declared_by_its_role(lab_spec):
     for key in out:
         if key.startswith("railyard_"):
             continue
-        role = next(r for r in ("subnet_manager", "roce_qos", "slurm", "rdma_stack") if key.startswith(r + "_"))
+        role = next(r for r in ("subnet_manager", "roce_qos", "slurm", "rdma_stack", "hca", "cluster_hosts") if key.startswith(r + "_"))
         assert key in _declared(role), f"{key} is not in roles/{role}/defaults/main.yml"
 
 

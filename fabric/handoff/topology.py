@@ -1,0 +1,98 @@
+"""Slurm's topology.conf for the hand-off, from the discovered or the declared fabric.
+
+``python -m fabric.handoff.topology --from-ibnetdiscover FILE --nodes gpu[01-08]`` (or
+``--from-spec SPEC``) prints topology.conf for the tree (or block) plugin. It is
+``python -m fabric topology`` with one addition the roles need: ``--nodes`` keeps only the
+hosts that are Slurm nodes. Slurm 22.05's topology/tree refuses to start on a topology.conf
+naming a host that slurm.conf does not ("Invalid node name (%s) in switch config"), and a
+fabric also carries subnet-manager, storage and login hosts. The files are written by
+``fabric.topology.slurm`` (``tree_conf``, ``block_conf``); nothing here writes Slurm syntax.
+
+The output depends only on the fabric's shape and names, never on LIDs, GUID order or the
+time of discovery, so the rendered file changes only when the cabling does.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Iterable
+from pathlib import Path
+
+from fabric.hostlist import expand
+from fabric.topology.graph import FabricGraph
+from fabric.topology.slurm import block_conf, tree_conf
+
+
+def only_hosts(graph: FabricGraph, hosts: Iterable[str]) -> FabricGraph:
+    """``graph`` without the host CAs (and their links) whose host is not in ``hosts``, and
+    without the leaf switches left with no host (a leaf of only subnet-manager or storage
+    hosts is no place for a Slurm job, and kept it would look like an upper level)."""
+    keep = set(hosts)
+    cas = {g: c for g, c in graph.cas.items() if c.kind != "hca" or c.host in keep}
+    dropped = set(graph.cas) - set(cas)
+
+    def host_switches(ca_guids: set[str]) -> set[str]:
+        out = set()
+        for link in graph.links:
+            for a, b in ((link.a_guid, link.b_guid), (link.b_guid, link.a_guid)):
+                if a in ca_guids and b in graph.switches:
+                    out.add(b)
+        return out
+
+    kept_leaves = host_switches({g for g, c in cas.items() if c.kind == "hca"})
+    switches = {
+        g: sw for g, sw in graph.switches.items()
+        if g in kept_leaves or g not in host_switches(dropped)
+    }
+    alive = set(switches) | set(cas)
+    links = [link for link in graph.links if link.a_guid in alive and link.b_guid in alive]
+    return FabricGraph(switches=switches, cas=cas, links=links, warnings=list(graph.warnings))
+
+
+def render(graph: FabricGraph, plugin: str = "tree", nodes: Iterable[str] | None = None,
+           block_size: int | None = None) -> str:
+    """topology.conf for ``plugin`` (tree or block), restricted to ``nodes`` when given."""
+    if nodes is not None:
+        graph = only_hosts(graph, nodes)
+    if plugin == "block":
+        return block_conf(graph, block_size)
+    return tree_conf(graph)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command line; 0 on success, 1 on a bad input, 2 on an unreadable file."""
+    from fabric.parsers.common import ParseError
+    from fabric.parsers.ibnetdiscover import parse
+    from fabric.specload import SpecError, load_spec
+    from fabric.topology.from_spec import graph_from_spec
+    from fabric.topology.graph import GraphError
+
+    parser = argparse.ArgumentParser(prog="python -m fabric.handoff.topology", description=__doc__)
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--from-ibnetdiscover", metavar="FILE", help="ibnetdiscover output ('-' for stdin)")
+    source.add_argument("--from-spec", metavar="SPEC", help="cluster spec YAML or Pulumi stack file")
+    parser.add_argument("--plugin", choices=("tree", "block"), default="tree")
+    parser.add_argument("--block-size", type=int, metavar="N")
+    parser.add_argument("--nodes", metavar="HOSTLIST", help="Slurm nodes to keep, e.g. gpu[01-08],cpu1")
+    args = parser.parse_args(argv)
+    try:
+        if args.from_spec:
+            graph = graph_from_spec(load_spec(args.from_spec))
+        else:
+            src = args.from_ibnetdiscover
+            graph = parse(sys.stdin.read() if src == "-" else Path(src).read_text())
+        nodes = expand(args.nodes) if args.nodes is not None else None
+        out = render(graph, args.plugin, nodes, args.block_size)
+    except OSError as err:
+        print(f"topology: cannot read {err.filename}: {err.strerror}", file=sys.stderr)
+        return 2
+    except (SpecError, ParseError, GraphError, ValueError) as err:
+        print(f"topology: {err}", file=sys.stderr)
+        return 1
+    sys.stdout.write(out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
