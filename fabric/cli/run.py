@@ -31,6 +31,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         default=None,
         help="spec or stack YAML to derive role variables from (default Pulumi.<stack>.yaml)",
     )
+    parser.add_argument(
+        "--result-json",
+        default=None,
+        help="also write the result (status, rc, recap, per-host counts, summary) to this JSON file",
+    )
     parser.set_defaults(func=_run)
 
 
@@ -45,4 +50,17 @@ def _run(args: argparse.Namespace) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     print(result.summary())
+    if args.result_json:
+        import json
+        from dataclasses import asdict
+
+        Path(args.result_json).write_text(json.dumps({
+            "ok": result.ok,
+            "status": result.status,
+            "rc": result.rc,
+            "recap": result.recap(),
+            "summary": result.summary(),
+            "artifacts": str(result.artifacts),
+            "hosts": {h: asdict(c) for h, c in result.hosts.items()},
+        }))
     return 0 if result.ok else 1

@@ -45,23 +45,45 @@ def content_hash(root: Path = REPO_ROOT, dirs: tuple[str, ...] = ("roles", "play
 
 
 def run(props: dict[str, Any]) -> dict[str, Any]:
-    """Run the playbook for ``props``; the outputs, or an exception carrying the summary."""
-    from fabric.handoff.runner import run_playbook, stderr_line
-    from fabric.specload import spec_from_mapping
+    """Run the playbook for ``props``; the outputs, or an exception carrying the summary.
 
-    spec = spec_from_mapping(json.loads(props["spec_json"]), source="AnsibleHandoff.spec_json")
-    result = run_playbook(props["playbook"], stack=props["stack"], spec=spec, limit=props.get("limit"))
-    if not result.ok:
-        raise RuntimeError(result.summary())
+    The run happens in a child ``python -m fabric run`` process: ansible-runner forks (pexpect),
+    and a fork of this provider process, whose gRPC threads are running, produced an
+    ansible-playbook that wrote nothing and failed at once (``fork_posix.cc: Other threads are
+    currently calling into gRPC, skipping fork() handlers``). The child's progress lines
+    (stderr) pass straight through to ``pulumi up``.
+    """
+    import os
+    import subprocess
+    import sys
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="railyard-handoff-") as tmp:
+        spec_file = Path(tmp) / "spec.json"
+        spec_file.write_text(props["spec_json"])
+        result_file = Path(tmp) / "result.json"
+        argv = [sys.executable, "-m", "fabric", "run", props["playbook"], "--stack", props["stack"],
+                "--spec", str(spec_file), "--result-json", str(result_file)]
+        if props.get("limit"):
+            argv += ["--limit", props["limit"]]
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+            p for p in (str(REPO_ROOT), os.environ.get("PYTHONPATH", "")) if p)}
+        proc = subprocess.run(argv, cwd=REPO_ROOT, env=env, stdout=subprocess.PIPE, stderr=None,
+                              text=True, check=False)
+        if not result_file.is_file():
+            raise RuntimeError(f"python -m fabric run exited {proc.returncode} without a result: "
+                               f"{proc.stdout.strip()[-1500:]}")
+        result = json.loads(result_file.read_text())
+    if not result["ok"]:
+        raise RuntimeError(result["summary"])
     # The recap table closes the progress lines (stderr: the engine shows it as info).
-    for line in result.summary().splitlines():
-        stderr_line(line)
+    print(result["summary"], file=sys.stderr, flush=True)
     return {
-        "status": result.status,
-        "rc": result.rc,
-        "recap": result.recap(),
-        "artifacts": str(result.artifacts),
-        "changed_hosts": sorted(h for h, c in result.hosts.items() if c.changed),
+        "status": result["status"],
+        "rc": result["rc"],
+        "recap": result["recap"],
+        "artifacts": result["artifacts"],
+        "changed_hosts": sorted(h for h, c in result["hosts"].items() if c["changed"]),
     }
 
 
