@@ -20,6 +20,10 @@ from fabric.handoff.vars import HandoffError, write_group_vars
 from fabric.spec import ClusterSpec
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
+#: Hosts Ansible works on at once in the lab. ibsim serves at most 10 clients at a time
+#: (IBSIM_MAX_CLIENTS, compiled in); both OpenSMs hold one each, and every RDMA tool a task
+#: runs on a node is another, so more forks make tools fail with "sim_init: connect failed".
+LAB_FORKS = 4
 STATE_ROOT = REPO_ROOT / "state"
 ARTIFACTS_ROOT = REPO_ROOT / "artifacts"
 
@@ -100,6 +104,8 @@ def run_playbook(
         "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]),
         **(extra_env or {}),
     }
+    if spec is not None and spec.target == "lab":
+        env.setdefault("ANSIBLE_FORKS", str(LAB_FORKS))
     summary = EventSummary(emit=emit)
     emit(f"running {book.relative_to(REPO_ROOT) if book.is_relative_to(REPO_ROOT) else book} "
          f"on stack {stack}{f' (limit {limit})' if limit else ''}; artifacts in {private}")
