@@ -26,19 +26,29 @@ SERVER_SECONDS = 30
 SERVER_SETTLE = 2.0
 
 
-def _serve(facts: Facts, plan: CheckPlan, target: str, command: str, env: str = "") -> Iterator[None]:
+#: Starts of a server before the check fails. In the lab a start can be refused while ibsim
+#: already serves its limit of 10 clients (IBSIM_MAX_CLIENTS) to other checks' tools.
+SERVER_ATTEMPTS = 3
+
+
+def _serve(facts: Facts, plan: CheckPlan, target: str, command: str, env: str = "",
+           before_retry: Callable[[], object] | None = None) -> Iterator[None]:
     """Run ``command`` detached on ``target`` for the duration of a check, then stop it."""
     remote = facts.connect(target)
     prefix = f"env {env} " if env else ""
     log = f"/tmp/railyard-server-{command.split()[0]}.log"
-    started = remote.run(f"{prefix}nohup timeout {SERVER_SECONDS} {command} </dev/null >{log} 2>&1 & echo $!")
-    pid = started.stdout.strip()
-    assert started.rc == 0 and pid.isdigit(), f"{target}: could not start {command!r}: {started.stderr.strip()}"
-    time.sleep(SERVER_SETTLE)
-    alive = remote.run(f"kill -0 {pid}")
-    if alive.rc != 0:
+    for attempt in range(1, SERVER_ATTEMPTS + 1):
+        started = remote.run(f"{prefix}nohup timeout {SERVER_SECONDS} {command} </dev/null >{log} 2>&1 & echo $!")
+        pid = started.stdout.strip()
+        assert started.rc == 0 and pid.isdigit(), f"{target}: could not start {command!r}: {started.stderr.strip()}"
+        time.sleep(SERVER_SETTLE * attempt)
+        if remote.run(f"kill -0 {pid}").rc == 0:
+            break
         said = remote.run(f"tail -c 300 {log}").stdout.strip()
-        pytest.fail(f"{target}: {command!r} exited at once: {said or 'no output'}")
+        if attempt == SERVER_ATTEMPTS:
+            pytest.fail(f"{target}: {command!r} exited at once, {attempt} times: {said or 'no output'}")
+        if before_retry is not None:
+            before_retry()
     try:
         yield
     finally:
@@ -63,7 +73,8 @@ def ibping_server(facts: Facts, plan: CheckPlan, ib_pair: Pair, ibsim_console: I
         pytest.fail(f"{ib_pair.target}: the lab's ibsim console is missing, so stale ibping servers cannot be dropped")
     ibsim_console.reap(ib_pair.target, alive_ports)
     try:
-        yield from _serve(facts, plan, ib_pair.target, "ibping -S", env="SIM_SET_ISSM=1")
+        yield from _serve(facts, plan, ib_pair.target, "ibping -S", env="SIM_SET_ISSM=1",
+                          before_retry=lambda: ibsim_console.reap(ib_pair.target, alive_ports))
     finally:
         ibsim_console.reap(ib_pair.target, alive_ports)
 
