@@ -105,8 +105,11 @@ class AnsibleHandoffProvider(ResourceProvider):
     def update(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
         return UpdateResult(outs={**news, **run(news)})
 
-    def delete(self, _id: str, _props: dict[str, Any]) -> None:
-        """Leave the hosts configured; only the Pulumi record goes."""
+    def delete(self, _id: str, props: dict[str, Any]) -> None:
+        """Leave the hosts as they are; remove the files the hand-off wrote (vars, munge key)."""
+        from fabric.handoff.runner import remove_handoff_files
+
+        remove_handoff_files(props["stack"])
 
 
 class AnsibleHandoff(pulumi.dynamic.Resource):

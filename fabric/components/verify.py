@@ -56,8 +56,15 @@ class VerificationProvider(ResourceProvider):
     def update(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
         return UpdateResult(outs={**news, **run(news)})
 
-    def delete(self, _id: str, _props: dict[str, Any]) -> None:
-        """Nothing to undo: verification only reads."""
+    def delete(self, _id: str, props: dict[str, Any]) -> None:
+        """Verification only reads the hosts; remove its reports (when they are the default ones)."""
+        import shutil
+
+        from fabric.verify import context
+
+        reports = context.state_dir(props["stack"]) / "reports"
+        if props.get("report_dir") in (None, str(reports.resolve())):
+            shutil.rmtree(reports, ignore_errors=True)
 
 
 class Verification(pulumi.dynamic.Resource):

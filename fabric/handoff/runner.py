@@ -123,3 +123,21 @@ def run_playbook(
     )
     rc = runner.rc if isinstance(runner.rc, int) else 1
     return summary.result(str(book), runner.status or "unknown", rc, private)
+
+
+#: What the hand-off writes next to a stack's inventory (relative to ``state/<stack>/``).
+HANDOFF_FILES = ("group_vars/all.yml", "ibnetdiscover.txt", "secrets/munge.key")
+
+
+def remove_handoff_files(stack: str, state_root: Path | None = None) -> list[Path]:
+    """Delete the files the hand-off wrote for ``stack`` (and folders left empty); return them."""
+    base = inventory_path(stack, state_root).parent
+    removed = []
+    for rel in HANDOFF_FILES:
+        path = base / rel
+        if path.is_file():
+            path.unlink()
+            removed.append(path)
+        if path.parent != base and path.parent.is_dir() and not any(path.parent.iterdir()):
+            path.parent.rmdir()
+    return removed
