@@ -43,8 +43,11 @@ def test_sminfo_names_the_highest_priority_sm_as_master(host):
 
 
 def test_log_shows_this_sms_role(host):
-    want = "SUBNET UP" if _priority(host) == MASTER_PRIORITY else "Entering STANDBY state"
-    # The first sweep may still be running when the verifier starts: wait, bounded.
+    # The role each OpenSM took, from its own log. "SUBNET UP" is not required: under ibsim's
+    # remote mode a restarted OpenSM sometimes never logs it although sminfo shows it MASTER
+    # and the ports are Active (the tests above), so the sweep result is checked there.
+    want = "Entering MASTER state" if _priority(host) == MASTER_PRIORITY else "Entering STANDBY state"
+    # The SM may still be discovering when the verifier starts: wait, bounded.
     for _ in range(30):
         log = host.file("/var/log/opensm.log").content_string
         if want in log:
