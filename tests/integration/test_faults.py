@@ -32,13 +32,6 @@ from fabric.verify.runner import run_checks
 
 pytestmark = pytest.mark.integration
 
-#: Known gap (issue 6): in ibsim's remote mode OpenSM's sweeps after a fault (the standby's
-#: takeover, a restarted master, bringing a relinked port back to Active) are unreliable (OpenSM stuck in DISCOVERING, or MASTER without SUBNET UP). These run
-#: every time and report XPASS once that is fixed.
-SM_TAKEOVER_GAP = pytest.mark.xfail(reason="OpenSM takeover under ibsim remote mode is unreliable (issue 6)", strict=False)
-#: Known gap (issue 6): the speed fault (SMP Sets with ibportstate espeed) has not run green here.
-SLOW_LINK_GAP = pytest.mark.xfail(reason="speed fault via ibportstate espeed not yet proven in the lab (issue 6)", strict=False)
-
 REPO = Path(__file__).resolve().parents[2]
 PULUMI_BIN = Path("/root/.cache/railyard/pulumi/v3.259.0/bin")
 SETTLE_SECONDS = 90
@@ -189,7 +182,6 @@ def test_unlinked_port_fails_only_its_own_checks(unlinked: tuple[dict[str, str],
     assert all("n1/" in key for key in during), during
 
 
-@SM_TAKEOVER_GAP
 def test_relinked_port_passes_after_a_sweep(unlinked: tuple[dict[str, str], dict[str, str]]) -> None:
     _, after = unlinked
     assert after == {}
@@ -222,13 +214,11 @@ def test_stopped_master_fails_the_sm_check_naming_it(sm_stopped: tuple[dict[str,
     assert "test_sm_answers[sm1]" in during and "SM on sm1" in during["test_sm_answers[sm1]"], during
 
 
-@SM_TAKEOVER_GAP
 def test_standby_takes_over_as_the_only_master(sm_stopped: tuple[dict[str, str], ...]) -> None:
     taken_over = sm_stopped[1]
     assert set(taken_over) == {"test_sm_answers[sm1]"}, taken_over
 
 
-@SM_TAKEOVER_GAP
 def test_restarted_master_passes_again(sm_stopped: tuple[dict[str, str], ...]) -> None:
     assert sm_stopped[2] == {}
 
@@ -249,7 +239,6 @@ def slow_link(lab: Lab, sm_stopped: Any) -> tuple[dict[str, str], dict[str, str]
     return during, after
 
 
-@SLOW_LINK_GAP
 @pytest.mark.parametrize(
     ("check", "named"),
     [
@@ -264,6 +253,5 @@ def test_slow_link_fails_naming_host_hca_switch_and_port(
     assert check in during and all(n in during[check] for n in named), f"{check}: {during.get(check)}; all: {during}"
 
 
-@SLOW_LINK_GAP
 def test_slow_link_restored_passes(slow_link: tuple[dict[str, str], dict[str, str]]) -> None:
     assert slow_link[1] == {}
