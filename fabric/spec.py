@@ -254,6 +254,10 @@ class SlurmSpec(Model):
     partitions: list[SlurmPartition] = Field(default_factory=list)
     topology_plugin: Literal["tree", "block"] = "tree"
     block_size: int | None = Field(default=None, ge=1)
+    munge_key: SecretRef | None = Field(
+        default=None,
+        description="Pulumi config secret holding the munge key (>= 32 bytes); unset: the stack generates one",
+    )
 
 
 class LabSpec(Model):

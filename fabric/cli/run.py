@@ -3,7 +3,7 @@
 Writes the role variables from the stack's spec to ``state/<stack>/group_vars/all.yml``,
 runs the playbook with ansible-runner against ``state/<stack>/inventory.yml``, streams
 progress to stderr and prints the short summary (per-host counts, failed tasks, where the
-artifacts are). Exit code 0 on success, 1 when a host failed, 2 on a usage problem.
+artifacts are). The cluster's munge key comes from the stack (``fabric.handoff.secrets``). Exit code 0 on success, 1 when a host failed, 2 on a usage problem.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 from fabric.handoff.runner import REPO_ROOT, run_playbook
+from fabric.handoff.secrets import munge_key
 from fabric.handoff.vars import HandoffError
 
 
@@ -45,7 +46,9 @@ def _run(args: argparse.Namespace) -> int:
     spec_path = Path(args.spec) if args.spec else REPO_ROOT / f"Pulumi.{args.stack}.yaml"
     try:
         spec = load_spec(spec_path)
-        result = run_playbook(args.playbook, stack=args.stack, spec=spec, limit=args.limit)
+        key = munge_key(args.stack, REPO_ROOT)
+        result = run_playbook(args.playbook, stack=args.stack, spec=spec, limit=args.limit,
+                              secret_vars={"slurm_munge_key": key} if key else None)
     except (HandoffError, SpecError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -15,6 +15,7 @@ import yaml
 
 from fabric.components import cluster_component
 from fabric.components.handoff import AnsibleHandoff
+from fabric.components.munge import munge_key
 from fabric.components.verify import Verification
 from fabric.spec import ClusterSpec
 
@@ -51,11 +52,14 @@ class Cluster(pulumi.ComponentResource):
         after: list[pulumi.Resource] = [self.target]
         recap: pulumi.Input[str] | None = None
         if args.handoff:
+            key = munge_key(name, args.spec, pulumi.ResourceOptions(parent=self))
+            outputs["munge_key"] = key
             self.handoff = AnsibleHandoff(
                 f"{name}-handoff",
                 stack=args.stack,
                 spec_json=spec_json,
                 inventory=inventory,
+                munge_key=key,
                 opts=pulumi.ResourceOptions(parent=self, depends_on=after),
             )
             after, recap = [self.handoff], self.handoff.recap

@@ -21,9 +21,11 @@ from typing import Any
 import pulumi
 from pulumi.dynamic import CreateResult, DiffResult, ResourceProvider, UpdateResult
 
+from fabric.handoff.secrets import MUNGE_KEY_ENV
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 #: Inputs whose change re-runs the playbook.
-RERUN_ON = ("stack", "spec_json", "inventory", "playbook", "limit", "content_hash")
+RERUN_ON = ("stack", "spec_json", "inventory", "playbook", "limit", "content_hash", "munge_key")
 #: Paths under roles/ and playbooks/ that do not change what runs on the hosts.
 IGNORED_PARTS = {"molecule", "tests", "__pycache__", ".pytest_cache"}
 OUTPUTS = ("status", "rc", "recap", "artifacts", "changed_hosts")
@@ -68,6 +70,8 @@ def run(props: dict[str, Any]) -> dict[str, Any]:
             argv += ["--limit", props["limit"]]
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(
             p for p in (str(REPO_ROOT), os.environ.get("PYTHONPATH", "")) if p)}
+        if props.get("munge_key"):
+            env[MUNGE_KEY_ENV] = props["munge_key"]
         proc = subprocess.run(argv, cwd=REPO_ROOT, env=env, stdout=subprocess.PIPE, stderr=None,
                               text=True, check=False)
         if not result_file.is_file():
@@ -130,9 +134,11 @@ class AnsibleHandoff(pulumi.dynamic.Resource):
         inventory: pulumi.Input[str],
         playbook: str = "playbooks/site.yml",
         limit: str | None = None,
+        munge_key: pulumi.Input[str] | None = None,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         props: dict[str, Any] = {
+            "munge_key": munge_key,
             "stack": stack,
             "spec_json": spec_json,
             "inventory": inventory,
@@ -141,4 +147,5 @@ class AnsibleHandoff(pulumi.dynamic.Resource):
             "content_hash": content_hash(),
             **{k: None for k in OUTPUTS},
         }
-        super().__init__(AnsibleHandoffProvider(), name, props, opts)
+        secret = pulumi.ResourceOptions(additional_secret_outputs=["munge_key"])
+        super().__init__(AnsibleHandoffProvider(), name, props, pulumi.ResourceOptions.merge(opts, secret))

@@ -9,9 +9,12 @@ private data dir (events, stdout, the command) under ``artifacts/<stack>/<timest
 
 from __future__ import annotations
 
+import json
 import os
 import sys
-from collections.abc import Callable
+import tempfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -26,6 +29,37 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 LAB_FORKS = 4
 STATE_ROOT = REPO_ROOT / "state"
 ARTIFACTS_ROOT = REPO_ROOT / "artifacts"
+#: Never handed to Ansible: ansible-runner records the whole environment of a run in the
+#: artifacts' ``command`` file, and Ansible needs none of these.
+SENSITIVE_ENV = ("PULUMI_CONFIG_PASSPHRASE", "PULUMI_ACCESS_TOKEN", "RAILYARD_MUNGE_KEY")
+
+
+@contextmanager
+def secret_vars_file(values: dict[str, str]) -> Iterator[Path | None]:
+    """A private (0600) vars file for ``-e @FILE`` that exists only while the run does.
+
+    Extra vars given to ansible-runner directly are written into the run's kept artifacts;
+    a file path on the command line keeps the values out of them.
+    """
+    if not values:
+        yield None
+        return
+    with tempfile.TemporaryDirectory(prefix="railyard-secrets-") as tmp:
+        path = Path(tmp) / "secrets.json"
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as handle:
+            json.dump(values, handle)
+        yield path
+
+
+@contextmanager
+def without_sensitive_env() -> Iterator[None]:
+    """Hide ``SENSITIVE_ENV`` from this process's environment while Ansible runs."""
+    saved = {k: os.environ.pop(k) for k in SENSITIVE_ENV if k in os.environ}
+    try:
+        yield
+    finally:
+        os.environ.update(saved)
 
 
 def default_state_root() -> Path:
@@ -82,11 +116,14 @@ def run_playbook(
     state_root: Path | None = None,
     artifacts_root: Path = ARTIFACTS_ROOT,
     extra_env: dict[str, str] | None = None,
+    secret_vars: dict[str, str] | None = None,
 ) -> PlaybookResult:
     """Run ``playbook`` against ``stack``'s inventory; stream progress through ``emit``.
 
     With ``spec``, the role variables are (re)written to ``state/<stack>/group_vars/all.yml``
-    first. Returns the typed result; ``result.summary()`` is the short report.
+    first. ``secret_vars`` (e.g. ``slurm_munge_key``) reach Ansible as extra vars through a
+    private file that is removed after the run. Returns the typed result; ``result.summary()``
+    is the short report.
     """
     import ansible_runner  # imported here: the CLI's other commands do not need it
 
@@ -109,18 +146,20 @@ def run_playbook(
     summary = EventSummary(emit=emit)
     emit(f"running {book.relative_to(REPO_ROOT) if book.is_relative_to(REPO_ROOT) else book} "
          f"on stack {stack}{f' (limit {limit})' if limit else ''}; artifacts in {private}")
-    runner = ansible_runner.run(
-        private_data_dir=str(private),
-        project_dir=str(REPO_ROOT),
-        playbook=str(book),
-        inventory=str(inventory),
-        limit=limit,
-        envvars=env,
-        event_handler=summary.handle,
-        quiet=True,
-        # Keep every run's record; they are small and git-ignored.
-        rotate_artifacts=0,
-    )
+    with secret_vars_file(secret_vars or {}) as secrets_file, without_sensitive_env():
+        runner = ansible_runner.run(
+            private_data_dir=str(private),
+            project_dir=str(REPO_ROOT),
+            playbook=str(book),
+            inventory=str(inventory),
+            limit=limit,
+            envvars=env,
+            cmdline=f"-e @{secrets_file}" if secrets_file else None,
+            event_handler=summary.handle,
+            quiet=True,
+            # Keep every run's record; they are small and git-ignored.
+            rotate_artifacts=0,
+        )
     rc = runner.rc if isinstance(runner.rc, int) else 1
     return summary.result(str(book), runner.status or "unknown", rc, private)
 
