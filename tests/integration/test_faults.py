@@ -15,25 +15,17 @@ fabric netdev (see the report of this test module's author).
 
 from __future__ import annotations
 
-import os
-import secrets
-import shutil
-import time
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from fabric.verify.faults import IbsimConsole, set_link_speed, start_sm, stop_sm
 from fabric.verify.ibsim_clients import bound_udp_ports
-from fabric.verify.runner import run_checks
+from tests.integration.labkit import OwnLab, own_lab
 
 pytestmark = pytest.mark.integration
 
-REPO = Path(__file__).resolve().parents[2]
-PULUMI_BIN = Path("/root/.cache/railyard/pulumi/v3.259.0/bin")
 SETTLE_SECONDS = 90
 
 LINK_CHECKS = "test_port_state_active or test_port_physical_state_linkup or test_declared_link_discovered"
@@ -69,31 +61,22 @@ SM_PLAYBOOK = """---
 
 
 class Lab:
-    """The fault-test lab: its stack name, state directory, stack file and helpers."""
+    """The fault-test lab (:class:`OwnLab`) and its ibsim console."""
 
-    def __init__(self, name: str, state: Path, stack_file: Path) -> None:
-        self.name, self.state, self.stack_file = name, state, stack_file
-        self.console = IbsimConsole(state / "ibsim.console", state / "logs" / "ibsim.log")
+    def __init__(self, own: OwnLab) -> None:
+        self.own = own
+        self.console = IbsimConsole(own.state / "ibsim.console", own.state / "logs" / "ibsim.log")
 
     def failed(self, select: str) -> dict[str, str]:
         """Run the selected checks; return ``name[param]`` -> failure message of each failed one."""
-        outcome = run_checks(self.name, spec=self.stack_file, select=select, quiet=True, workers=1)
-        assert outcome.results, f"the check suite did not run: {outcome.summary()}"
-        return {f"{r.name}[{r.param}]": r.message for r in outcome.results if r.failed}
+        return self.own.failed_checks(select)
 
     def settle(self, select: str, done: Callable[[dict[str, str]], bool]) -> dict[str, str]:
         """Re-run the checks until ``done(failed)`` (bounded); return the last failures."""
-        deadline = time.monotonic() + SETTLE_SECONDS
-        while True:
-            failed = self.failed(select)
-            if done(failed) or time.monotonic() > deadline:
-                return failed
-            time.sleep(5)
+        return self.own.settle_checks(select, done, seconds=SETTLE_SECONDS)
 
     def host(self, name: str) -> Any:
-        import testinfra
-
-        return testinfra.get_host(f"ansible://{name}", ansible_inventory=str(self.state / "inventory.yml"))
+        return self.own.testinfra_host(name)
 
     def alive_ports(self, name: str, ports: list[int]) -> set[int]:
         return bound_udp_ports(self.host(name).run("ss -Huan").stdout) & set(ports)
@@ -101,48 +84,19 @@ class Lab:
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
-    from pulumi import automation as auto
-
     from fabric.handoff.runner import run_playbook
     from fabric.specload import load_spec
 
-    tmp = tmp_path_factory.mktemp("faults")
-    run_id = secrets.token_hex(3)
-    name, tag = f"ryfault-{run_id}", secrets.randbelow(15)
-    work = tmp / "program"
-    work.mkdir()
-    for file in ("Pulumi.yaml", "__main__.py"):
-        shutil.copy(REPO / file, work / file)
-    (tmp / "backend").mkdir()
-    env = {
-        "PATH": f"{PULUMI_BIN}:{REPO / '.venv' / 'bin'}:{os.environ['PATH']}",
-        "PULUMI_BACKEND_URL": f"file://{tmp / 'backend'}",
-        "PULUMI_CONFIG_PASSPHRASE": run_id,
-        "PULUMI_SKIP_UPDATE_CHECK": "true",
-        "PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION": "true",
-        "PYTHONPATH": str(REPO),
-        "RAILYARD_STATE_DIR": str(tmp / "state"),
-    }
-    os.environ.update(env)
-    stack_file = work / f"Pulumi.{name}.yaml"
-    stack_file.write_text(yaml.safe_dump({"config": {
-        "railyard:prefix": name, "railyard:cluster": _spec(tag), "railyard:handoff": False, "railyard:verify": False}}))
-    ws = auto.LocalWorkspace(work_dir=str(work), env_vars=env, pulumi_command=auto.PulumiCommand(str(PULUMI_BIN.parent)))
-    stack = auto.Stack.create(name, ws)
-    try:
-        stack.up(on_output=lambda _: None)
-        book = tmp / "sm.yml"
+    with own_lab(tmp_path_factory, "ryfault", _spec) as own:
+        book = own.root / "sm.yml"
         book.write_text(SM_PLAYBOOK)
-        result = run_playbook(book, stack=name, spec=load_spec(stack_file), state_root=tmp / "state",
-                              artifacts_root=tmp / "artifacts", emit=lambda _: None)
+        result = run_playbook(book, stack=own.name, spec=load_spec(own.stack_file), state_root=own.state_root,
+                              artifacts_root=own.root / "artifacts", emit=lambda _: None)
         assert result.ok, result.summary()
-        lab = Lab(name, tmp / "state" / name, stack_file)
+        lab = Lab(own)
         healthy = lab.settle(f"{LINK_CHECKS} or {SM_CHECKS} or {SPEED_CHECKS}", lambda f: not f)
         assert not healthy, f"the fault-test lab is not healthy before any fault: {healthy}"
         yield lab
-    finally:
-        stack.destroy(on_output=lambda _: None)
-        stack.workspace.remove_stack(name)
 
 
 # -- (a) a pulled cable ------------------------------------------------------------------------

@@ -13,21 +13,16 @@ from __future__ import annotations
 
 import os
 import re
-import secrets
-import shutil
 import subprocess
 import sys
-import time
-from pathlib import Path
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
-import yaml
+
+from tests.integration.labkit import REPO, OwnLab, own_lab
 
 pytestmark = pytest.mark.integration
-
-REPO = Path(__file__).resolve().parents[2]
-PULUMI_BIN = Path(os.environ.get("RAILYARD_PULUMI_BIN", Path.home() / ".cache/railyard/pulumi/v3.259.0/bin"))
 
 
 def _spec(tag: int) -> dict[str, Any]:
@@ -54,84 +49,26 @@ def _spec(tag: int) -> dict[str, Any]:
 
 
 @pytest.fixture(scope="module")
-def lab(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    from pulumi import automation as auto
-
-    tmp = tmp_path_factory.mktemp("handoff")
-    run_id = secrets.token_hex(3)
-    stack_name, tag = f"ryho-{run_id}", secrets.randbelow(16)
-    work = tmp / "program"
-    work.mkdir()
-    for name in ("Pulumi.yaml", "__main__.py"):
-        shutil.copy(REPO / name, work / name)
-    (tmp / "backend").mkdir()
-    env = {
-        "PATH": f"{PULUMI_BIN}:{REPO / '.venv' / 'bin'}:{os.environ['PATH']}",
-        "PULUMI_BACKEND_URL": f"file://{tmp / 'backend'}",
-        "PULUMI_CONFIG_PASSPHRASE": run_id,
-        "PULUMI_SKIP_UPDATE_CHECK": "true",
-        "PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION": "true",
-        "PYTHONPATH": str(REPO),
-        "RAILYARD_STATE_DIR": str(tmp / "state"),
-        "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"),
-        "CONTAINERS_CONF": str(REPO / "scripts" / "containers.conf"),
-    }
-    saved = dict(os.environ)
-    os.environ.update(env)
-    ws = auto.LocalWorkspace(work_dir=str(work), env_vars=env,
-                             pulumi_command=auto.PulumiCommand(str(PULUMI_BIN.parent)))
-    spec = _spec(tag)
-    config_file = work / f"Pulumi.{stack_name}.yaml"
-    config_file.write_text(yaml.safe_dump({"config": {
-        "railyard:prefix": stack_name, "railyard:cluster": spec,
-        "railyard:handoff": "true", "railyard:verify": "false"}}))
-    stack = auto.Stack.create(stack_name, ws)
-    log: list[str] = []
-    try:
-        started = time.monotonic()
-        result = stack.up(on_output=log.append)
-        yield {"stack": stack, "outputs": result.outputs, "stack_name": stack_name, "spec": spec,
-               "state": tmp / "state" / stack_name, "config_file": config_file, "env": env,
-               "up_seconds": time.monotonic() - started, "log": "".join(log)}
-    finally:
-        try:
-            stack.destroy(on_output=lambda _: None)
-            stack.workspace.remove_stack(stack_name)
-        finally:
-            os.environ.clear()
-            os.environ.update(saved)
+def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[OwnLab]:
+    with own_lab(tmp_path_factory, "ryho", _spec, tags=16, handoff=True) as lab:
+        yield lab
 
 
-def _ssh(lab: dict[str, Any], host: str, command: str) -> str:
-    """``command`` on ``host`` over SSH with the stack's key, host key checked."""
-    hosts = {h["name"]: h for h in lab["outputs"]["hosts"].value}
-    proc = subprocess.run(
-        ["ssh", "-i", str(lab["state"] / "ssh" / "id_ed25519"),
-         "-o", f"UserKnownHostsFile={lab['state'] / 'known_hosts'}", "-o", "StrictHostKeyChecking=yes",
-         "-o", "BatchMode=yes", f"root@{hosts[host]['address']}", command],
-        capture_output=True, text=True, timeout=60,
-    )
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    return proc.stdout
-
-
-def test_site_playbook_converged_during_pulumi_up(lab: dict[str, Any]) -> None:
-    recap = lab["outputs"]["handoff"].value
+def test_site_playbook_converged_during_pulumi_up(lab: OwnLab) -> None:
+    recap = lab.outputs["handoff"].value
     rows = {line.split()[0]: line.split()[1:] for line in recap.splitlines()[1:]}
     assert set(rows) == {"hn1", "hn2", "hsm1"}
     # ok changed failed unreachable skipped
     assert all(r[2] == "0" and r[3] == "0" for r in rows.values()), recap
-    assert "Render topology.conf for the Slurm nodes from the discovered fabric" in lab["log"]
+    assert "Render topology.conf for the Slurm nodes from the discovered fabric" in lab.up_log
 
 
-def test_second_site_run_changes_nothing(lab: dict[str, Any]) -> None:
-    started = time.monotonic()
+def test_second_site_run_changes_nothing(lab: OwnLab) -> None:
     proc = subprocess.run(
-        [sys.executable, "-m", "fabric", "run", "playbooks/site.yml", "--stack", lab["stack_name"],
-         "--spec", str(lab["config_file"])],
-        capture_output=True, text=True, cwd=REPO, timeout=900, env={**os.environ, **lab["env"]},
+        [sys.executable, "-m", "fabric", "run", "playbooks/site.yml", "--stack", lab.name,
+         "--spec", str(lab.stack_file)],
+        capture_output=True, text=True, cwd=REPO, timeout=900, env={**os.environ, **lab.env},
     )
-    lab["second_run_seconds"] = time.monotonic() - started
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     table = proc.stdout.split("succeeded\n", 1)[1].splitlines()
     assert table[0].split() == ["host", "ok", "changed", "failed", "unreachable", "skipped"]
@@ -139,41 +76,41 @@ def test_second_site_run_changes_nothing(lab: dict[str, Any]) -> None:
     assert changed == {"hn1": 0, "hn2": 0, "hsm1": 0}, proc.stdout
 
 
-def test_second_pulumi_up_does_not_rerun_the_handoff(lab: dict[str, Any]) -> None:
-    preview = lab["stack"].preview(on_output=lambda _: None)
+def test_second_pulumi_up_does_not_rerun_the_handoff(lab: OwnLab) -> None:
+    preview = lab.stack.preview(on_output=lambda _: None)
     assert {k: v for k, v in preview.change_summary.items() if k != "same"} == {}
 
 
-def test_priority_14_sm_is_master(lab: dict[str, Any]) -> None:
-    out = _ssh(lab, "hsm1", "sminfo")
+def test_priority_14_sm_is_master(lab: OwnLab) -> None:
+    out = lab.ssh("hsm1", "sminfo")
     assert re.search(r"priority 14 state 3 SMINFO_MASTER", out), out
 
 
-def test_every_slurm_node_is_idle(lab: dict[str, Any]) -> None:
-    out = _ssh(lab, "hsm1", 'sinfo --noheader --Node --format "%N %t"')
+def test_every_slurm_node_is_idle(lab: OwnLab) -> None:
+    out = lab.ssh("hsm1", 'sinfo --noheader --Node --format "%N %t"')
     states = dict(line.split() for line in out.splitlines() if line.strip())
     assert states == {"hn1": "idle", "hn2": "idle"}
 
 
-def test_slurm_nodes_are_reached_at_their_management_addresses(lab: dict[str, Any]) -> None:
-    addresses = {h["name"]: h["address"] for h in lab["outputs"]["hosts"].value}
-    out = _ssh(lab, "hsm1", "scontrol show node hn2; getent hosts hn1")
+def test_slurm_nodes_are_reached_at_their_management_addresses(lab: OwnLab) -> None:
+    addresses = {h["name"]: h["address"] for h in lab.outputs["hosts"].value}
+    out = lab.ssh("hsm1", "scontrol show node hn2; getent hosts hn1")
     assert f"NodeAddr={addresses['hn2']}" in out
     assert out.splitlines()[-1].split()[0] == addresses["hn1"]
 
 
-def test_slurm_topology_is_the_discovered_fabric(lab: dict[str, Any]) -> None:
+def test_slurm_topology_is_the_discovered_fabric(lab: OwnLab) -> None:
     from fabric.handoff.topology import render
     from fabric.parsers.ibnetdiscover import parse
 
-    discovered = (lab["state"] / "ibnetdiscover.txt").read_text()
+    discovered = (lab.state / "ibnetdiscover.txt").read_text()
     assert "generated on" not in discovered
     assert render(parse(discovered), "tree", ["hn1", "hn2"]).splitlines()[1:] == [
         "SwitchName=leaf01 Nodes=hn1",
         "SwitchName=leaf02 Nodes=hn2",
         "SwitchName=spine01 Switches=leaf[01-02]",
     ]
-    shown = _ssh(lab, "hsm1", "scontrol show topology")
+    shown = lab.ssh("hsm1", "scontrol show topology")
     switches = {m[0]: (m[1], m[2]) for m in re.findall(
         r"SwitchName=(\S+) Level=(\d) LinkSpeed=\S+ Nodes=(\S+)", shown)}
     assert switches == {"leaf01": ("0", "hn1"), "leaf02": ("0", "hn2"), "spine01": ("1", "hn[1-2]")}, shown

@@ -6,24 +6,19 @@ Infrastructure only: the stack config turns the hand-off and the verification of
 from __future__ import annotations
 
 import os
-import secrets
-import shutil
-import subprocess
 import time
-from pathlib import Path
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 import requests
 
 from fabric.lab.bmc import read_credentials
-from fabric.lab.ssh import connect, host_keys_from, run
+from fabric.lab.ssh import run
 from fabric.parsers.ibstat import parse
+from tests.integration.labkit import OwnLab, own_lab
 
 pytestmark = pytest.mark.integration
-
-REPO = Path(__file__).resolve().parents[2]
-PULUMI_BIN = Path("/root/.cache/railyard/pulumi/v3.259.0/bin")
 
 
 def _spec(tag: int, compute: str = "n[1-2]") -> dict[str, Any]:
@@ -44,119 +39,62 @@ def _spec(tag: int, compute: str = "n[1-2]") -> dict[str, Any]:
 
 
 @pytest.fixture(scope="module")
-def lab(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    from pulumi import automation as auto
-
-    tmp = tmp_path_factory.mktemp("lab")
-    run_id = secrets.token_hex(3)
-    stack_name, tag = f"rytest-{run_id}", secrets.randbelow(15)
-    work = tmp / "program"
-    work.mkdir()
-    for name in ("Pulumi.yaml", "__main__.py"):
-        shutil.copy(REPO / name, work / name)
-    (tmp / "backend").mkdir()
-    env = {
-        "PATH": f"{PULUMI_BIN}:{REPO / '.venv' / 'bin'}:{os.environ['PATH']}",
-        "PULUMI_BACKEND_URL": f"file://{tmp / 'backend'}",
-        "PULUMI_CONFIG_PASSPHRASE": run_id,
-        "PULUMI_SKIP_UPDATE_CHECK": "true",
-        "PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION": "true",
-        "PYTHONPATH": str(REPO),
-        "RAILYARD_STATE_DIR": str(tmp / "state"),
-    }
-    os.environ.update({k: v for k, v in env.items() if k != "PATH"})
-    os.environ["PATH"] = env["PATH"]
-    ws = auto.LocalWorkspace(work_dir=str(work), env_vars=env, pulumi_command=auto.PulumiCommand(str(PULUMI_BIN.parent)))
-    import yaml
-
-    config = {"config": {"railyard:prefix": stack_name, "railyard:cluster": _spec(tag),
-                         "railyard:handoff": "false", "railyard:verify": "false"}}
-    (work / f"Pulumi.{stack_name}.yaml").write_text(yaml.safe_dump(config))
-    stack = auto.Stack.create(stack_name, ws)
-    try:
-        result = stack.up(on_output=lambda _: None)
-        yield {"stack": stack, "outputs": result.outputs, "state": tmp / "state" / stack_name, "prefix": stack_name,
-               "tag": tag, "config_file": work / f"Pulumi.{stack_name}.yaml"}
-    finally:
-        stack.destroy(on_output=lambda _: None)
-        leftovers = _leftovers(stack_name, tmp / "state" / stack_name)
-        stack.workspace.remove_stack(stack_name)
-        assert leftovers == {}, leftovers
+def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[OwnLab]:
+    with own_lab(tmp_path_factory, "rytest", _spec) as lab:
+        yield lab
+    assert lab.leftovers == {}, lab.leftovers
 
 
-def _leftovers(prefix: str, state: Path) -> dict[str, Any]:
-    from fabric.lab.podman import podman
-
-    out: dict[str, Any] = {}
-    containers = podman(["ps", "-a", "--filter", f"name={prefix}", "--format", "{{.Names}}"]).stdout.split()
-    networks = [n for n in podman(["network", "ls", "--format", "{{.Name}}"]).stdout.split() if n.startswith(prefix)]
-    procs = subprocess.run(["pgrep", "-af", str(state)], capture_output=True, text=True).stdout.split("\n")
-    for key, value in (("containers", containers), ("networks", networks), ("processes", [p for p in procs if p]),
-                       ("files", [str(p) for p in state.rglob("*")] if state.exists() else [])):
-        if value:
-            out[key] = value
-    if state.exists():
-        out["state_dir"] = str(state)
-    return out
-
-
-def _ssh(lab: dict[str, Any], node: str) -> Any:
-    hosts = {h["name"]: h for h in lab["outputs"]["hosts"].value}
-    key = (lab["state"] / "ssh" / "id_ed25519").read_text()
-    return connect(hosts[node]["address"], user="root", private_key=key,
-                   host_keys=host_keys_from(lab["state"] / "known_hosts"))
-
-
-def test_second_up_changes_nothing(lab: dict[str, Any]) -> None:
-    preview = lab["stack"].preview(on_output=lambda _: None)
+def test_second_up_changes_nothing(lab: OwnLab) -> None:
+    preview = lab.stack.preview(on_output=lambda _: None)
     changes = {k: v for k, v in preview.change_summary.items() if k != "same"}
     assert changes == {}
 
 
-def test_inventory_file_matches_output(lab: dict[str, Any]) -> None:
+def test_inventory_file_matches_output(lab: OwnLab) -> None:
     import yaml
 
-    written = yaml.safe_load((lab["state"] / "inventory.yml").read_text())
-    assert written == lab["outputs"]["inventory"].value
+    written = yaml.safe_load((lab.state / "inventory.yml").read_text())
+    assert written == lab.outputs["inventory"].value
     assert list(written["all"]["children"]["subnet_managers"]["hosts"]) == ["sm1"]
 
 
-def test_ssh_checks_host_key_and_ibstat_shows_own_guid(lab: dict[str, Any]) -> None:
-    with _ssh(lab, "n2") as client:
+def test_ssh_checks_host_key_and_ibstat_shows_own_guid(lab: OwnLab) -> None:
+    with lab.connect("n2") as client:
         rc, out, _ = run(client, "hostname; ibstat")
     assert rc == 0
     assert out.splitlines()[0] == "n2"
-    net = (lab["state"] / "ibsim.net").read_text()
+    net = (lab.state / "ibsim.net").read_text()
     lines = net.splitlines()
     declared = lines[lines.index('Ca\t1 "n2:mlx5_0"\t# "n2 mlx5_0"') - 1]
     assert declared.startswith("caguid=")
     assert parse(out.split("\n", 1)[1]).devices[0].node_guid == declared.split("=", 1)[1]
 
 
-def test_systemd_opensm_brings_ports_active(lab: dict[str, Any]) -> None:
-    with _ssh(lab, "sm1") as client:
+def test_systemd_opensm_brings_ports_active(lab: OwnLab) -> None:
+    with lab.connect("sm1") as client:
         rc, _, err = run(client, "systemctl start opensm")
         assert rc == 0, err
     deadline, states = time.monotonic() + 60, []
     while time.monotonic() < deadline:
-        with _ssh(lab, "n1") as client:
+        with lab.connect("n1") as client:
             rc, out, _ = run(client, "ibstat")
         states = [p.state for d in parse(out).devices for p in d.ports]
         if states == ["Active"]:
             break
         time.sleep(2)
     assert states == ["Active"]
-    with _ssh(lab, "sm1") as client:
+    with lab.connect("sm1") as client:
         rc, out, _ = run(client, "systemctl list-units 'opensm@*' --state=running --no-legend")
     assert "opensm@0x" in out
 
 
-def test_redfish_power_off_stops_container_and_on_starts_it(lab: dict[str, Any]) -> None:
+def test_redfish_power_off_stops_container_and_on_starts_it(lab: OwnLab) -> None:
     from fabric.lab.node import state
 
-    bmc = lab["outputs"]["bmc_endpoints"].value["n1"]
-    auth = read_credentials(lab["state"] / "bmc").auth()
-    container = f"{lab['prefix']}-n1"
+    bmc = lab.outputs["bmc_endpoints"].value["n1"]
+    auth = read_credentials(lab.state / "bmc").auth()
+    container = f"{lab.name}-n1"
     reset = f"{bmc['url']}/redfish/v1/Systems/{bmc['system_id']}/Actions/ComputerSystem.Reset"
     assert requests.post(reset, json={"ResetType": "ForceOff"}, timeout=10).status_code == 401
     for action, running in (("ForceOff", False), ("On", True)):
@@ -171,12 +109,12 @@ def test_redfish_power_off_stops_container_and_on_starts_it(lab: dict[str, Any])
     assert power == "On"
 
 
-def test_lab_status_json(lab: dict[str, Any]) -> None:
+def test_lab_status_json(lab: OwnLab) -> None:
     from fabric.lab.status import lab_status
 
     deadline = time.monotonic() + 60
     while True:  # n1 may still be booting after the power test
-        status = lab_status(lab["state"])
+        status = lab_status(lab.state)
         if all(n.ssh for n in status.nodes) or time.monotonic() > deadline:
             break
         time.sleep(2)
@@ -186,34 +124,30 @@ def test_lab_status_json(lab: dict[str, Any]) -> None:
     assert [p.port for p in by_name["n2"].ports] == [1]
 
 
-def test_refresh_restarts_a_dead_ibsim(lab: dict[str, Any]) -> None:
+def test_refresh_restarts_a_dead_ibsim(lab: OwnLab) -> None:
     from fabric.lab.process import Helper, alive
 
     def helper() -> Helper:
-        res = [r for r in lab["stack"].export_stack().deployment["resources"] if r["urn"].endswith("::rytest-ibsim")]
+        res = [r for r in lab.stack.export_stack().deployment["resources"] if r["urn"].endswith("::rytest-ibsim")]
         return Helper(**res[0]["outputs"]["out_helper"])
 
     old = helper()
     os.kill(old.pid, 15)
     time.sleep(1)
     assert not alive(old)
-    lab["stack"].up(refresh=True, on_output=lambda _: None)
+    lab.stack.up(refresh=True, on_output=lambda _: None)
     new = helper()
     assert new.pid != old.pid and alive(new)
 
 
-def _resize(lab: dict[str, Any], compute: str) -> tuple[dict[str, int], dict[str, set[str]], Any]:
+def _resize(lab: OwnLab, compute: str) -> tuple[dict[str, int], dict[str, set[str]], Any]:
     """``pulumi up`` with the compute group set to ``compute``; return summary, ops -> names, result.
 
     The preview must already plan the same changes (the address pool's ``check`` runs in it).
     """
-    import yaml
-
     from pulumi.automation import events
 
-    doc = yaml.safe_load(lab["config_file"].read_text())  # keeps the stack's encryption salt
-    doc["config"]["railyard:cluster"] = _spec(lab["tag"], compute)
-    lab["config_file"].write_text(yaml.safe_dump(doc))
+    lab.set_spec(_spec(lab.tag, compute))  # keeps the stack's encryption salt
     ops: dict[str, set[str]] = {}
 
     def record(event: events.EngineEvent) -> None:
@@ -221,9 +155,9 @@ def _resize(lab: dict[str, Any], compute: str) -> tuple[dict[str, int], dict[str
         if pre is not None and pre.metadata.type != "pulumi:pulumi:Stack":
             ops.setdefault(str(pre.metadata.op.value), set()).add(pre.metadata.urn.rsplit("::", 1)[1])
 
-    preview = lab["stack"].preview(on_output=lambda _: None, on_event=record)
+    preview = lab.stack.preview(on_output=lambda _: None, on_event=record)
     planned, ops = ops, {}
-    result = lab["stack"].up(on_output=lambda _: None, on_event=record)
+    result = lab.stack.up(on_output=lambda _: None, on_event=record)
     summary = {k: v for k, v in (result.summary.resource_changes or {}).items() if k != "same"}
     assert planned == ops, (planned, ops)
     assert {k: v for k, v in preview.change_summary.items() if k != "same"} == summary
@@ -236,11 +170,11 @@ def _container_ids(prefix: str, nodes: list[str]) -> dict[str, str]:
     return {n: podman(["container", "inspect", "--format", "{{.Id}}", f"{prefix}-{n}"]).stdout.strip() for n in nodes}
 
 
-def test_grow_and_shrink_first_group_touches_only_the_difference(lab: dict[str, Any]) -> None:
+def test_grow_and_shrink_first_group_touches_only_the_difference(lab: OwnLab) -> None:
     from fabric.lab.status import lab_status
 
-    before = {h["name"]: h["address"] for h in lab["outputs"]["hosts"].value}
-    ids = _container_ids(lab["prefix"], ["n1", "n2", "sm1"])
+    before = {h["name"]: h["address"] for h in lab.outputs["hosts"].value}
+    ids = _container_ids(lab.name, ["n1", "n2", "sm1"])
 
     summary, ops, grown = _resize(lab, "n[1-3]")  # n3 joins the FIRST group, before sm1
     after = {h["name"]: h["address"] for h in grown.outputs["hosts"].value}
@@ -251,11 +185,11 @@ def test_grow_and_shrink_first_group_touches_only_the_difference(lab: dict[str, 
     assert ops["update"] >= {"rytest-mgmt-addresses", "rytest-known-hosts", "rytest-inventory"}
     assert {h: after[h] for h in before} == before  # sm1 kept its address
     assert after["n3"] not in before.values()
-    assert _container_ids(lab["prefix"], ["n1", "n2", "sm1"]) == ids
-    lab["outputs"] = grown.outputs
-    with _ssh(lab, "n3") as client:  # host key checked against the rewritten known_hosts
+    assert _container_ids(lab.name, ["n1", "n2", "sm1"]) == ids
+    lab.outputs = grown.outputs
+    with lab.connect("n3") as client:  # host key checked against the rewritten known_hosts
         assert run(client, "hostname")[1].strip() == "n3"
-    assert {n.name: n.power for n in lab_status(lab["state"]).nodes}["n3"] == "On"
+    assert {n.name: n.power for n in lab_status(lab.state).nodes}["n3"] == "On"
 
     summary, ops, shrunk = _resize(lab, "n[1-2]")
     assert summary.get("delete") == 2 and "create" not in summary, (summary, ops)
@@ -263,5 +197,5 @@ def test_grow_and_shrink_first_group_touches_only_the_difference(lab: dict[str, 
     touched = set().union(*(names for op, names in ops.items() if op != "same"))
     assert not {"rytest-n1", "rytest-n2", "rytest-sm1"} & touched, ops
     assert {h["name"]: h["address"] for h in shrunk.outputs["hosts"].value} == before
-    assert _container_ids(lab["prefix"], ["n1", "n2", "sm1"]) == ids
-    lab["outputs"] = shrunk.outputs
+    assert _container_ids(lab.name, ["n1", "n2", "sm1"]) == ids
+    lab.outputs = shrunk.outputs

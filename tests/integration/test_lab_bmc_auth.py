@@ -5,25 +5,20 @@
 from __future__ import annotations
 
 import json
-import os
 import secrets
-import shutil
 import stat
 import time
-from pathlib import Path
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 import requests
-import yaml
 
 from fabric.lab.bmc import read_credentials
 from fabric.redfish import RedfishClient, RedfishError
+from tests.integration.labkit import OwnLab, own_lab
 
 pytestmark = pytest.mark.integration
-
-REPO = Path(__file__).resolve().parents[2]
-PULUMI_BIN = Path.home() / ".cache" / "railyard" / "pulumi" / "v3.259.0" / "bin"
 
 
 def _spec(tag: int) -> dict[str, Any]:
@@ -52,74 +47,34 @@ def _spec(tag: int) -> dict[str, Any]:
 
 
 @pytest.fixture(scope="module")
-def lab(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    from pulumi import automation as auto
-
-    tmp = tmp_path_factory.mktemp("bmcauth")
-    run_id = secrets.token_hex(3)
-    name, tag = f"rybmc-{run_id}", secrets.randbelow(15)
-    work = tmp / "program"
-    work.mkdir()
-    for f in ("Pulumi.yaml", "__main__.py"):
-        shutil.copy(REPO / f, work / f)
-    (tmp / "backend").mkdir()
-    env = {
-        "PATH": f"{PULUMI_BIN}:{REPO / '.venv' / 'bin'}:{os.environ['PATH']}",
-        "PULUMI_BACKEND_URL": f"file://{tmp / 'backend'}",
-        "PULUMI_CONFIG_PASSPHRASE": run_id,
-        "PULUMI_SKIP_UPDATE_CHECK": "true",
-        "PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION": "true",
-        "PYTHONPATH": str(REPO),
-        "RAILYARD_STATE_DIR": str(tmp / "state"),
-    }
-    os.environ.update(env)
-    ws = auto.LocalWorkspace(
-        work_dir=str(work), env_vars=env, pulumi_command=auto.PulumiCommand(str(PULUMI_BIN.parent))
-    )
-    stack_file = work / f"Pulumi.{name}.yaml"
-    stack_file.write_text(
-        yaml.safe_dump({"config": {"railyard:prefix": name, "railyard:cluster": _spec(tag),
-                                   "railyard:handoff": "false", "railyard:verify": "false"}})
-    )
-    stack = auto.Stack.create(name, ws)
-    try:
-        result = stack.up(on_output=lambda _: None)
-        yield {
-            "stack": stack,
-            "outputs": result.outputs,
-            "state": tmp / "state" / name,
-            "prefix": name,
-            "stack_file": stack_file,
-            "backend": tmp / "backend",
-        }
-    finally:
-        stack.destroy(on_output=lambda _: None)
-        stack.workspace.remove_stack(name)
-        assert not (tmp / "state" / name).exists()
+def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[OwnLab]:
+    with own_lab(tmp_path_factory, "rybmc", _spec) as lab:
+        yield lab
+    assert not lab.state.exists()
 
 
-def _endpoint(lab: dict[str, Any], node: str = "b1") -> dict[str, str]:
-    return lab["stack"].outputs()["bmc_endpoints"].value[node]
+def _endpoint(lab: OwnLab, node: str = "b1") -> dict[str, str]:
+    return lab.stack.outputs()["bmc_endpoints"].value[node]
 
 
-def _secret_leaks(lab: dict[str, Any], password: str) -> list[str]:
+def _secret_leaks(lab: OwnLab, password: str) -> list[str]:
     """Files where ``password`` shows in clear: the backend (state, history, backups) and logs."""
     files = [
-        *lab["backend"].rglob("*"),
-        *lab["state"].rglob("*.log"),
-        *lab["stack_file"].parent.glob("*.yaml"),
+        *lab.backend.rglob("*"),
+        *lab.state.rglob("*.log"),
+        *lab.stack_file.parent.glob("*.yaml"),
     ]
     return [str(f) for f in files if f.is_file() and password.encode() in f.read_bytes()]
 
 
-def _stored_emulator(lab: dict[str, Any]) -> dict[str, Any]:
+def _stored_emulator(lab: OwnLab) -> dict[str, Any]:
     """The emulator resource as the file backend stores it (secrets encrypted)."""
-    path = lab["backend"] / ".pulumi" / "stacks" / "railyard" / f"{lab['prefix']}.json"
+    path = lab.backend / ".pulumi" / "stacks" / "railyard" / f"{lab.name}.json"
     resources = json.loads(path.read_text())["checkpoint"]["latest"]["resources"]
     return next(r for r in resources if r["urn"].endswith("-bmc-emulator"))
 
 
-def test_unauthenticated_get_is_refused(lab: dict[str, Any]) -> None:
+def test_unauthenticated_get_is_refused(lab: OwnLab) -> None:
     bmc = _endpoint(lab)
     assert (
         requests.get(f"{bmc['url']}/redfish/v1/", timeout=10).status_code == 200
@@ -131,8 +86,8 @@ def test_unauthenticated_get_is_refused(lab: dict[str, Any]) -> None:
         RedfishClient(bmc["url"]).systems()
 
 
-def test_generated_password_is_a_secret_and_authenticates(lab: dict[str, Any]) -> None:
-    bmc_dir = lab["state"] / "bmc"
+def test_generated_password_is_a_secret_and_authenticates(lab: OwnLab) -> None:
+    bmc_dir = lab.state / "bmc"
     creds = read_credentials(bmc_dir)
     assert creds.username == _endpoint(lab)["username"] == "operator"
     assert len(creds.password) >= 32 and "***" in repr(creds)
@@ -146,12 +101,12 @@ def test_generated_password_is_a_secret_and_authenticates(lab: dict[str, Any]) -
         assert len(client.systems()) == 2
 
 
-def test_authenticated_power_off_on_drives_the_container(lab: dict[str, Any]) -> None:
+def test_authenticated_power_off_on_drives_the_container(lab: OwnLab) -> None:
     from fabric.lab.node import state
 
     bmc = _endpoint(lab)
-    creds = read_credentials(lab["state"] / "bmc")
-    container = f"{lab['prefix']}-b1"
+    creds = read_credentials(lab.state / "bmc")
+    container = f"{lab.name}-b1"
     with RedfishClient(bmc["url"], creds.username, creds.password) as client:
         path = client.system_path(bmc["system_id"])
         for action, power, running in (("ForceOff", "Off", False), ("On", "On", True)):
@@ -165,19 +120,19 @@ def test_authenticated_power_off_on_drives_the_container(lab: dict[str, Any]) ->
             assert (state(container) or {}).get("running") is running, action
 
 
-def test_spec_password_from_config_secret_replaces_the_generated_one(lab: dict[str, Any]) -> None:
+def test_spec_password_from_config_secret_replaces_the_generated_one(lab: OwnLab) -> None:
     from pulumi import automation as auto
 
-    old = read_credentials(lab["state"] / "bmc")
-    data = yaml.safe_load(lab["stack_file"].read_text())
+    old = read_credentials(lab.state / "bmc")
+    data = lab.read_config()
     data["config"]["railyard:cluster"]["bmc"]["password"] = {"config": "labBmcPassword"}
-    lab["stack_file"].write_text(yaml.safe_dump(data))
+    lab.write_config(data)
     chosen = "lab-" + secrets.token_hex(12)
-    lab["stack"].set_config("labBmcPassword", auto.ConfigValue(value=chosen, secret=True))
-    assert chosen not in lab["stack_file"].read_text()
-    lab["stack"].up(on_output=lambda _: None)
+    lab.stack.set_config("labBmcPassword", auto.ConfigValue(value=chosen, secret=True))
+    assert chosen not in lab.stack_file.read_text()
+    lab.stack.up(on_output=lambda _: None)
 
-    assert read_credentials(lab["state"] / "bmc").password == chosen
+    assert read_credentials(lab.state / "bmc").password == chosen
     url = _endpoint(lab)["url"]
     assert requests.get(f"{url}/redfish/v1/Systems", auth=old.auth(), timeout=10).status_code == 401
     assert (
@@ -186,21 +141,21 @@ def test_spec_password_from_config_secret_replaces_the_generated_one(lab: dict[s
     )
     assert _secret_leaks(lab, chosen) == []
     assert "ciphertext" in _stored_emulator(lab)["inputs"]["password"]
-    preview = lab["stack"].preview(on_output=lambda _: None)
+    preview = lab.stack.preview(on_output=lambda _: None)
     assert {k: v for k, v in preview.change_summary.items() if k != "same"} == {}
 
 
-def test_missing_config_secret_names_the_field_and_the_fix(lab: dict[str, Any]) -> None:
+def test_missing_config_secret_names_the_field_and_the_fix(lab: OwnLab) -> None:
     from pulumi import automation as auto
 
-    data = yaml.safe_load(lab["stack_file"].read_text())
+    data = lab.read_config()
     data["config"]["railyard:cluster"]["bmc"]["password"] = {"config": "noSuchSecret"}
-    original = lab["stack_file"].read_text()
-    lab["stack_file"].write_text(yaml.safe_dump(data))
+    original = lab.stack_file.read_text()
+    lab.write_config(data)
     try:
         with pytest.raises(auto.CommandError) as err:
-            lab["stack"].preview(on_output=lambda _: None)
+            lab.stack.preview(on_output=lambda _: None)
     finally:
-        lab["stack_file"].write_text(original)
+        lab.stack_file.write_text(original)
     assert "bmc.password.config" in str(err.value)
     assert "pulumi config set --secret noSuchSecret" in str(err.value)
