@@ -106,6 +106,7 @@ def _ensure_bridge(info: NetworkInfo) -> None:
 
 def ensure_network(name: str, subnet: str, gateway: str, mtu: int | None = None) -> NetworkInfo:
     """Create (or repair) the internal podman network ``name`` and its always-up bridge."""
+    mtu = int(mtu) if mtu else None  # a dynamic provider's inputs hold numbers as floats (9000.0)
     net = ipaddress.ip_network(subnet)
     if ipaddress.ip_address(gateway) not in net:
         raise NetworkError(f"gateway {gateway} is not inside {subnet}: fix the spec's network gateway")

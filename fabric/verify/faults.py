@@ -1,5 +1,9 @@
 """Fault injection for the lab: ibsim console commands, OpenSM stop/start, netdev MTU.
 
+An MTU fault on a lab node is set from the host (:func:`set_container_mtu`): lab containers
+have no CAP_NET_ADMIN, so the host enters the node container's network namespace
+(``nsenter -t <pid> -n``) and sets the MTU of the node's own end of its veth there.
+
 The lab's ibsim reads console commands from a FIFO (``state/<stack>/ibsim.console``, see
 ``fabric.lab.ibsim.console_path``) and writes replies, each ended by a ``sim> `` prompt, to
 its log. Commands used here: ``Unlink "node"[port]`` (pull a cable; both ends go
@@ -12,8 +16,10 @@ Writers take an exclusive lock on the log so replies of concurrent writers do no
 from __future__ import annotations
 
 import fcntl
+import json
 import os
 import stat
+import subprocess
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -22,6 +28,8 @@ from fabric.topology.ibsim import SPEED_MASKS, sim_host
 from fabric.verify.ibsim_clients import SimClient, dead_clients, parse_attached
 
 PROMPT = "sim> "
+#: The label every lab node container carries (``fabric.components.lab``): the lab made it.
+LAB_LABEL = "railyard.stack"
 
 
 class FaultError(RuntimeError):
@@ -131,8 +139,8 @@ def set_mtu(host, netdev: str, mtu: int) -> int:  # type: ignore[no-untyped-def]
 
     Needs CAP_NET_ADMIN on the host: real hosts and VMs. Lab nodes are podman containers
     without it (``ip link set ... mtu`` answers "Operation not permitted" there), and the
-    InfiniBand lab has no fabric netdev, so in the lab an MTU fault must come from the host
-    side (the node's veth peer, e.g. ``nsenter -t <pid> -n``), which the lab driver owns.
+    InfiniBand lab has no fabric netdev; on a RoCE lab use :func:`set_container_mtu`, which
+    sets it from the host side.
     """
     before = int(host.run(f"cat /sys/class/net/{netdev}/mtu").stdout.strip() or 0)
     result = host.run(f"ip link set dev {netdev} mtu {mtu}")
@@ -159,3 +167,71 @@ def set_link_speed(host, hca_port: int, switch_port: int, speed: str) -> None:  
         result = host.run(f"ibportstate -D {path} {port} espeed {mask}")
         if result.rc != 0:
             raise FaultError(f"ibportstate -D {path} {port} espeed {mask} failed: {(result.stdout + result.stderr).strip()[-300:]}")
+
+
+def parse_container_pid(inspect_json: str, container: str) -> int:
+    """Return the PID of a lab container's init from ``podman container inspect`` JSON.
+
+    Raises :class:`FaultError` when the container is not a lab node (no ``railyard.stack``
+    label: the project did not create it) or is not running (no PID, so no namespace).
+    """
+    try:
+        data = json.loads(inspect_json)[0]
+    except (ValueError, IndexError, TypeError) as exc:
+        raise FaultError(f"podman container inspect {container}: unreadable output ({exc})") from None
+    labels = (data.get("Config") or {}).get("Labels") or {}
+    if LAB_LABEL not in labels:
+        raise FaultError(f"container {container} has no {LAB_LABEL} label: not a lab node, its namespace is left alone")
+    state = data.get("State") or {}
+    pid = int(state.get("Pid") or 0)
+    if not state.get("Running") or pid <= 0:
+        raise FaultError(f"container {container} is not running (state {state.get('Status', '?')}): no network namespace")
+    return pid
+
+
+def parse_link_mtu(ip_json: str, netdev: str) -> int:
+    """Return ``netdev``'s MTU from ``ip -j link show dev NETDEV`` output."""
+    try:
+        links = json.loads(ip_json)
+    except ValueError as exc:
+        raise FaultError(f"ip -j link show dev {netdev}: unreadable output ({exc})") from None
+    for link in links if isinstance(links, list) else []:
+        if link.get("ifname") == netdev and isinstance(link.get("mtu"), int):
+            return int(link["mtu"])
+    raise FaultError(f"ip -j link show dev {netdev}: no MTU for {netdev} in {ip_json.strip()[:200]!r}")
+
+
+def _host_run(args: list[str], what: str) -> str:
+    try:
+        proc = subprocess.run(args, capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise FaultError(f"{what}: {' '.join(args)}: {exc}") from None
+    if proc.returncode != 0:
+        raise FaultError(f"{what}: {' '.join(args)} exited {proc.returncode}: {(proc.stderr or proc.stdout).strip()[-300:]}")
+    return proc.stdout
+
+
+def set_container_mtu(container: str, netdev: str, mtu: int) -> int:
+    """Set ``netdev``'s MTU inside lab node ``container`` from the host; return the previous MTU.
+
+    Runs as root on the lab host: finds the container's init PID (``podman container
+    inspect``; only a running container with the lab's ``railyard.stack`` label is touched),
+    enters its network namespace with ``nsenter -t PID -n`` and runs ``ip link set dev NETDEV
+    mtu MTU`` there, then reads the MTU back. The host-side veth peer and the bridge keep
+    their MTU, so the node alone is misconfigured, as a wrong ``mtu`` on one host would be.
+    Raises :class:`FaultError` naming the container and netdev when any step fails.
+    """
+    from fabric.lab.podman import podman
+
+    where = f"MTU {mtu} on {container} {netdev}"
+    proc = podman(["container", "inspect", container], check=False)
+    if proc.returncode != 0:
+        raise FaultError(f"{where}: no container {container}: {proc.stderr.strip()[-200:]}")
+    pid = parse_container_pid(proc.stdout, container)
+    netns = ["nsenter", "-t", str(pid), "-n"]
+    before = parse_link_mtu(_host_run([*netns, "ip", "-j", "link", "show", "dev", netdev], where), netdev)
+    _host_run([*netns, "ip", "link", "set", "dev", netdev, "mtu", str(mtu)], where)
+    after = parse_link_mtu(_host_run([*netns, "ip", "-j", "link", "show", "dev", netdev], where), netdev)
+    if after != mtu:
+        raise FaultError(f"{where}: the MTU reads {after} after setting it")
+    return before

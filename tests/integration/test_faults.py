@@ -10,7 +10,7 @@ after it is restored.
 What is simulated: link faults are ibsim console commands (``Unlink``/``Link``), the speed
 fault is real SMP Sets (``ibportstate espeed``) that ibsim answers, the SM fault stops the
 real OpenSM unit. The MTU of a RoCE netdev is not covered here: the InfiniBand lab has no
-fabric netdev (see the report of this test module's author).
+fabric netdev; ``test_fault_mtu.py`` covers it on a RoCE lab of its own.
 """
 
 from __future__ import annotations
