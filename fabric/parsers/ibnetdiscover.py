@@ -26,9 +26,23 @@ from __future__ import annotations
 
 import gc
 import re
+from functools import partial
+from itertools import compress, count, repeat
+from operator import itemgetter, not_
 
 from fabric.parsers.common import ParseError
-from fabric.topology.graph import Ca, FabricGraph, GraphError, Link, Switch, link_rate
+from fabric.topology.graph import (
+    Ca,
+    DeferredLinks,
+    FabricGraph,
+    GraphError,
+    LANE_GBPS,
+    Link,
+    Switch,
+    SwitchEnds,
+    WIDTH_LANES,
+    link_rate,
+)
 
 TOOL = "ibnetdiscover"
 
@@ -49,9 +63,9 @@ _MF0 = re.compile(r"^MF0;([^:;]+):[^/]*(?:/([^/]+))?/U\d+$")
 _UNSET = re.compile(r"^MT\d+\b")
 #: Pieces of a port line split at its double quotes: ``[1](guid) \t`` | ``"id"`` | ``[5]\t\t# lid 9
 #: lmc 0 `` | ``"description"`` | `` lid 2 4xNDR``; many at a time, one per line.
-_HEADS_BLOCK = re.compile(r"(?:\[\d+\](?:\([0-9a-fA-F]+\))?[ \t]*(?:\n|$))*")
-_MIDS_BLOCK = re.compile(r"(?:\[\d+\](?:\([0-9a-fA-F]+\))?[ \t]*#[ \t]*(?:lid \d+ lmc \d+ )?(?:\n|$))*")
-_TAILS_BLOCK = re.compile(r"(?:[ \t]+lid[ \t]+\d+[ \t]+\d+x[A-Z]+\d*[^\n]*(?:\n|$))*")
+_HEADS_BLOCK = re.compile(r"(?:\[\d+\](?:\([0-9a-fA-F]+\))?[ \t]*(?:\n|$))*+")
+_MIDS_BLOCK = re.compile(r"(?:\[\d+\](?:\([0-9a-fA-F]+\))?[ \t]*#[ \t]*(?:lid \d+ lmc \d+ )?(?:\n|$))*+")
+_TAILS_BLOCK = re.compile(r"(?:[ \t]+lid[ \t]+\d+[ \t]+\d+x[A-Z]+\d*[^\n]*(?:\n|$))*+")
 _WIDTH_SPEED = re.compile(r"(\d+x)([A-Z]+\d*)")
 _HEADER_HEAD = re.compile(r"(Switch|Ca|Rt)[ \t]+(\d+)[ \t]+")
 _HEADER_MID = re.compile(r"[ \t]*#[ \t]*")
@@ -59,6 +73,22 @@ _HEADER_MIDS = frozenset({"\t\t# ", " # ", "\t# "})
 _HEADS = ("Switch ", "Switch\t", "Ca ", "Ca\t", "Rt ", "Rt\t")
 _ALLOWED = ("#", "vendid=", "devid=", "sysimgguid=", "switchguid=", "caguid=", "rtguid=", "Non-Chassis Nodes",
             "Chassis ")
+#: Fast path: the whole text, when every line is a well-formed node header or port line
+#: without quotes in its description and a known width/speed, an allowed comment/record line or
+#: blank (possessive quantifiers: one pass, no backtracking). Anything else takes the line parser.
+_FAST_RATE = (r"(?=(?:%s)(?:%s)(?![A-Z\d]))" % ("|".join(sorted(WIDTH_LANES, key=len, reverse=True)),
+                                                  "|".join(sorted(LANE_GBPS, key=len, reverse=True))))
+_FAST_LINE = (
+    r'(?:\[\d++\](?:\([0-9a-fA-F]++\))?+[ \t]*+"[^"\n]++"\[\d++\](?:\([0-9a-fA-F]++\))?+[ \t]*+#[ \t]*+'
+    r'(?:lid \d++ lmc \d++ )?+"[^"\n]*+"[ \t]++lid[ \t]++\d++[ \t]++' + _FAST_RATE + r'\d++x[A-Z]++\d*+[^"\n]*+'
+    r'|Switch[ \t]++\d++[ \t]++"[^"\n]++"[ \t]*+#[ \t]*+"[^"\n]*+"[^"\n]*+'
+    r'|Ca[ \t]++\d++[ \t]++"[^"\n]++"[ \t]*+#[ \t]*+"[^"\n]*+"[^"\n]*+'
+    r'|Rt[ \t]++\d++[ \t]++"[^"\n]++"[ \t]*+#[ \t]*+"[^"\n]*+"[^"\n]*+'
+    r'|vendid=[^"\n]*+|devid=[^"\n]*+|sysimgguid=[^"\n]*+|switchguid=[^"\n]*+|caguid=[^"\n]*+|rtguid=[^"\n]*+'
+    r'|\#[^"\n]*+|Non-Chassis Nodes[^"\n]*+|Chassis [^"\n]*+|[ \t]*+)'
+)
+_FAST = re.compile(r"(?:%s\n)*+%s" % (_FAST_LINE, _FAST_LINE))
+_PLAIN_IDS = re.compile(r"(?:[A-Z]-[0-9a-f]{16}\n)*+")
 _HEADER_ERROR = 'a node header: Switch|Ca|Rt <ports> "id" # "description"'
 _PORT_ERROR = 'a port line: [port] "remote id"[port] # "description" lid N <width><speed>'
 
@@ -184,10 +214,118 @@ def parse(text: str) -> FabricGraph:
     enabled = gc.isenabled()
     gc.disable()  # the parse allocates ~1 M tuples and strings that all live on: no cycles to find
     try:
-        return _parse(text)
+        graph = _parse_fast(text)
+        return _parse(text) if graph is None else graph
     finally:
         if enabled:
             gc.enable()
+
+
+def _parse_fast(text: str) -> FabricGraph | None:
+    """The usual case, in bulk: one validating regex pass over the text, one split at quotes,
+    Python work per node header only; links are built on first read (``DeferredLinks``), their
+    switch ends are given now. None (use the line parser) unless the text is plain well-formed
+    output whose every link end names a node with its own record, no node is listed twice, only
+    switches have ``S-`` ids, and switch-to-switch port lines are listed from both ends (then
+    the links' switch ends are exactly the switch blocks' port lines)."""
+    if _FAST.fullmatch(text) is None:
+        return None
+    pieces = text.split('"')  # per quoted line: before, id, middle, description (4 quotes each)
+    ids = pieces[1::4]
+    headers = list(compress(count(), map(not_, map(str.startswith, pieces[2::4], repeat("[")))))
+    if ids and (not headers or headers[0] != 0):
+        return None
+    guid_of = _guids(set(ids))
+    if guid_of is None:
+        return None
+    nodes = _fast_nodes(pieces, ids, headers, guid_of)
+    if nodes is None:
+        return None
+    switches, cas, rows = nodes
+    ends = _switch_blocks(ids, headers, rows, guid_of, switches)
+    if ends is None:
+        return None
+    links = DeferredLinks(partial(_build_links, text, guid_of), ends)
+    return FabricGraph(switches=_switch_names(switches), cas=cas, links=links, warnings=[])
+
+
+def _guids(node_ids: set[str]) -> dict[str, str] | None:
+    """Node id -> GUID for every id, or None if one is not a GUID (the line parser names it)."""
+    if _PLAIN_IDS.fullmatch("\n".join(node_ids) + "\n" if node_ids else ""):
+        return {nid: "0x" + nid[2:] for nid in node_ids}  # X-<16 lower-case hex>: already canonical
+    guid_of = {nid: _guid(nid) or "" for nid in node_ids}
+    return None if "" in guid_of.values() else guid_of
+
+
+def _pick(items: list[str], positions: list[int]) -> list[str]:
+    """``[items[i] for i in positions]``, in C."""
+    return [items[positions[0]]] if len(positions) == 1 else list(itemgetter(*positions)(items))
+
+
+def _fast_nodes(pieces: list[str], ids: list[str], headers: list[int], guid_of: dict[str, str]
+                ) -> tuple[dict[str, Switch], dict[str, Ca], list[int]] | None:
+    """Switches, CAs and the switches' rows in ``headers``, from the node headers (quoted line
+    ``j`` is ``pieces[4j:4j+4]``); None if a GUID repeats, an id is not a node header's (no
+    record, or another spelling of a GUID) or ``S-`` ids are not switches."""
+    if not headers:
+        return ({}, {}, []) if not ids else None
+    node_ids = _pick(ids, headers)
+    guids = list(map(guid_of.__getitem__, node_ids))
+    if not len(guid_of) == len(headers) == len(set(guids)):
+        return None
+    heads = [before[before.rfind("\n") + 1:] for before in _pick(pieces[0::4], headers)]
+    kind_of = {head: _header_kind(head) for head in set(heads)}
+    kinds = list(map(kind_of.__getitem__, heads))
+    descs = _pick(pieces[3::4], headers)
+    is_switch = [kind == "Switch" for kind, _ in kinds]
+    if is_switch != [nid[0] == "S" for nid in node_ids]:
+        return None
+    rows = list(compress(count(), is_switch))
+    switches = {guids[i]: Switch(guids[i], "", descs[i], kinds[i][1]) for i in rows}
+    others = list(compress(count(), map(not_, is_switch)))
+    return switches, _fast_cas(_pick(guids, others), _pick(descs, others), [kinds[i] for i in others]), rows
+
+
+def _header_kind(head: str) -> tuple[str, int]:
+    """``Switch\t36 `` -> ("Switch", 36), for a head the fast pattern matched."""
+    match = _HEADER_HEAD.fullmatch(head)
+    assert match is not None
+    return match.group(1), int(match.group(2))
+
+
+def _fast_cas(guids: list[str], descs: list[str], kinds: list[tuple[str, int]]) -> dict[str, Ca]:
+    """CAs from their headers' columns; in C when all are ``Ca`` records whose descriptions are
+    ``host device`` (else per CA, as ``_ca`` does)."""
+    if not guids:
+        return {}
+    words = list(map(str.split, descs, repeat(None), repeat(1)))
+    new = tuple.__new__
+    if ({kind for kind, _ in kinds} == {"Ca"} and min(map(len, words)) == 2
+            and not any(map(str.startswith, descs, repeat("MT"))) and "Aggregation Node" not in "\n".join(descs)):
+        ports = map(itemgetter(1), kinds)
+        rows = zip(guids, map(itemgetter(0), words), map(itemgetter(1), words), descs, ports, repeat("hca"))
+        return dict(zip(guids, map(new, repeat(Ca), rows)))
+    return {guid: _ca(guid, ports, desc, kind) for guid, desc, (kind, ports) in zip(guids, descs, kinds)}
+
+
+def _switch_blocks(ids: list[str], headers: list[int], rows: list[int], guid_of: dict[str, str],
+                   switches: dict[str, Switch]) -> list[SwitchEnds] | None:
+    """Each switch (``headers[row]``) and the GUIDs its port lines reach, in order; None unless
+    every switch lists each switch that lists it (then these are exactly the links' switch ends)."""
+    ends: list[SwitchEnds] = []
+    peers: dict[str, set[str]] = {}
+    get = guid_of.__getitem__
+    is_switch = switches.__contains__
+    stops = headers[1:] + [len(ids)]
+    for row in rows:
+        j = headers[row]
+        guid = guid_of[ids[j]]
+        remotes = list(map(get, ids[j + 1:stops[row]]))
+        ends.append((guid, remotes))
+        peers[guid] = set(filter(is_switch, remotes))
+    if not all(a in peers[b] for a, bs in peers.items() for b in bs):
+        return None
+    return ends
 
 
 def _parse(text: str) -> FabricGraph:
@@ -285,6 +423,51 @@ def _parse(text: str) -> FabricGraph:
             if remote in missing:
                 links.append(Link(local, lport, remote, rport, width, speed, rate))
     return FabricGraph(switches=_switch_names(switches), cas=cas, links=links, warnings=warnings)
+
+
+def _build_links(text: str, guid_of: dict[str, str]) -> list[Link]:
+    """The links of text that ``_parse_fast`` accepted, as the line parser builds them: one per
+    port line kept by the same rule (switch side, else by order), slower end reconciled."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        pieces = text.split('"')
+        new = tuple.__new__
+        rates: dict[str, tuple[str, str, float]] = {}
+        links: list[Link] = []
+        deferred: list[tuple[str, int, str, int, str, str, float]] = []
+        local = ""
+        local_is_switch = False
+        for j in range(1, len(pieces) - 1, 4):
+            rid = pieces[j]
+            mid = pieces[j + 1]
+            if mid[:1] != "[":
+                local = guid_of[rid]
+                local_is_switch = rid[0] == "S"
+                continue
+            before = pieces[j - 1]
+            head = before[before.rfind("\n") + 1:]
+            lport = int(head[1:head.index("]")])
+            rport = int(mid[1:mid.index("]")])
+            after = pieces[j + 3]
+            end = after.find("\n")
+            word = (after if end < 0 else after[:end]).split(None, 3)[2]
+            rate = rates.get(word)
+            if rate is None:
+                width, speed = _WIDTH_SPEED.match(word).groups()  # type: ignore[union-attr]
+                rate = rates[word] = (width, speed, link_rate(width, speed))
+            remote = guid_of[rid]
+            if (local_is_switch and (rid[0] != "S" or (local, lport) < (remote, rport))) or (
+                not local_is_switch and rid[0] != "S" and (local, lport) < (remote, rport)
+            ):
+                links.append(new(Link, (local, lport, remote, rport) + rate))
+            else:
+                deferred.append((local, lport, remote, rport) + rate)
+        _reconcile(links, deferred)
+        return links
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def _quoted_port_line(lines: list[str], line: str) -> tuple[int, str, int, tuple[str, str, float]]:

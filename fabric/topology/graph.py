@@ -8,9 +8,10 @@ GUIDs are ``0x`` + 16 lower-case hex digits. Link speeds use the IBTA names
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Literal, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict
 
@@ -127,6 +128,39 @@ class LeafLoad(BaseModel):
     oversubscription: float | None
 
 
+#: A switch and the GUIDs at the far end of some of its links, in link order.
+SwitchEnds = tuple[str, list[str]]
+
+
+class DeferredLinks:
+    """A link list built on first read of ``FabricGraph.links`` (``build()`` returns it).
+
+    ``ends`` is what ``FabricGraph.switch_ends`` returns meanwhile, so a consumer that only needs
+    which node each switch is cabled to (``topology.conf``) never builds the Link tuples."""
+
+    __slots__ = ("build", "ends")
+
+    def __init__(self, build: Callable[[], list[Link]], ends: list[SwitchEnds]) -> None:
+        self.build = build
+        self.ends = ends
+
+
+class _LinksField:
+    """Descriptor behind ``FabricGraph.links``: holds a list, or a ``DeferredLinks`` that is
+    replaced by its built list on first read (so later reads and edits see one list)."""
+
+    def __get__(self, obj: Any, objtype: Any = None) -> Any:
+        if obj is None:
+            return None  # the dataclass default: no links
+        value = obj.__dict__["_links"]
+        if isinstance(value, DeferredLinks):
+            value = obj.__dict__["_links"] = value.build()
+        return value
+
+    def __set__(self, obj: Any, value: Any) -> None:
+        obj.__dict__["_links"] = [] if value is None else value
+
+
 @dataclass(frozen=True)
 class FabricGraph:
     """Switches and CAs keyed by GUID, and the links between them (each link once).
@@ -135,12 +169,29 @@ class FabricGraph:
     models costs seconds (measured ~14 us per validated model here). ``model_dump()`` gives the
     JSON-ready dict that ``python -m fabric parse ibnetdiscover`` prints.
     ``warnings`` holds non-fatal notes from the source (e.g. ibnetdiscover's stderr lines).
+    ``links`` may be given as ``DeferredLinks``: they are then built on first read.
     """
 
     switches: dict[str, Switch] = field(default_factory=dict)
     cas: dict[str, Ca] = field(default_factory=dict)
-    links: list[Link] = field(default_factory=list)
+    links: list[Link] = _LinksField()  # type: ignore[assignment]
     warnings: list[str] = field(default_factory=list)
+
+    def switch_ends(self) -> list[SwitchEnds]:
+        """(switch GUID, [GUIDs at the far end]) for every link end on a switch, in link order
+        (a switch-to-switch link appears from both ends). Taken from ``DeferredLinks.ends``
+        while the links are not built yet, else from ``links``."""
+        value = self.__dict__["_links"]
+        if isinstance(value, DeferredLinks):
+            return value.ends
+        switches = self.switches
+        ends: list[SwitchEnds] = []
+        for link in value:
+            if link.a_guid in switches:
+                ends.append((link.a_guid, [link.b_guid]))
+            if link.b_guid in switches:
+                ends.append((link.b_guid, [link.a_guid]))
+        return ends
 
     @cached_property
     def ca_by_name(self) -> dict[tuple[str, str], Ca]:

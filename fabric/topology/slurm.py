@@ -19,12 +19,15 @@ Blocks (``topology/block``): one block per Slurm leaf switch, named after it.
 
 from __future__ import annotations
 
+import gc
 import re
+from itertools import repeat
+from operator import attrgetter
 
 import yaml
 
 from fabric.hostlist import compress
-from fabric.topology.graph import FabricGraph, GraphError
+from fabric.topology.graph import FabricGraph, GraphError, SwitchEnds
 
 _DIGITS = re.compile(r"(\d+)")
 
@@ -48,63 +51,49 @@ class SlurmTree:
 
 def slurm_tree(graph: FabricGraph) -> SlurmTree:
     """Apply the module's placement rule: hosts to their rail-0 leaf; upper levels by BFS."""
+    enabled = gc.isenabled()
+    gc.disable()  # builds only acyclic containers; the collector would rescan the whole graph
+    try:
+        return _slurm_tree(graph)
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _slurm_tree(graph: FabricGraph) -> SlurmTree:
     switches = graph.switches
     order = {guid: natural_key(sw.name) for guid, sw in switches.items()}
-    host_leaf: dict[str, str] = {}
-    sw_adj: dict[str, set[str]] = {guid: set() for guid in switches}
-    for link in graph.links:
-        a, b = link.a_guid, link.b_guid
-        if a in switches and b in switches:
-            if a != b:
-                sw_adj[a].add(b)
-                sw_adj[b].add(a)
-            continue
-        if a in switches:
-            sw, ca = a, graph.cas.get(b)
-        elif b in switches:
-            sw, ca = b, graph.cas.get(a)
-        else:
-            continue
-        if ca is None or ca.host is None or ca.kind != "hca":
-            continue
-        best = host_leaf.get(ca.host)
-        if best is None or order[sw] < order[best]:
-            host_leaf[ca.host] = sw
+    rank_of = {key: n for n, key in enumerate(sorted(set(order.values())))}
+    rank = {guid: rank_of[key] for guid, key in order.items()}  # same comparisons as the keys
+    ends = graph.switch_ends()
+    cas = graph.cas
+    hosts = dict(zip(cas, map(attrgetter("host"), cas.values())))  # None for no host
+    hca_hosts = hosts if set(map(attrgetter("kind"), cas.values())) <= {"hca"} else {
+        g: ca.host for g, ca in cas.items() if ca.kind == "hca"}
+    host_leaf = _host_leaves(ends, hca_hosts, rank)
     leaf_hosts: dict[str, list[str]] = {}
     for host, sw in host_leaf.items():
         leaf_hosts.setdefault(sw, []).append(host)
-    # Fold rail leaves (host-bearing switches left without hosts) into the rail-0 leaf.
-    leaf_guids = set(leaf_hosts)
-    rail_of: dict[str, str] = {}
-    for link in graph.links:
-        for sw, other in ((link.a_guid, link.b_guid), (link.b_guid, link.a_guid)):
-            ca = graph.cas.get(other)
-            if sw in switches and sw not in leaf_guids and ca is not None and ca.host in host_leaf:
-                rail_of.setdefault(sw, host_leaf[ca.host])
-    level: dict[str, int] = {g: 0 for g in leaf_guids}
-    level.update({g: 0 for g in rail_of})
-    frontier = list(level)
-    while frontier:
-        nxt = []
-        for g in frontier:
-            for n in sw_adj[g]:
-                if n not in level:
-                    level[n] = level[g] + 1
-                    nxt.append(n)
-        frontier = nxt
+    rail_of = _rail_leaves(ends, hosts, set(leaf_hosts), host_leaf)
+    sw_adj: dict[str, set[str]] = {guid: set() for guid in switches}
+    for sw, others in ends:
+        sw_adj[sw].update(filter(switches.__contains__, others))
+    for sw, kids in sw_adj.items():
+        kids.discard(sw)
+    level = _levels([*leaf_hosts, *rail_of], sw_adj)
+    at_level: dict[int, set[str]] = {}
+    for g, lvl in level.items():
+        at_level.setdefault(lvl, set()).add(g)
     uppers: dict[str, set[str]] = {}
     for g, lvl in level.items():
-        if lvl == 0:
-            continue
-        children = uppers.setdefault(g, set())
-        for n in sw_adj[g]:
-            if level.get(n) == lvl - 1:
-                children.add(rail_of.get(n, n))
+        if lvl:
+            below = sw_adj[g] & at_level[lvl - 1]
+            uppers[g] = set(map(rail_of.get, below, below))  # rail leaves folded into their rail-0 leaf
     name = {g: sw.name for g, sw in switches.items()}
-    leaves = {name[g]: hosts for g, hosts in sorted(leaf_hosts.items(), key=lambda kv: order[kv[0]])}
+    leaves = {name[g]: hosts for g, hosts in sorted(leaf_hosts.items(), key=lambda kv: rank[kv[0]])}
     upper_names = {
-        name[g]: sorted((name[c] for c in kids), key=natural_key)
-        for g, kids in sorted(uppers.items(), key=lambda kv: (level[kv[0]], order[kv[0]]))
+        name[g]: [name[c] for c in sorted(kids, key=rank.__getitem__)]
+        for g, kids in sorted(uppers.items(), key=lambda kv: (level[kv[0]], rank[kv[0]]))
         if kids
     }
     for sw_name in list(leaves) + list(upper_names):
@@ -113,12 +102,65 @@ def slurm_tree(graph: FabricGraph) -> SlurmTree:
     return SlurmTree(leaves, upper_names)
 
 
+def _host_leaves(ends: list[SwitchEnds], hca_host: dict[str, str | None], rank: dict[str, int]) -> dict[str, str]:
+    """Host -> its rail-0 leaf (lowest-ranked switch any of its HCAs is cabled to; the first seen
+    in link order on a tie), hosts in first-seen order."""
+    host_leaf: dict[str, str] = {}
+    for sw, others in ends:
+        hosts = list(filter(None, map(hca_host.get, others)))
+        if not hosts:
+            continue
+        r = rank[sw]
+        bests = list(map(host_leaf.get, hosts))
+        if not any(bests):  # all new (the first rail): in order, a repeated host keeps its first
+            host_leaf.update(zip(hosts, repeat(sw)))
+        elif None not in bests and r >= max(map(rank.__getitem__, bests)):
+            continue  # all placed on leaves at least as low (the other rails)
+        else:
+            for host in hosts:
+                best = host_leaf.get(host)
+                if best is None or r < rank[best]:
+                    host_leaf[host] = sw
+    return host_leaf
+
+
+def _rail_leaves(ends: list[SwitchEnds], hosts: dict[str, str | None], leaves: set[str],
+                 host_leaf: dict[str, str]) -> dict[str, str]:
+    """Rail leaves (switches cabled to placed hosts that hold none) -> the rail-0 leaf of the first
+    such host they reach, to be folded into it."""
+    rail_of: dict[str, str] = {}
+    for sw, others in ends:
+        if sw in leaves or sw in rail_of:
+            continue
+        for host in filter(host_leaf.__contains__, map(hosts.get, others)):
+            rail_of[sw] = host_leaf[host]
+            break
+    return rail_of
+
+
+def _levels(leaves: list[str], sw_adj: dict[str, set[str]]) -> dict[str, int]:
+    """BFS distance of every switch reachable from ``leaves`` (level 0)."""
+    level = dict.fromkeys(leaves, 0)
+    frontier = set(level)
+    depth = 0
+    while frontier:
+        depth += 1
+        frontier = set().union(*map(sw_adj.__getitem__, frontier)) - level.keys()
+        level.update(dict.fromkeys(frontier, depth))
+    return level
+
+
 def tree_conf(graph: FabricGraph) -> str:
     """Return ``topology.conf`` for ``TopologyPlugin=topology/tree``."""
     tree = slurm_tree(graph)
     lines = ["# topology.conf (topology/tree) written by railyard; hosts under their rail-0 leaf"]
     lines += [f"SwitchName={sw} Nodes={compress(hosts)}" for sw, hosts in tree.leaves.items()]
-    lines += [f"SwitchName={sw} Switches={compress(kids)}" for sw, kids in tree.uppers.items()]
+    memo: dict[tuple[str, ...], str] = {}  # spines of one plane often list the same leaves
+    for sw, kids in tree.uppers.items():
+        key = tuple(kids)
+        if key not in memo:
+            memo[key] = compress(kids)
+        lines.append(f"SwitchName={sw} Switches={memo[key]}")
     return "\n".join(lines) + "\n"
 
 
