@@ -91,8 +91,10 @@ def create_node(cfg: NodeConfig) -> None:
     if exists("container", cfg.container):
         raise NodeError(f"container {cfg.container} already exists: remove it or run the stack's destroy")
     args = ["create", "--name", cfg.container, "--hostname", cfg.name, "--systemd=always"]
-    for net, address in cfg.networks.items():
-        args += ["--network", f"{net}:ip={address}"]
+    # Interfaces are named in network-name order (eth0, eth1 ...): podman would number a
+    # container's networks in a random order, and a RoCE spec names its fabric netdev.
+    for index, (net, address) in enumerate(sorted(cfg.networks.items())):
+        args += ["--network", f"{net}:ip={address},interface_name=eth{index}"]
     for key, value in cfg.labels.items():
         args += ["--label", f"{key}={value}"]
     try:

@@ -3,9 +3,10 @@ node and its pairs; restoring it makes them pass again.
 
 The lab is a RoCE one of its own (``pulumi up`` through :mod:`labkit`, no hand-off: the MTU
 checks need only SSH and the inventory): three compute nodes m1-m3 on the lab's RoCE fabric
-network, a podman bridge at the spec's MTU 9000. Each node's fabric netdev is ``eth0`` (the
-lab's nodes get the fabric network as ``eth0`` and the management network as ``eth1``); the
-first test confirms the declared netdev holds the node's fabric address.
+network, a podman bridge at the spec's MTU 9000. Each node's fabric netdev is ``eth0``: the
+lab names a node's interfaces in network-name order (``<prefix>-fabric`` ``eth0``,
+``<prefix>-mgmt`` ``eth1``, ``fabric.lab.node.create_node``); the first test confirms the
+declared netdev holds the node's fabric address.
 
 The fault is set from the host (``fabric.verify.faults.set_container_mtu``: ``nsenter`` into
 m2's network namespace, ``ip link set dev eth0 mtu 1500``), since lab containers have no
