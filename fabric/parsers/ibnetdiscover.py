@@ -425,49 +425,112 @@ def _parse(text: str) -> FabricGraph:
     return FabricGraph(switches=_switch_names(switches), cas=cas, links=links, warnings=warnings)
 
 
+class _PortNumbers(dict[str, int]):
+    """``"[12"`` -> 12, parsed once per distinct key."""
+
+    def __missing__(self, key: str) -> int:
+        value = self[key] = int(key[1:])
+        return value
+
+
+class _Rates(dict[str, tuple[str, str, float]]):
+    """``"4xNDR"`` -> ("4x", "NDR", 400.0), parsed once per distinct word."""
+
+    def __missing__(self, key: str) -> tuple[str, str, float]:
+        width, speed = _WIDTH_SPEED.match(key).groups()  # type: ignore[union-attr]
+        value = self[key] = (width, speed, link_rate(width, speed))
+        return value
+
+
 def _build_links(text: str, guid_of: dict[str, str]) -> list[Link]:
     """The links of text that ``_parse_fast`` accepted, as the line parser builds them: one per
-    port line kept by the same rule (switch side, else by order), slower end reconciled."""
+    port line kept by the same rule (switch side, else by order), slower end reconciled. The
+    rule is decided per line from the node GUIDs (ports only when they tie); port numbers and
+    rates are then taken out column-wise for the kept lines, and for the others only if a
+    slower end could matter."""
     enabled = gc.isenabled()
     gc.disable()
     try:
         pieces = text.split('"')
-        new = tuple.__new__
-        rates: dict[str, tuple[str, str, float]] = {}
-        links: list[Link] = []
-        deferred: list[tuple[str, int, str, int, str, str, float]] = []
-        local = ""
-        local_is_switch = False
-        for j in range(1, len(pieces) - 1, 4):
-            rid = pieces[j]
-            mid = pieces[j + 1]
-            if mid[:1] != "[":
-                local = guid_of[rid]
-                local_is_switch = rid[0] == "S"
-                continue
-            before = pieces[j - 1]
-            head = before[before.rfind("\n") + 1:]
-            lport = int(head[1:head.index("]")])
-            rport = int(mid[1:mid.index("]")])
-            after = pieces[j + 3]
-            end = after.find("\n")
-            word = (after if end < 0 else after[:end]).split(None, 3)[2]
-            rate = rates.get(word)
-            if rate is None:
-                width, speed = _WIDTH_SPEED.match(word).groups()  # type: ignore[union-attr]
-                rate = rates[word] = (width, speed, link_rate(width, speed))
-            remote = guid_of[rid]
-            if (local_is_switch and (rid[0] != "S" or (local, lport) < (remote, rport))) or (
-                not local_is_switch and rid[0] != "S" and (local, lport) < (remote, rport)
-            ):
-                links.append(new(Link, (local, lport, remote, rport) + rate))
-            else:
-                deferred.append((local, lport, remote, rport) + rate)
-        _reconcile(links, deferred)
+        ids = pieces[1::4]
+        kept, others = _kept_lines(pieces, ids, guid_of)
+        links = list(map(tuple.__new__, repeat(Link), _link_rows(pieces, ids, kept, guid_of)))
+        rates = _Rates()
+        if others and links:
+            words = set(map(itemgetter(2), map(str.split, _tails(pieces, others), repeat(None), repeat(3))))
+            if min(rates[w][2] for w in words) < max(link.rate_gbps for link in links):
+                _reconcile(links, list(_link_rows(pieces, ids, others, guid_of)))
         return links
     finally:
         if enabled:
             gc.enable()
+
+
+def _kept_lines(pieces: list[str], ids: list[str], guid_of: dict[str, str]) -> tuple[list[int], list[int]]:
+    """Quoted-line numbers of the port lines whose link is kept, and of the other port lines."""
+    kept: list[int] = []
+    others: list[int] = []
+    local = ""
+    from_switch = False
+    for j, (rid, switch_end) in enumerate(zip(ids, map(str.startswith, ids, repeat("S")))):
+        if pieces[4 * j + 2][:1] != "[":
+            local = guid_of[rid]
+            from_switch = switch_end
+            continue
+        if from_switch and not switch_end:
+            kept.append(j)
+            continue
+        if from_switch or not switch_end:
+            remote = guid_of[rid]
+            if local < remote or local == remote and _port(pieces[4 * j]) < _port(pieces[4 * j + 2]):
+                kept.append(j)
+                continue
+        others.append(j)
+    return kept, others
+
+
+def _port(piece: str) -> int:
+    """The port number of a port line's ``[N]`` piece (its last line, for the piece before it)."""
+    head = piece[piece.rfind("\n") + 1:]
+    return int(head[1:head.index("]")])
+
+
+def _tails(pieces: list[str], lines: list[int]) -> list[str]:
+    """The text after the last quote of each of quoted ``lines`` (`` lid 5 4xNDR``)."""
+    return [] if not lines else list(map(itemgetter(0), map(
+        str.partition, _pick(pieces, [4 * j + 4 for j in lines]), repeat("\n"))))
+
+
+def _link_rows(pieces: list[str], ids: list[str], lines: list[int], guid_of: dict[str, str]
+               ) -> "zip[tuple[str, int, str, int, str, str, float]]":
+    """(local GUID, local port, remote GUID, remote port, width, speed, rate) of quoted ``lines``."""
+    if not lines:
+        return zip()
+    ports = _PortNumbers()
+    heads = map(itemgetter(2), map(str.rpartition, _pick(pieces, [4 * j for j in lines]), repeat("\n")))
+    lports = map(ports.__getitem__, map(itemgetter(0), map(str.partition, heads, repeat("]"))))
+    rports = map(ports.__getitem__, map(itemgetter(0), map(
+        str.partition, _pick(pieces, [4 * j + 2 for j in lines]), repeat("]"))))
+    rates = list(map(_Rates().__getitem__, map(itemgetter(2), map(str.split, _tails(pieces, lines), repeat(None), repeat(3)))))
+    owners = _owners(pieces, ids, lines, guid_of)
+    remotes = map(guid_of.__getitem__, _pick(ids, lines))
+    return zip(owners, lports, remotes, rports, map(itemgetter(0), rates), map(itemgetter(1), rates),
+               map(itemgetter(2), rates))
+
+
+def _owners(pieces: list[str], ids: list[str], lines: list[int], guid_of: dict[str, str]) -> list[str]:
+    """GUID of the node whose record holds each of quoted ``lines``."""
+    owners: list[str] = []
+    owner = ""
+    last = -1
+    for j in lines:
+        for k in range(j - 1, last, -1):
+            if pieces[4 * k + 2][:1] != "[":
+                owner = guid_of[ids[k]]
+                break
+        last = j
+        owners.append(owner)
+    return owners
 
 
 def _quoted_port_line(lines: list[str], line: str) -> tuple[int, str, int, tuple[str, str, float]]:

@@ -185,3 +185,34 @@ def test_garbage_between_port_fields_names_its_line() -> None:
     lines[10] = lines[10].replace("[1](2c90302000001)", "[1](2c90302000001)zz")
     with pytest.raises(IbnetdiscoverError, match=r"line 11: expected a port line"):
         parse("\n".join(lines))
+
+
+@pytest.mark.parametrize("name", [name for name, *_ in COUNTS])
+def test_bulk_path_builds_the_same_graph_as_the_line_parser(name: str) -> None:
+    from fabric.parsers.ibnetdiscover import _parse
+    from fabric.topology.slurm import tree_conf
+
+    text = (FIXTURES / f"ibnetdiscover__{name}.txt").read_text()
+    graph = parse(text)
+    conf = tree_conf(graph) if graph.switches else ""  # from the switch ends, before links are built
+    reference = _parse(text)
+    assert graph == reference
+    assert conf == (tree_conf(reference) if graph.switches else "")
+
+
+def test_slower_end_is_kept_by_the_bulk_path_too() -> None:
+    lines = (FIXTURES / "ibnetdiscover__ibsim_lab__1.txt").read_text().splitlines()
+    ca_side = next(i for i, line in enumerate(lines) if line.startswith("[1](") and '"leaf01"' in line)
+    lines[ca_side] = lines[ca_side].replace("4xHDR", "1xSDR")
+    graph = parse("\n".join(lines))
+    assert sorted((k.width, k.speed) for k in graph.links).count(("1x", "SDR")) == 1
+
+
+def test_many_malformed_tails_fail_fast() -> None:
+    lines = (FIXTURES / "ibnetdiscover__ibsim_lab__1.txt").read_text().splitlines()
+    port = lines[10]
+    assert "lid 4 4xHDR" in port
+    ports = [port.replace("lid 4 4xHDR", f"lid {n} 4xHDR s=4 w=2 v=4 e=4") for n in range(40)]
+    bad = lines[:10] + ports + [port.replace("lid 4 4xHDR", "lid x 4xHDR")]
+    with pytest.raises(IbnetdiscoverError, match=r"line 51: expected a port line"):
+        parse("\n".join(bad))  # the tail validator backtracked exponentially here (14 tails: 2.6 s)
