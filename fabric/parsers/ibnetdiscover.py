@@ -245,7 +245,7 @@ def _parse_fast(text: str) -> FabricGraph | None:
     ends = _switch_blocks(ids, headers, rows, guid_of, switches)
     if ends is None:
         return None
-    links = DeferredLinks(partial(_build_links, text, guid_of), ends)
+    links = DeferredLinks(partial(_build_links, text, guid_of, headers, ends), ends)
     return FabricGraph(switches=_switch_names(switches), cas=cas, links=links, warnings=[])
 
 
@@ -442,7 +442,7 @@ class _Rates(dict[str, tuple[str, str, float]]):
         return value
 
 
-def _build_links(text: str, guid_of: dict[str, str]) -> list[Link]:
+def _build_links(text: str, guid_of: dict[str, str], headers: list[int], ends: list[SwitchEnds]) -> list[Link]:
     """The links of text that ``_parse_fast`` accepted, as the line parser builds them: one per
     port line kept by the same rule (switch side, else by order), slower end reconciled. The
     rule is decided per line from the node GUIDs (ports only when they tie); port numbers and
@@ -453,7 +453,7 @@ def _build_links(text: str, guid_of: dict[str, str]) -> list[Link]:
     try:
         pieces = text.split('"')
         ids = pieces[1::4]
-        kept, others = _kept_lines(pieces, ids, guid_of)
+        kept, others = _kept_lines(pieces, ids, headers, ends, guid_of)
         links = list(map(tuple.__new__, repeat(Link), _link_rows(pieces, ids, kept, guid_of)))
         rates = _Rates()
         if others and links:
@@ -466,27 +466,37 @@ def _build_links(text: str, guid_of: dict[str, str]) -> list[Link]:
             gc.enable()
 
 
-def _kept_lines(pieces: list[str], ids: list[str], guid_of: dict[str, str]) -> tuple[list[int], list[int]]:
-    """Quoted-line numbers of the port lines whose link is kept, and of the other port lines."""
+def _kept_lines(pieces: list[str], ids: list[str], headers: list[int], ends: list[SwitchEnds],
+                guid_of: dict[str, str]) -> tuple[list[int], list[int]]:
+    """Quoted-line numbers of the port lines whose link is kept, and of the other port lines: a
+    switch's line to a non-switch, or to a switch with a higher GUID; a CA's line to a non-switch
+    with a higher GUID (the port numbers decide between ends of one node)."""
+    switches = {guid for guid, _ in ends}
+    blocks = iter(ends)
     kept: list[int] = []
     others: list[int] = []
-    local = ""
-    from_switch = False
-    for j, (rid, switch_end) in enumerate(zip(ids, map(str.startswith, ids, repeat("S")))):
-        if pieces[4 * j + 2][:1] != "[":
-            local = guid_of[rid]
-            from_switch = switch_end
+    for j, stop in zip(headers, headers[1:] + [len(ids)]):
+        if ids[j][0] == "S":
+            local, remotes = next(blocks)
+            for line, remote in enumerate(remotes, j + 1):
+                if remote not in switches or local < remote or local == remote and _ports_rise(pieces, line):
+                    kept.append(line)
+                else:
+                    others.append(line)
             continue
-        if from_switch and not switch_end:
-            kept.append(j)
-            continue
-        if from_switch or not switch_end:
-            remote = guid_of[rid]
-            if local < remote or local == remote and _port(pieces[4 * j]) < _port(pieces[4 * j + 2]):
-                kept.append(j)
-                continue
-        others.append(j)
+        local = guid_of[ids[j]]
+        for line in range(j + 1, stop):
+            remote = guid_of[ids[line]]
+            if ids[line][0] != "S" and (local < remote or local == remote and _ports_rise(pieces, line)):
+                kept.append(line)
+            else:
+                others.append(line)
     return kept, others
+
+
+def _ports_rise(pieces: list[str], line: int) -> bool:
+    """Whether quoted ``line``'s local port is below its remote port."""
+    return _port(pieces[4 * line]) < _port(pieces[4 * line + 2])
 
 
 def _port(piece: str) -> int:
