@@ -13,7 +13,14 @@ port lines reach but that have no record of their own (trimmed captures) are add
 port line's id and description. When the two ends of a link report different widths or
 speeds, the slower is kept.
 
-One pass over the lines: node headers and port lines are split at their double quotes, the
+Usual case (``_parse_fast``), in bulk: one possessive regex pass validates the whole text, one
+split at double quotes gives every line's pieces, and Python work is done per node header only;
+the ``Link`` tuples are built on first read of ``graph.links`` (``DeferredLinks``), while the
+switch ends that ``topology.conf`` needs come straight from the switch blocks. Any text outside
+that case (stderr lines, quotes in descriptions, missing or repeated records, one-sided
+switch-to-switch lines, errors) goes through the line parser below, which is the reference.
+
+Line parser: node headers and port lines are split at their double quotes, the
 repeating pieces (``[1]\t``, `` lid 5 4xNDR``) are parsed once and cached, and the pieces parsed
 without a cache are checked against their regular expression in one pass per kind at the end
 (a line with quotes inside its description falls back to the full line regex). A line that is
