@@ -114,3 +114,22 @@ def test_slurm_topology_is_the_discovered_fabric(lab: OwnLab) -> None:
     switches = {m[0]: (m[1], m[2]) for m in re.findall(
         r"SwitchName=(\S+) Level=(\d) LinkSpeed=\S+ Nodes=(\S+)", shown)}
     assert switches == {"leaf01": ("0", "hn1"), "leaf02": ("0", "hn2"), "spine01": ("1", "hn[1-2]")}, shown
+
+
+def test_munge_key_is_the_stacks_secret_on_every_node(lab: OwnLab) -> None:
+    out = lab.outputs["munge_key"]
+    assert out.secret, "the munge key output is not a Pulumi secret"
+    digests = {h: lab.ssh(h, "sha256sum /etc/munge/munge.key").split()[0] for h in ("hn1", "hn2", "hsm1")}
+    import hashlib
+
+    assert set(digests.values()) == {hashlib.sha256(out.value.encode()).hexdigest()}, digests
+    modes = {lab.ssh(h, "stat -c '%a %U' /etc/munge/munge.key").strip() for h in ("hn1", "hn2", "hsm1")}
+    assert modes == {"400 munge"}
+
+
+def test_munge_key_is_in_no_file_on_the_controller(lab: OwnLab) -> None:
+    key = lab.outputs["munge_key"].value.encode()
+    roots = [lab.state, REPO / "artifacts" / lab.name]
+    files = [p for root in roots if root.exists() for p in root.rglob("*") if p.is_file()]
+    assert files, "neither the stack's state nor its run artifacts were found"
+    assert [str(p) for p in files if key in p.read_bytes()] == []
