@@ -27,10 +27,21 @@ def _changed(olds: dict[str, Any], news: dict[str, Any], keys: list[str] | None 
 
 
 def _prune(path: Path, root: Path) -> None:
-    """Remove ``path``'s empty parent directories up to and including ``root``."""
+    """Remove ``path``'s empty parent directories up to and including ``root``.
+
+    Pulumi deletes sibling files in parallel: a directory another delete already removed, or
+    one that is not empty any more, ends the walk instead of failing the delete.
+    """
     parent = path.parent
-    while parent.is_relative_to(root) and parent.is_dir() and not any(parent.iterdir()):
-        parent.rmdir()
+    while parent.is_relative_to(root):
+        try:
+            if any(parent.iterdir()):
+                return
+            parent.rmdir()
+        except (FileNotFoundError, NotADirectoryError):
+            return
+        except OSError:  # filled again in between (ENOTEMPTY)
+            return
         parent = parent.parent
 
 
