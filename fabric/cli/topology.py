@@ -7,6 +7,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from fabric.handoff.topology import only_hosts
+from fabric.hostlist import expand
 from fabric.parsers.common import ParseError
 from fabric.parsers.ibnetdiscover import parse
 from fabric.specload import SpecError, load_spec
@@ -30,6 +32,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--plugin", choices=("tree", "block", "yaml"), default="tree",
                         help="topology.conf for topology/tree (default) or topology/block, or topology.yaml")
     parser.add_argument("--block-size", type=int, metavar="N", help="BlockSizes base (block and yaml)")
+    parser.add_argument("--nodes", metavar="HOSTLIST",
+                        help="keep only these hosts (the Slurm nodes), e.g. gpu[01-08]: Slurm refuses a "
+                        "topology.conf naming a host slurm.conf does not; leaves left without one are dropped")
     parser.add_argument("--ibsim-net", action="store_true", help="print an ibsim net file instead")
     parser.add_argument("--oversubscription", action="store_true",
                         help="print each leaf's down/up bandwidth and ratio instead")
@@ -51,6 +56,8 @@ def run(args: argparse.Namespace) -> int:
         return 2
     try:
         graph = _graph(args)
+        if args.nodes is not None:
+            graph = only_hosts(graph, expand(args.nodes))
         if args.ibsim_net:
             out = render_net(graph)
         elif args.oversubscription:
@@ -71,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
     except SpecError as err:
         print(f"topology: {args.from_spec}: {err}", file=sys.stderr)
         return 1
-    except (ParseError, GraphError) as err:
+    except (ParseError, GraphError, ValueError) as err:
         print(f"topology: {err}", file=sys.stderr)
         return 1
     sys.stdout.write(out)

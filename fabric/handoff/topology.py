@@ -1,9 +1,8 @@
 """Slurm's topology.conf for the hand-off, from the discovered or the declared fabric.
 
-``python -m fabric.handoff.topology --from-ibnetdiscover FILE --nodes gpu[01-08]`` (or
-``--from-spec SPEC``) prints topology.conf for the tree (or block) plugin. It is
-``python -m fabric topology`` with one addition the roles need: ``--nodes`` keeps only the
-hosts that are Slurm nodes. Slurm 22.05's topology/tree refuses to start on a topology.conf
+``python -m fabric topology --from-ibnetdiscover FILE --nodes gpu[01-08]`` (or
+``--from-spec SPEC``) prints it for the tree (or block) plugin; ``--nodes`` (``only_hosts``)
+keeps only the hosts that are Slurm nodes. Slurm 22.05's topology/tree refuses to start on a topology.conf
 naming a host that slurm.conf does not ("Invalid node name (%s) in switch config"), and a
 fabric also carries subnet-manager, storage and login hosts. The files are written by
 ``fabric.topology.slurm`` (``tree_conf``, ``block_conf``); nothing here writes Slurm syntax.
@@ -14,12 +13,8 @@ time of discovery, so the rendered file changes only when the cabling does.
 
 from __future__ import annotations
 
-import argparse
-import sys
 from collections.abc import Iterable
-from pathlib import Path
 
-from fabric.hostlist import expand
 from fabric.topology.graph import FabricGraph
 from fabric.topology.slurm import block_conf, tree_conf
 
@@ -58,41 +53,3 @@ def render(graph: FabricGraph, plugin: str = "tree", nodes: Iterable[str] | None
     if plugin == "block":
         return block_conf(graph, block_size)
     return tree_conf(graph)
-
-
-def main(argv: list[str] | None = None) -> int:
-    """Command line; 0 on success, 1 on a bad input, 2 on an unreadable file."""
-    from fabric.parsers.common import ParseError
-    from fabric.parsers.ibnetdiscover import parse
-    from fabric.specload import SpecError, load_spec
-    from fabric.topology.from_spec import graph_from_spec
-    from fabric.topology.graph import GraphError
-
-    parser = argparse.ArgumentParser(prog="python -m fabric.handoff.topology", description=__doc__)
-    source = parser.add_mutually_exclusive_group(required=True)
-    source.add_argument("--from-ibnetdiscover", metavar="FILE", help="ibnetdiscover output ('-' for stdin)")
-    source.add_argument("--from-spec", metavar="SPEC", help="cluster spec YAML or Pulumi stack file")
-    parser.add_argument("--plugin", choices=("tree", "block"), default="tree")
-    parser.add_argument("--block-size", type=int, metavar="N")
-    parser.add_argument("--nodes", metavar="HOSTLIST", help="Slurm nodes to keep, e.g. gpu[01-08],cpu1")
-    args = parser.parse_args(argv)
-    try:
-        if args.from_spec:
-            graph = graph_from_spec(load_spec(args.from_spec))
-        else:
-            src = args.from_ibnetdiscover
-            graph = parse(sys.stdin.read() if src == "-" else Path(src).read_text())
-        nodes = expand(args.nodes) if args.nodes is not None else None
-        out = render(graph, args.plugin, nodes, args.block_size)
-    except OSError as err:
-        print(f"topology: cannot read {err.filename}: {err.strerror}", file=sys.stderr)
-        return 2
-    except (SpecError, ParseError, GraphError, ValueError) as err:
-        print(f"topology: {err}", file=sys.stderr)
-        return 1
-    sys.stdout.write(out)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

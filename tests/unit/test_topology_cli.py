@@ -59,3 +59,14 @@ def test_block_size_too_big_names_the_fix(capsys: pytest.CaptureFixture[str]) ->
 def test_missing_file(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     code, _, err = run(capsys, "--from-ibnetdiscover", str(tmp_path / "nope.txt"))
     assert code == 2 and "cannot read" in err
+
+
+def test_nodes_keeps_only_the_slurm_hosts(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "--from-ibnetdiscover", str(FIXTURES / "ibnetdiscover__ibsim_lab__1.txt"),
+                       "--nodes", "gpu[01-08]")
+    assert code == 0 and "sm1" not in out and "Nodes=gpu[06-08]\n" in out, out
+
+
+def test_nodes_bad_hostlist_names_it(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(capsys, "--from-spec", str(ROOT / "Pulumi.lab.yaml"), "--nodes", "gpu[01-")
+    assert code == 1 and "gpu[01-" in err, err
