@@ -47,7 +47,7 @@ def _spec(tag: int) -> dict[str, Any]:
         "management": {"subnet": f"198.18.{160 + tag}.0/24"},
         "bmc": {"subnet": f"198.18.{180 + tag}.0/24"},
         "slurm": {"controller": "sm1"},
-        "lab": {"bmc_port": 18600 + 2 * tag, "ibsim_port": 17600 + 16 * tag},
+        "lab": {"bmc_port": 19200 + 2 * tag, "ibsim_port": 17800 + 16 * tag},
     }
 
 

@@ -44,7 +44,7 @@ def _spec(tag: int) -> dict[str, Any]:
         "bmc": {"subnet": f"198.19.{80 + tag}.0/24"},
         "slurm": {"cluster_name": "ryhandoff", "controller": "hsm1", "topology_plugin": "tree",
                   "partitions": [{"name": "gpu", "nodes": "hn[1-2]", "default": True}]},
-        "lab": {"bmc_port": 18600 + 2 * tag, "ibsim_port": 17600 + 16 * tag},
+        "lab": {"bmc_port": 19400 + 2 * tag, "ibsim_port": 18400 + 16 * tag},
     }
 
 

@@ -34,7 +34,7 @@ def _spec(tag: int, compute: str = "n[1-2]") -> dict[str, Any]:
         "management": {"subnet": f"198.18.{200 + tag}.0/24"},
         "bmc": {"subnet": f"198.18.{220 + tag}.0/24"},
         "slurm": {"controller": "sm1"},
-        "lab": {"bmc_port": 18200 + 2 * tag, "ibsim_port": 17200 + 16 * tag},
+        "lab": {"bmc_port": 19000 + 2 * tag, "ibsim_port": 17200 + 16 * tag},
     }
 
 

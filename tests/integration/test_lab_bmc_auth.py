@@ -42,7 +42,7 @@ def _spec(tag: int) -> dict[str, Any]:
         },
         "management": {"subnet": f"198.18.{160 + tag}.0/24"},
         "bmc": {"subnet": f"198.18.{176 + tag}.0/24", "username": "operator"},
-        "lab": {"bmc_port": 18300 + 2 * tag, "ibsim_port": 17500 + 16 * tag},
+        "lab": {"bmc_port": 19100 + 2 * tag, "ibsim_port": 17500 + 16 * tag},
     }
 
 
