@@ -266,6 +266,9 @@ class LabSpec(Model):
     image: str = Field(default="localhost/railyard-node", description="node image name")
     bmc_port: int = Field(default=8000, ge=1024, le=65535, description="Redfish emulator port")
     ibsim_port: int = Field(default=7070, ge=1024, le=65535, description="ibsim remote port")
+    roce_subnet: ipaddress.IPv4Network | None = Field(
+        default=None, description="the RoCE/Ethernet fabric network of a roce lab (default 198.18.2.0/24)"
+    )
 
 
 class AwsSpec(Model):

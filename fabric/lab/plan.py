@@ -135,7 +135,8 @@ def plan_lab(spec: ClusterSpec, stack: str, prefix: str, state_dir: str) -> LabP
     bmc = _net("bmc.subnet", f"{prefix}-bmc", bmc_subnet, None)
     fabric = None
     if spec.fabric.kind == "roce":
-        fabric = _net("fabric (RoCE)", f"{prefix}-fabric", DEFAULT_FABRIC_SUBNET, None, spec.fabric.mtu)
+        roce_subnet = str(lab.roce_subnet) if lab.roce_subnet else DEFAULT_FABRIC_SUBNET
+        fabric = _net("lab.roce_subnet", f"{prefix}-fabric", roce_subnet, None, spec.fabric.mtu)
     subnets = [ipaddress.ip_network(n.subnet) for n in (mgmt, bmc, fabric) if n]
     if any(a.overlaps(b) for i, a in enumerate(subnets) for b in subnets[i + 1 :]):
         raise LabPlanError(f"lab subnets overlap: {[str(s) for s in subnets]}; give each network its own subnet")

@@ -49,7 +49,7 @@ def _spec(tag: int) -> dict[str, Any]:
         "fabric": {"kind": "roce", "mtu": FABRIC_MTU},
         "management": {"subnet": f"198.19.{100 + tag}.0/24"},
         "bmc": {"subnet": f"198.19.{120 + tag}.0/24"},
-        "lab": {"bmc_port": 19300 + 2 * tag, "ibsim_port": 18100 + 16 * tag},
+        "lab": {"bmc_port": 19300 + 2 * tag, "ibsim_port": 18100 + 16 * tag, "roce_subnet": f"198.19.{140 + tag}.0/24"},
     }
 
 

@@ -146,3 +146,21 @@ def test_plan_roce_adds_fabric_network_at_spec_mtu() -> None:
     assert plan.fabric is not None and plan.fabric.mtu == 9000 and plan.fabric.subnet == "198.18.2.0/24"
     assert not plan.ibsim
     assert allocate({}, [n.name for n in plan.nodes], plan.fabric.subnet, plan.fabric.gateway)["gpu01"] == "198.18.2.10"
+
+
+def _roce(lab: dict | None = None) -> dict:
+    data = {**LAB, "fabric": {"kind": "roce", "mtu": 9000, "topology": LAB["fabric"]["topology"]}}
+    data["nodes"] = [{**g, "hcas": [{**h, "link_layer": "Ethernet"} for h in g.get("hcas", [])]} for g in LAB["nodes"]]
+    if lab is not None:
+        data["lab"] = lab
+    return data
+
+
+def test_plan_roce_subnet_from_the_spec() -> None:
+    plan = plan_lab(ClusterSpec.model_validate(_roce({"roce_subnet": "198.19.140.0/24"})), "lab", "railyard-lab", "/tmp/x")
+    assert plan.fabric is not None and plan.fabric.subnet == "198.19.140.0/24"
+
+
+def test_plan_roce_subnet_outside_lab_range_names_the_field() -> None:
+    with pytest.raises(LabPlanError, match=r"lab.roce_subnet: 10.1.0.0/24 is outside the lab range"):
+        plan_lab(ClusterSpec.model_validate(_roce({"roce_subnet": "10.1.0.0/24"})), "lab", "railyard-lab", "/tmp/x")
