@@ -22,6 +22,7 @@ import pytest
 
 from fabric.verify.faults import IbsimConsole, set_link_speed, start_sm, stop_sm
 from fabric.verify.ibsim_clients import bound_udp_ports
+from fabric.verify.report import RED
 from tests.integration.labkit import OwnLab, own_lab
 
 pytestmark = pytest.mark.integration
@@ -65,6 +66,7 @@ class Lab:
 
     def __init__(self, own: OwnLab) -> None:
         self.own = own
+        self.unlinked_dot = ""
         self.console = IbsimConsole(own.state / "ibsim.console", own.state / "logs" / "ibsim.log")
 
     def failed(self, select: str) -> dict[str, str]:
@@ -106,11 +108,15 @@ UNLINKED = ("n1", "mlx5_0", 1, "leaf01", 1)
 
 @pytest.fixture(scope="module")
 def unlinked(lab: Lab) -> tuple[dict[str, str], dict[str, str]]:
-    """(failures with n1's cable pulled, failures after it is cabled again and swept)."""
+    """(failures with n1's cable pulled, failures after it is cabled again and swept).
+
+    The fabric picture of the run with the cable pulled is kept as ``lab.unlinked_dot``.
+    """
     host, device, port, switch, switch_port = UNLINKED
     lab.console.unlink(host, device, port)
     try:
         during = lab.settle(LINK_CHECKS, lambda f: any(k.startswith("test_port_state_active[n1/") for k in f))
+        lab.unlinked_dot = (lab.own.root / "reports" / lab.own.name / "fabric.dot").read_text()
     finally:
         lab.console.link(host, device, port, switch, switch_port)
     after = lab.settle(LINK_CHECKS, lambda f: not f)
@@ -129,6 +135,14 @@ def test_unlinked_port_fails_naming_node_hca_switch_and_port(
         unlinked: tuple[dict[str, str], dict[str, str]], check: str, named: list[str]) -> None:
     during, _ = unlinked
     assert check in during and all(n in during[check] for n in named), f"{check}: {during.get(check)}; all: {during}"
+
+
+def test_fabric_picture_draws_the_pulled_cable_red(lab: Lab, unlinked: Any) -> None:
+    edges = [line for line in lab.unlinked_dot.splitlines() if " -- " in line]
+    pulled = [e for e in edges if '"leaf01"' in e and "n1" in e]
+    others = [e for e in edges if e not in pulled]
+    assert pulled and all(f'color="{RED}"' in e for e in pulled), pulled
+    assert others and not any(f'color="{RED}"' in e for e in others), others
 
 
 def test_unlinked_port_fails_only_its_own_checks(unlinked: tuple[dict[str, str], dict[str, str]]) -> None:
