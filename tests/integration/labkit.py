@@ -163,6 +163,18 @@ def leftovers(prefix: str, state: Path) -> dict[str, Any]:
 
 
 @contextmanager
+def _destroy(stack: Any) -> None:
+    """``pulumi destroy``, once more if the first fails: a lab left behind by a failed destroy
+    (its podman networks hold the subnets) breaks the next run of the same module."""
+    from pulumi.automation.errors import CommandError
+
+    try:
+        stack.destroy(on_output=lambda _: None)
+    except CommandError:
+        stack.refresh(on_output=lambda _: None)
+        stack.destroy(on_output=lambda _: None)
+
+
 def own_lab(tmp_path_factory: Any, name_prefix: str, spec: SpecFor, *, tags: int = 15,
             handoff: bool = False, verify: bool = False) -> Iterator[OwnLab]:
     """Bring up a lab of ``spec(tag)`` as stack ``<name_prefix>-<hex>``; destroy it on exit.
@@ -210,7 +222,7 @@ def own_lab(tmp_path_factory: Any, name_prefix: str, spec: SpecFor, *, tags: int
             yield lab
         finally:
             try:
-                lab.stack.destroy(on_output=lambda _: None)
+                _destroy(lab.stack)
                 ws.remove_stack(name)
             finally:
                 lab.leftovers = leftovers(name, lab.state)
