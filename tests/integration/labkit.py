@@ -162,7 +162,6 @@ def leftovers(prefix: str, state: Path) -> dict[str, Any]:
     return out
 
 
-@contextmanager
 def _destroy(stack: Any) -> None:
     """``pulumi destroy``, once more if the first fails: a lab left behind by a failed destroy
     (its podman networks hold the subnets) breaks the next run of the same module."""
@@ -175,6 +174,7 @@ def _destroy(stack: Any) -> None:
         stack.destroy(on_output=lambda _: None)
 
 
+@contextmanager
 def own_lab(tmp_path_factory: Any, name_prefix: str, spec: SpecFor, *, tags: int = 15,
             handoff: bool = False, verify: bool = False) -> Iterator[OwnLab]:
     """Bring up a lab of ``spec(tag)`` as stack ``<name_prefix>-<hex>``; destroy it on exit.
