@@ -17,6 +17,7 @@ from typing import Any
 
 import pulumi
 
+from fabric.components.config_secret import config_secret
 from fabric.components.dynamic_lab import (
     AddressPool, IbSim, LabFile, LabNetwork, LabNode, NodeImage, RedfishEmulator, SshKey,
 )
@@ -39,22 +40,11 @@ def state_root() -> Path:
 
 
 def bmc_password(spec: ClusterSpec) -> pulumi.Output[str] | None:
-    """Return the secret named by ``bmc.password.config``, or None (the emulator generates one).
-
-    The key is read in the project's namespace (``railyard:<key>``) unless it names its own
-    (``<namespace>:<key>``), as ``pulumi config set --secret <key> ...`` stores it.
-    """
+    """Return the secret named by ``bmc.password.config``, or None (the emulator generates one)."""
     if spec.bmc is None or spec.bmc.password is None:
         return None
-    key = spec.bmc.password.config
-    namespace, _, name = key.rpartition(":")
-    value = pulumi.Config(namespace or None).get_secret(name)
-    if value is None:
-        raise ValueError(
-            f"bmc.password.config: no config value {key!r} in this stack; set it with "
-            f"`pulumi config set --secret {key} <password>` or drop bmc.password to let the lab generate one"
-        )
-    return value
+    return config_secret(spec.bmc.password.config, "bmc.password.config",
+                         "<password>` or drop bmc.password to let the lab generate one")
 
 
 class LabCluster(pulumi.ComponentResource):

@@ -15,6 +15,7 @@ from typing import Any
 import pulumi
 from pulumi.dynamic import CreateResult, DiffResult, ResourceProvider
 
+from fabric.components.config_secret import config_secret
 from fabric.spec import ClusterSpec
 
 #: Random bytes behind a generated key (munge needs at least 32; its own default is 1024 bits).
@@ -51,15 +52,9 @@ def _checked(key: str, where: str) -> str:
 
 def munge_key(name: str, spec: ClusterSpec, opts: pulumi.ResourceOptions | None = None) -> pulumi.Output[str]:
     """The stack's munge key as a secret Output: ``slurm.munge_key``'s config secret, or generated."""
-    ref = spec.slurm.munge_key if spec.slurm else None
+    ref = spec.slurm.munge_key
     if ref is None:
         return pulumi.Output.secret(MungeKey(f"{name}-munge-key", opts=opts).key)
-    namespace, _, key = ref.config.rpartition(":")
-    value = pulumi.Config(namespace or None).get_secret(key)
-    if value is None:
-        raise ValueError(
-            f"slurm.munge_key.config: no config value {ref.config!r} in this stack; set it with "
-            f"`pulumi config set --secret {ref.config} \"$(openssl rand -base64 96)\"` "
-            "or drop slurm.munge_key to let the stack generate one"
-        )
+    value = config_secret(ref.config, "slurm.munge_key.config",
+                          '"$(openssl rand -base64 96)"` or drop slurm.munge_key to let the stack generate one')
     return pulumi.Output.secret(value.apply(lambda k: _checked(k, "slurm.munge_key.config")))
