@@ -22,6 +22,7 @@ APT_PACKAGES=(
   ibsim-utils libumad2sim0 opensm infiniband-diags
   slurmctld slurmd slurm-client munge
   graphviz iproute2 openssh-client python3-venv git make curl ca-certificates
+  gcc libc6-dev python3-dev
 )
 
 step() { printf '\033[1m==> %s\033[0m\n' "$*"; }
@@ -50,7 +51,8 @@ install_debian_packages() {
 create_venv() {
   local stamp="$ROOT/.venv/.railyard-stamp"
   local want
-  want="$(sha256sum "$ROOT/pyproject.toml" | cut -c1-16)"
+  # The install also builds the compiled ibnetdiscover scanner (setup.py): its source counts.
+  want="$(cat "$ROOT/pyproject.toml" "$ROOT/setup.py" "$ROOT"/fabric/parsers/*.c | sha256sum | cut -c1-16)"
   if [[ -f "$stamp" && "$(cat "$stamp")" == "$want" ]]; then
     step "Python venv: .venv up to date"
     return

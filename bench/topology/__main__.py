@@ -4,7 +4,7 @@ parsing + topology.conf generation on rail-optimized fat trees (8 HCAs per host)
 Each size's text is written once (by ibsim's real ibnetdiscover with ``--ibsim`` for sizes up to
 2,048 hosts, else by ``bench.topology.fabric.render_ibnetdiscover``); each measurement then runs
 in a fresh child process that reads the file, and reports CPU time (``time.process_time``) of
-``parse`` and of ``tree_conf``, and the child's peak RSS (``ru_maxrss``) before and after;
+``parse`` and of ``tree_conf``, and the child's peak RSS (``VmHWM``) before and after;
 the table shows the fastest run's split and the median total.
 """
 
@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import resource
 import subprocess
 import sys
 import tempfile
@@ -26,20 +25,38 @@ from fabric.topology.graph import FabricGraph
 from fabric.topology.ibsim import IbsimSession, ibsim_limits, render_net, sim_host, simulated
 
 
-def measure(path: str) -> dict[str, float]:
-    """Child process: parse ``path`` and write topology.conf; CPU seconds and peak RSS (MiB)."""
+def peak_rss_mib() -> float:
+    """This process's peak RSS since its exec (``VmHWM``). Not ``ru_maxrss``: Linux keeps that
+    across exec, so a child forked from the benchmark's parent reported the parent's RSS (which
+    holds the generated fabric) whenever it was the larger."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    raise RuntimeError("no VmHWM in /proc/self/status")
+
+
+def measure(path: str, scanner: str) -> dict[str, float | str]:
+    """Child process: parse ``path`` and write topology.conf; CPU seconds and peak RSS (MiB).
+    ``scanner``: "compiled" (the C scanner; an error if it was not built) or "regex" (the
+    pure-Python fallback)."""
+    from fabric.parsers import ibnetdiscover
     from fabric.topology.slurm import tree_conf
 
+    if scanner == "regex":
+        ibnetdiscover._scan_compiled = None
+    elif ibnetdiscover._scan_compiled is None:
+        raise SystemExit("the compiled scanner is not built (make bootstrap); use --scanner regex")
+
     text = Path(path).read_text()
-    rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    rss0 = peak_rss_mib()
     t0 = time.process_time()
     fabric = parse(text)
     t1 = time.process_time()
     conf = tree_conf(fabric)
     t2 = time.process_time()
-    rss1 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    rss1 = peak_rss_mib()
     return {"parse_s": t1 - t0, "conf_s": t2 - t1, "cpu_s": t2 - t0, "rss_before_mib": rss0,
-            "rss_peak_mib": rss1, "cas": len(fabric.cas), "links": len(fabric.links), "conf_lines": conf.count("\n")}
+            "rss_peak_mib": rss1, "scanner": scanner, "cas": len(fabric.cas), "links": len(fabric.links), "conf_lines": conf.count("\n")}
 
 
 def ibsim_text(hosts: int, workdir: str) -> str:
@@ -74,12 +91,15 @@ def main() -> None:
     parser.add_argument("--sizes", default="2048,16384")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--ibsim", action="store_true", help="use ibsim's ibnetdiscover for sizes <= 2048")
+    parser.add_argument("--scanner", choices=("compiled", "regex"), default="compiled",
+                        help="ibnetdiscover scanner: the C one (default) or the pure-Python fallback")
     parser.add_argument("--measure", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.measure:
-        print(json.dumps(measure(args.measure)))
+        print(json.dumps(measure(args.measure, args.scanner)))
         return
     with tempfile.TemporaryDirectory() as tmp:
+        print(f"# scanner: {args.scanner}")
         print("hosts  CAs     links   source  MB    parse_s  conf_s  cpu_s  median_cpu_s  cpu_us/CA  peak_RSS_MiB")
         for hosts in (int(s) for s in args.sizes.split(",")):
             path = Path(tmp) / f"ibnetdiscover_{hosts}.txt"
@@ -91,7 +111,8 @@ def main() -> None:
             else:
                 text = render_ibnetdiscover(graph(hosts))
             path.write_text(text)
-            runs = [json.loads(subprocess.run([sys.executable, "-m", "bench.topology", "--measure", str(path)],
+            runs = [json.loads(subprocess.run([sys.executable, "-m", "bench.topology", "--scanner", args.scanner,
+                                               "--measure", str(path)],
                                               capture_output=True, text=True, check=True).stdout)
                     for _ in range(args.repeat)]
             best = min(runs, key=lambda r: r["cpu_s"])
