@@ -1,4 +1,4 @@
-"""``python -m fabric run PLAYBOOK [--stack lab] [--limit HOSTS]``: the Ansible hand-off.
+"""``python -m fabric run PLAYBOOK [--stack lab] [--limit HOSTS] [-e KEY=VALUE]``: the Ansible hand-off.
 
 Writes the role variables from the stack's spec to ``state/<stack>/group_vars/all.yml``,
 runs the playbook with ansible-runner against ``state/<stack>/inventory.yml``, streams
@@ -28,6 +28,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--stack", default="lab", help="stack name (state/<stack>/, Pulumi.<stack>.yaml)")
     parser.add_argument("--limit", default=None, help="Ansible host pattern to limit the run to")
     parser.add_argument(
+        "-e", "--extra-vars", action="append", default=[], metavar="KEY=VALUE", type=_extra_var,
+        help="a playbook variable, e.g. -e railyard_new_nodes=gpu09 (repeatable; not for secrets: "
+             "the run's artifacts keep it)",
+    )
+    parser.add_argument(
         "--spec",
         default=None,
         help="spec or stack YAML to derive role variables from (default Pulumi.<stack>.yaml)",
@@ -40,6 +45,24 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=_run)
 
 
+#: Variable names that hold secrets: they come from the stack or a vault, never from ``-e``
+#: (ansible-runner keeps extra vars in the run's artifacts).
+_SECRET_WORDS = ("password", "passphrase", "secret", "token", "munge_key", "private_key")
+
+
+def _extra_var(text: str) -> tuple[str, str]:
+    """``KEY=VALUE`` -> (KEY, VALUE); KEY must be a variable name and not a secret's."""
+    key, sep, value = text.partition("=")
+    if not sep or not key.isidentifier():
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not KEY=VALUE with a variable name as KEY (e.g. railyard_new_nodes=gpu09)")
+    if any(word in key.lower() for word in _SECRET_WORDS):
+        raise argparse.ArgumentTypeError(
+            f"{key} looks like a secret; -e values are kept in the run's artifacts. Set secrets as "
+            "Pulumi secrets (the munge key comes from the stack) or in an Ansible vault instead")
+    return key, value
+
+
 def _run(args: argparse.Namespace) -> int:
     from fabric.specload import SpecError, load_spec
 
@@ -48,7 +71,8 @@ def _run(args: argparse.Namespace) -> int:
         spec = load_spec(spec_path)
         key = munge_key(args.stack, REPO_ROOT)
         result = run_playbook(args.playbook, stack=args.stack, spec=spec, limit=args.limit,
-                              secret_vars={"slurm_munge_key": key} if key else None)
+                              secret_vars={"slurm_munge_key": key} if key else None,
+                              extra_vars=dict(args.extra_vars))
     except (HandoffError, SpecError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

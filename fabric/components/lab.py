@@ -29,7 +29,7 @@ from fabric.lab.node import ibsim_environment
 from fabric.lab.plan import LabPlan, NetPlan, NodePlan, plan_lab
 from fabric.spec import ClusterSpec
 from fabric.topology.from_spec import graph_from_spec
-from fabric.topology.ibsim import ibsim_limits, render_net
+from fabric.topology.ibsim import ibsim_limits, net_hash, render_net
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -145,7 +145,7 @@ class LabCluster(pulumi.ComponentResource):
         netfile = LabFile(f"{name}-ibsim-net", str(net_file), net_text, plan.state_dir, "644", False,
                           pulumi.ResourceOptions(parent=self))
         return IbSim(
-            f"{name}-ibsim", str(net_file), hashlib.sha256(net_text.encode()).hexdigest()[:16], plan.ibsim_port,
+            f"{name}-ibsim", str(net_file), net_hash(net_text), plan.ibsim_port,
             ibsim_limits(graph), str(Path(plan.state_dir) / "logs" / "ibsim.log"),
             pulumi.ResourceOptions(parent=self, depends_on=[netfile, mgmt]),
         )

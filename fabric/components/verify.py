@@ -30,10 +30,17 @@ def content_hash(root: Path = REPO_ROOT) -> str:
 
 
 def run(props: dict[str, Any]) -> dict[str, Any]:
-    """Run the checks; raise with the summary when any fails."""
+    """Run the checks against the spec this update declares (``spec_json``, as the hand-off
+    does; not the stack file, which ``pulumi up --config-file`` bypasses); raise with the
+    summary when any fails."""
+    import tempfile
+
     from fabric.verify.runner import run_checks
 
-    outcome = run_checks(props["stack"], limit=props.get("limit"), quiet=True)
+    with tempfile.TemporaryDirectory(prefix="railyard-verify-") as tmp:
+        spec_file = Path(tmp) / "spec.json"
+        spec_file.write_text(props["spec_json"])
+        outcome = run_checks(props["stack"], limit=props.get("limit"), quiet=True, spec=spec_file)
     if not outcome.ok:
         raise RuntimeError(f"verification failed: {outcome.summary()}\nreports: {outcome.report_dir}")
     return {

@@ -117,13 +117,15 @@ def run_playbook(
     artifacts_root: Path = ARTIFACTS_ROOT,
     extra_env: dict[str, str] | None = None,
     secret_vars: dict[str, str] | None = None,
+    extra_vars: dict[str, str] | None = None,
 ) -> PlaybookResult:
     """Run ``playbook`` against ``stack``'s inventory; stream progress through ``emit``.
 
     With ``spec``, the role variables are (re)written to ``state/<stack>/group_vars/all.yml``
     first. ``secret_vars`` (e.g. ``slurm_munge_key``) reach Ansible as extra vars through a
-    private file that is removed after the run. Returns the typed result; ``result.summary()``
-    is the short report.
+    private file that is removed after the run; ``extra_vars`` (plain values such as
+    ``railyard_new_nodes``) as ordinary extra vars, kept in the run's artifacts. Returns the
+    typed result; ``result.summary()`` is the short report.
     """
     import ansible_runner  # imported here: the CLI's other commands do not need it
 
@@ -154,6 +156,7 @@ def run_playbook(
             inventory=str(inventory),
             limit=limit,
             envvars=env,
+            extravars=extra_vars or None,
             cmdline=f"-e @{secrets_file}" if secrets_file else None,
             event_handler=summary.handle,
             quiet=True,

@@ -24,6 +24,7 @@ Facts from ibsim 0.10's parser (``ibsim/sim_net.c``) that shape the output:
 
 from __future__ import annotations
 
+import hashlib
 import os
 import subprocess
 import time
@@ -107,6 +108,12 @@ def render_net(graph: FabricGraph) -> str:
     for guid, ca in graph.cas.items():
         record(f'Ca\t{ca.ports} "{ids[guid]}"\t# "{ca.description}"', f"devid={CA_DEVID:#x}\ncaguid={guid}", guid)
     return "\n".join(out)
+
+
+def net_hash(net_text: str) -> str:
+    """Short identity of an ibsim net file. A changed file means a new simulator instance, so
+    the lab restarts what holds a session with the old one (its OpenSMs)."""
+    return hashlib.sha256(net_text.encode()).hexdigest()[:16]
 
 
 def ibsim_limits(graph: FabricGraph) -> list[str]:

@@ -248,15 +248,13 @@ class CheckPlan(_Model):
 
     @cached_property
     def slurm_switches(self) -> dict[str, tuple[list[str], list[str]]]:
-        """Switch name -> (nodes below it, child switches) ``scontrol show topology`` must show."""
+        """Switch name -> (nodes below it, child switches) ``scontrol show topology`` must show.
+        The nodes are Slurm's nodes, the compute hosts, as the hand-off writes topology.conf
+        (``fabric.handoff.vars.slurm_vars``), whether or not a partition lists them yet."""
         graph = self.declared_graph
         if graph is None:
             return {}
-        from fabric.hostlist import expand
-
-        slurm_hosts: set[str] = set()
-        for part in self.spec.slurm.partitions:
-            slurm_hosts |= set(self.spec.hosts) if part.nodes == "ALL" else set(expand(part.nodes))
+        slurm_hosts = set(self.spec.hosts_with_role("compute"))
         out: dict[str, tuple[list[str], list[str]]] = {}
         leaves = graph.host_leaves()
         with_cas = {load.switch for load in graph.leaf_loads()}
