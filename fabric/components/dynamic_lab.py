@@ -282,8 +282,9 @@ class IbSimProvider(_ReplaceOnChange):
     def delete(self, _id: str, props: dict[str, Any]) -> None:
         from fabric.lab.process import Helper, stop
 
-        from fabric.lab.ibsim import remove_console
+        from fabric.lab.ibsim import remove_console, stop_mad_senders
 
+        stop_mad_senders(list(props.get("clients") or []))
         if props.get("out_helper"):
             stop(Helper(**props["out_helper"]))
         remove_console(Path(props["net_file"]))
@@ -293,13 +294,15 @@ class IbSimProvider(_ReplaceOnChange):
 
 
 class IbSim(Resource):
-    """The simulated InfiniBand fabric."""
+    """The simulated InfiniBand fabric. ``clients``: the containers of the nodes it serves;
+    their subnet managers are stopped before it is (``fabric.lab.ibsim.stop_mad_senders``)."""
 
     def __init__(
         self, name: str, net_file: str, net_hash: pulumi.Input[str], port: int, limits: list[str], log: str,
-        opts: pulumi.ResourceOptions | None = None,
+        clients: list[str], opts: pulumi.ResourceOptions | None = None,
     ) -> None:
-        args = {"net_file": net_file, "net_hash": net_hash, "port": port, "limits": limits, "log": log, "out_helper": None}
+        args = {"net_file": net_file, "net_hash": net_hash, "port": port, "limits": limits, "log": log,
+                "clients": clients, "out_helper": None}
         super().__init__(IbSimProvider(), name, args, opts)
 
 

@@ -147,6 +147,7 @@ class LabCluster(pulumi.ComponentResource):
         return IbSim(
             f"{name}-ibsim", str(net_file), net_hash(net_text), plan.ibsim_port,
             ibsim_limits(graph), str(Path(plan.state_dir) / "logs" / "ibsim.log"),
+            [n.container for n in plan.nodes if n.sim_host],
             pulumi.ResourceOptions(parent=self, depends_on=[netfile, mgmt]),
         )
 

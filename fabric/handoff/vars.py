@@ -18,7 +18,6 @@ from fabric.hostlist import compress
 from fabric.spec import ClusterSpec
 from fabric.handoff.topology import render
 from fabric.topology.from_spec import graph_from_spec
-from fabric.topology.ibsim import net_hash, render_net
 
 #: OpenSM partition member keywords (man opensm, PARTITION CONFIGURATION).
 SM_MEMBER_KEYWORDS = ("ALL", "ALL_CAS", "ALL_SWITCHES", "SELF")
@@ -161,10 +160,6 @@ def subnet_manager_vars(spec: ClusterSpec) -> dict[str, Any]:
         out["subnet_manager_partitions"] = partitions
     if spec.target == "lab":
         out |= LAB_SUBNET_MANAGER
-        if spec.fabric.topology is not None:
-            # The simulator the lab runs for this fabric (fabric.components.lab): a new one
-            # (the fabric changed) restarts the OpenSMs, which would stay attached to the old one.
-            out["subnet_manager_fabric_generation"] = net_hash(render_net(graph_from_spec(spec)))
     return out
 
 

@@ -6,7 +6,16 @@ import os
 import stat
 from pathlib import Path
 
+from fabric.lab.podman import exists, podman
 from fabric.lab.process import Helper, start, wait_log
+
+#: The services in lab nodes that send MADs on their own: the subnet managers. ibsim speaks UDP
+#: and numbers its clients; an OpenSM still attached to a replaced simulator (the fabric grew or
+#: shrank) keeps sweeping into the new one under its old client number, so the new ibsim
+#: delivers the replies to whichever new client got that number (umad2sim then dereferences a
+#: NULL agent and the process segfaults) or crashes itself. They are stopped first; the
+#: hand-off starts them again on the new fabric, in priority order.
+MAD_SENDERS = ("opensm.service",)
 
 
 def console_path(net_file: Path) -> Path:
@@ -38,6 +47,19 @@ def start_ibsim(net_file: Path, port: int, limits: list[str], log: Path) -> Help
     )
     wait_log(helper, "Network simulator ready")
     return helper
+
+
+def stop_mad_senders(containers: list[str]) -> list[str]:
+    """Stop ``MAD_SENDERS`` in the running ``containers`` (before their simulator is stopped);
+    return the containers where the stop succeeded. A container or unit that is not there is
+    skipped."""
+    stopped = []
+    for container in containers:
+        if exists("container", container):
+            proc = podman(["exec", container, "systemctl", "stop", *MAD_SENDERS], check=False, timeout=60)
+            if proc.returncode == 0:
+                stopped.append(container)
+    return stopped
 
 
 def remove_console(net_file: Path) -> None:

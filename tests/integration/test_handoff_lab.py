@@ -3,7 +3,7 @@
 spine, and runs ``playbooks/site.yml`` (``railyard:handoff``); the check suite is off
 (``railyard:verify``, another component's test). Then: OpenSM MASTER at the priority-14 SM,
 every Slurm node idle, ``scontrol show topology`` as the fabric, and a second run that
-changes nothing.
+changes nothing. Last, a node is added through the spec and a second ``pulumi up`` (day 2).
 
 Its own stack name, subnets (198.19.60-75.0/24 and 198.19.80-95.0/24) and ports, so it runs
 beside the ``lab`` stack and the other integration tests.
@@ -133,3 +133,45 @@ def test_munge_key_is_in_no_file_on_the_controller(lab: OwnLab) -> None:
     files = [p for root in roots if root.exists() for p in root.rglob("*") if p.is_file()]
     assert files, "neither the stack's state nor its run artifacts were found"
     assert [str(p) for p in files if key in p.read_bytes()] == []
+
+
+# Day 2, the declarative way (last in this module: it changes the lab): hn3 is added to the
+# spec, with room for it on a leaf, and ``pulumi up`` runs again. The grown fabric is a new
+# ibsim; the OpenSM, attached to the old one, must restart on it (the role's
+# ``subnet_manager_fabric_generation``), and Slurm must take in the new node.
+
+@pytest.fixture(scope="module")
+def grown(lab: OwnLab) -> str:
+    """The engine output of the ``pulumi up`` that added hn3."""
+    spec = _spec(lab.tag)
+    spec["nodes"][0]["names"] = "hn[1-3]"
+    spec["fabric"]["topology"]["nodes_per_leaf"] = 2
+    spec["slurm"]["partitions"][0]["nodes"] = "hn[1-3]"
+    lab.set_spec(spec)
+    log: list[str] = []
+    lab.outputs = lab.stack.up(on_output=log.append).outputs
+    return "".join(log)
+
+
+def test_adding_a_node_converges_it_and_restarts_opensm_on_the_new_fabric(lab: OwnLab, grown: str) -> None:
+    rows = {line.split()[0]: line.split()[1:] for line in lab.outputs["handoff"].value.splitlines()[1:]}
+    assert set(rows) == {"hn1", "hn2", "hn3", "hsm1"}
+    assert all(r[2] == "0" and r[3] == "0" for r in rows.values()), lab.outputs["handoff"].value
+    assert "Start the highest-priority OpenSM of the play first.: changed hsm1" in grown
+    # The new node's port got its LID from a MASTER sweeping the new simulator.
+    assert re.search(r"priority 14 state 3 SMINFO_MASTER", lab.ssh("hn3", "sminfo"))
+
+
+def test_added_node_is_idle_in_slurm_and_in_its_topology(lab: OwnLab, grown: str) -> None:
+    out = lab.ssh("hsm1", 'sinfo --noheader --Node --format "%N %t"')
+    assert dict(line.split() for line in out.splitlines() if line.strip()) == {
+        "hn1": "idle", "hn2": "idle", "hn3": "idle"}
+    shown = lab.ssh("hsm1", "scontrol show topology")
+    assert re.search(r"SwitchName=spine01 .*Nodes=hn\[1-3\]", shown), shown
+
+
+def test_checks_pass_on_the_grown_cluster(lab: OwnLab, grown: str) -> None:
+    failed = lab.failed_checks(
+        "test_port_state_active or test_port_cabled_to_declared_switch_port or test_no_undeclared_links "
+        "or test_host_sees_master or test_single_master or test_topology_switch or test_node_idle_or_allocated")
+    assert failed == {}

@@ -47,16 +47,6 @@ def test_lab_subnet_manager_settings_come_from_the_spec(lab_spec):
     assert out["subnet_manager_require_kernel_umad"] is False
 
 
-def test_lab_fabric_generation_is_the_simulators_net_hash(lab_spec):
-    """The same hash the lab's IbSim resource is keyed by: a new simulator, new OpenSMs."""
-    from fabric.topology.ibsim import net_hash, render_net
-
-    out = role_vars_from_spec(lab_spec)
-    assert out["subnet_manager_fabric_generation"] == net_hash(render_net(graph_from_spec(lab_spec)))
-    grown = _mapping(lab_spec, fabric__topology__nodes_per_leaf=6)
-    assert role_vars_from_spec(grown)["subnet_manager_fabric_generation"] != out["subnet_manager_fabric_generation"]
-
-
 def test_lab_slurm_nodes_carry_declared_gpus(lab_spec):
     out = role_vars_from_spec(lab_spec)
     assert out["slurm_controller_host"] == "ctl1"
@@ -132,7 +122,6 @@ def test_baremetal_target_gets_no_lab_overrides(lab_spec):
     data.pop("lab", None)
     out = role_vars_from_spec(spec_from_mapping(data))
     assert "subnet_manager_require_kernel_umad" not in out
-    assert "subnet_manager_fabric_generation" not in out
     assert "slurm_proctrack_type" not in out
 
 
