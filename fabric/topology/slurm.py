@@ -13,7 +13,8 @@ host would sit under several leaf switches, which the tree plugin does not model
 
 Tree levels: Slurm leaf switches carry ``Nodes=``; every other switch lists the switches one
 hop closer to the hosts (by BFS distance) in ``Switches=``. Switches that reach no host are
-left out. Host lists are compressed the way Slurm writes them (``fabric.hostlist.compress``).
+left out, and so are top switches whose single child is an upper switch (an unpopulated leaf
+would otherwise sit above its spine). Host lists are compressed the way Slurm writes them (``fabric.hostlist.compress``).
 Blocks (``topology/block``): one block per Slurm leaf switch, named after it.
 """
 
@@ -91,6 +92,7 @@ def _slurm_tree(graph: FabricGraph) -> SlurmTree:
             uppers[g] = set(map(rail_of.get, below, below))  # rail leaves folded into their rail-0 leaf
     name = {g: sw.name for g, sw in switches.items()}
     leaves = {name[g]: hosts for g, hosts in sorted(leaf_hosts.items(), key=lambda kv: rank[kv[0]])}
+    _prune_pass_through_tops(uppers)
     upper_names = {
         name[g]: [name[c] for c in sorted(kids, key=rank.__getitem__)]
         for g, kids in sorted(uppers.items(), key=lambda kv: (level[kv[0]], rank[kv[0]]))
@@ -136,6 +138,20 @@ def _rail_leaves(ends: list[SwitchEnds], hosts: dict[str, str | None], leaves: s
             rail_of[sw] = host_leaf[host]
             break
     return rail_of
+
+
+def _prune_pass_through_tops(uppers: dict[str, set[str]]) -> None:
+    """Drop, repeatedly, top switches (no other switch lists them) whose single child is itself
+    an upper switch: they hold the same nodes as that child. A leaf with no host (an
+    unpopulated leaf of a fat tree) is one hop above its spine by BFS distance and would
+    otherwise top the tree. A spine above a single leaf stays, as Slurm is usually shown."""
+    while True:
+        listed = set().union(*uppers.values()) if uppers else set()
+        tops = [g for g, kids in uppers.items() if g not in listed and len(kids) == 1 and kids <= uppers.keys()]
+        if not tops:
+            return
+        for g in tops:
+            del uppers[g]
 
 
 def _levels(leaves: list[str], sw_adj: dict[str, set[str]]) -> dict[str, int]:

@@ -248,26 +248,27 @@ class CheckPlan(_Model):
 
     @cached_property
     def slurm_switches(self) -> dict[str, tuple[list[str], list[str]]]:
-        """Switch name -> (nodes below it, child switches) ``scontrol show topology`` must show.
-        The nodes are Slurm's nodes, the compute hosts, as the hand-off writes topology.conf
-        (``fabric.handoff.vars.slurm_vars``), whether or not a partition lists them yet."""
+        """Switch name -> (nodes below it, child switches) ``scontrol show topology`` must show:
+        the tree ``fabric.topology.slurm`` writes for the declared fabric and Slurm's nodes (the
+        compute hosts, as the hand-off writes topology.conf, whether or not a partition lists
+        them yet). The hand-off writes it from the discovered fabric, so a difference is a
+        fabric that is not as declared, or a topology.conf that Slurm did not load."""
         graph = self.declared_graph
         if graph is None:
             return {}
-        slurm_hosts = set(self.spec.hosts_with_role("compute"))
-        out: dict[str, tuple[list[str], list[str]]] = {}
-        leaves = graph.host_leaves()
-        with_cas = {load.switch for load in graph.leaf_loads()}
-        spines = {s.name for s in graph.switches.values() if s.name not in with_cas}
-        for sw in graph.switches.values():
-            if sw.name in spines:
-                continue
-            nodes = sorted(h for h, ls in leaves.items() if sw.name in ls and h in slurm_hosts)
-            out[sw.name] = (nodes, [])
-        leaf_names = sorted(out)
-        below = sorted({h for leaf in leaf_names for h in out[leaf][0]})
-        for spine in sorted(spines):  # Slurm lists every node below a switch, not only direct ones
-            out[spine] = (below, leaf_names)
+        from fabric.handoff.topology import only_hosts
+        from fabric.topology.slurm import slurm_tree
+
+        tree = slurm_tree(only_hosts(graph, self.spec.hosts_with_role("compute")))
+        below: dict[str, set[str]] = {sw: set(hosts) for sw, hosts in tree.leaves.items()}
+
+        def nodes_below(sw: str) -> set[str]:  # Slurm lists every node below a switch
+            if sw not in below:
+                below[sw] = set().union(*map(nodes_below, tree.uppers.get(sw, [])))
+            return below[sw]
+
+        out = {sw: (sorted(hosts), []) for sw, hosts in tree.leaves.items()}
+        out |= {sw: (sorted(nodes_below(sw)), sorted(kids)) for sw, kids in tree.uppers.items()}
         return out
 
     @cached_property

@@ -47,6 +47,27 @@ def test_lab_tree() -> None:
     ]
 
 
+def test_unpopulated_leaf_does_not_top_the_tree() -> None:
+    """3 leaves, 2 nodes per leaf, 3 nodes: leaf03 has no host. By BFS distance it is one hop
+    above spine01; it must not become a top switch listing spine01 (seen on the lab when a
+    node was added to the handoff test's fabric)."""
+    graph = graph_from_spec(ClusterSpec.model_validate({
+        "name": "gap", "target": "baremetal",
+        "nodes": [{"names": "hn[1-3]", "hcas": [{"device": "mlx5_0"}]}],
+        "fabric": {"kind": "infiniband", "mtu": 4096,
+                   "topology": {"kind": "fat-tree", "leaves": 3, "spines": 1, "ports_per_switch": 8,
+                                "nodes_per_leaf": 2, "uplinks_per_leaf": 2},
+                   "infiniband": {"subnet_managers": [{"host": "hn1"}]}},
+        "management": {"subnet": "198.18.0.0/24"},
+    }))
+    assert "leaf03" in {sw.name for sw in graph.switches.values()}
+    assert conf_lines(tree_conf(graph)) == [
+        "SwitchName=leaf01 Nodes=hn[1-2]",
+        "SwitchName=leaf02 Nodes=hn3",
+        "SwitchName=spine01 Switches=leaf[01-02]",
+    ]
+
+
 def test_rail_optimized_hosts_sit_under_their_rail0_leaf() -> None:
     assert conf_lines(tree_conf(rails())) == [
         "SwitchName=leaf01 Nodes=gpu[001-004]",

@@ -48,6 +48,8 @@ def _lab(**changes: object):
     {},
     # A node added to the cluster before any partition lists it: still a Slurm node.
     {"nodes__0__names": "gpu[01-09]", "fabric__topology__nodes_per_leaf": 6},
+    # An unpopulated leaf (leaf03): in neither file.
+    {"fabric__topology__leaves": 3},
 ])
 def test_expected_switches_are_the_handoffs_topology_conf(changes: dict[str, object]) -> None:
     spec = _lab(**changes)
@@ -55,5 +57,7 @@ def test_expected_switches_are_the_handoffs_topology_conf(changes: dict[str, obj
     expected = CheckPlan(spec=spec, hosts=list(spec.hosts)).slurm_switches
     assert expected == _conf_switches(conf)
     assert any("gpu08" in nodes for nodes, _ in expected.values())
-    if changes:
+    if "nodes__0__names" in changes:
         assert "gpu09" in expected["spine01"][0]
+    if "fabric__topology__leaves" in changes:
+        assert "leaf03" not in expected and expected["spine01"][1] == ["leaf01", "leaf02"]
