@@ -12,6 +12,7 @@ import pytest
 
 from fabric.cli.run import _extra_var
 from fabric.handoff.runner import REPO_ROOT, run_playbook
+from localplay import local_stack
 
 PLAYBOOK = """\
 - name: Write what the play was given
@@ -27,15 +28,7 @@ PLAYBOOK = """\
 
 
 def test_extra_var_reaches_the_play(tmp_path: Path) -> None:
-    (tmp_path / "state" / "t").mkdir(parents=True)
-    out = tmp_path / "seen.txt"
-    (tmp_path / "state" / "t" / "inventory.yml").write_text(
-        "all:\n  hosts:\n    a: {}\n  vars:\n    ansible_connection: local\n"
-        '    ansible_python_interpreter: "{{ ansible_playbook_python }}"\n'
-        f"    out: {out}\n"
-    )
-    book = tmp_path / "book.yml"
-    book.write_text(PLAYBOOK)
+    book, out = local_stack(tmp_path, PLAYBOOK)
     result = run_playbook(book, stack="t", emit=lambda _: None, state_root=tmp_path / "state",
                           artifacts_root=tmp_path / "artifacts", extra_vars={"railyard_new_nodes": "gpu[09-10]"})
     assert result.ok, result.summary()

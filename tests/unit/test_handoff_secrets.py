@@ -14,6 +14,7 @@ from fabric.components.munge import KEY_BYTES, MIN_KEY_LENGTH, MungeKeyProvider,
 from fabric.handoff import secrets as handoff_secrets
 from fabric.handoff.runner import run_playbook, secret_vars_file, without_sensitive_env
 from fabric.spec import ClusterSpec
+from localplay import local_stack
 
 KEY = "railyard-unit-test-munge-key-0123456789abcdef"
 PASSPHRASE = "railyard-unit-test-passphrase"
@@ -34,15 +35,7 @@ PLAYBOOK = """\
 
 @pytest.fixture()
 def secret_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    (tmp_path / "state" / "t").mkdir(parents=True)
-    out = tmp_path / "seen.txt"
-    (tmp_path / "state" / "t" / "inventory.yml").write_text(
-        "all:\n  hosts:\n    a: {}\n  vars:\n    ansible_connection: local\n"
-        '    ansible_python_interpreter: "{{ ansible_playbook_python }}"\n'
-        f"    out: {out}\n"
-    )
-    book = tmp_path / "book.yml"
-    book.write_text(PLAYBOOK)
+    book, out = local_stack(tmp_path, PLAYBOOK)
     monkeypatch.setenv("PULUMI_CONFIG_PASSPHRASE", PASSPHRASE)
     result = run_playbook(book, stack="t", emit=lambda _: None, state_root=tmp_path / "state",
                           artifacts_root=tmp_path / "artifacts", secret_vars={"slurm_munge_key": KEY})
