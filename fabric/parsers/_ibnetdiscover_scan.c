@@ -1,7 +1,7 @@
 /*
  * Compiled scanner for ibnetdiscover's plain topology output: the bulk path's first step.
  *
- * scan(text, widths, speeds) accepts exactly the texts that ibnetdiscover._FAST_SCAN accepts
+ * scan(text, widths, speeds) accepts exactly the texts that ibnetdiscover._FAST accepts
  * (every line a node header, a port line, an allowed record/comment line, or blank; no double
  * quote outside a node id or description; a known width and speed on every port line) and
  * returns the same columns as ibnetdiscover._scan_regex:

@@ -111,8 +111,8 @@ def render_net(graph: FabricGraph) -> str:
 
 
 def net_hash(net_text: str) -> str:
-    """Short identity of an ibsim net file. A changed file means a new simulator instance, so
-    the lab restarts what holds a session with the old one (its OpenSMs)."""
+    """Short identity of an ibsim net file: a changed file means a new simulator instance (the
+    lab's IbSim resource is replaced, stopping its nodes' OpenSMs first)."""
     return hashlib.sha256(net_text.encode()).hexdigest()[:16]
 
 

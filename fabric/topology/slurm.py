@@ -14,7 +14,8 @@ host would sit under several leaf switches, which the tree plugin does not model
 Tree levels: Slurm leaf switches carry ``Nodes=``; every other switch lists the switches one
 hop closer to the hosts (by BFS distance) in ``Switches=``. Switches that reach no host are
 left out, and so are top switches whose single child is an upper switch (an unpopulated leaf
-would otherwise sit above its spine). Host lists are compressed the way Slurm writes them (``fabric.hostlist.compress``).
+would otherwise sit above its spine). Host lists are compressed the way Slurm writes them
+(``fabric.hostlist.compress``).
 Blocks (``topology/block``): one block per Slurm leaf switch, named after it.
 """
 
