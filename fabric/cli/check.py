@@ -11,7 +11,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     """Register ``check``."""
     parser = subparsers.add_parser(
         "check",
-        help="verify a stack's fabric: run tests/checks on its hosts, write JUnit/Markdown/graph reports",
+        help="verify a stack's fabric: run the check suite on its hosts, write JUnit/Markdown/graph reports",
         description="Run the testinfra check suite against state/<stack>/inventory.yml; exit 1 when any check fails.",
     )
     parser.add_argument("--stack", required=True, help="stack name (state/<stack>/inventory.yml, Pulumi.<stack>.yaml)")

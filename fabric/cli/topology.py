@@ -7,7 +7,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from fabric.handoff.topology import only_hosts
+from fabric.topology.render import only_hosts
 from fabric.hostlist import expand
 from fabric.parsers.common import ParseError
 from fabric.parsers.ibnetdiscover import parse

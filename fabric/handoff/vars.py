@@ -16,7 +16,7 @@ import yaml
 
 from fabric.hostlist import compress
 from fabric.spec import ClusterSpec
-from fabric.handoff.topology import render
+from fabric.topology.render import render
 from fabric.topology.from_spec import graph_from_spec
 
 #: OpenSM partition member keywords (man opensm, PARTITION CONFIGURATION).
@@ -227,7 +227,7 @@ def slurm_vars(spec: ClusterSpec) -> dict[str, Any]:
 def slurm_topology_vars(spec: ClusterSpec, slurm_nodes: list[str]) -> dict[str, Any]:
     """TopologyPlugin and topology.conf.
 
-    topology.conf from the declared fabric (``fabric.handoff.topology.render``, the
+    topology.conf from the declared fabric (``fabric.topology.render.render``, the
     ``fabric.topology.slurm`` writers), restricted to the Slurm nodes. An InfiniBand fabric
     also sets ``railyard_topology_discover``: site.yml then replaces it by the one rendered from
     ``ibnetdiscover`` run on a subnet manager once OpenSM is up (playbooks/topology.yml).

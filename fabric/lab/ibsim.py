@@ -22,7 +22,7 @@ def console_path(net_file: Path) -> Path:
     """The FIFO ibsim reads console commands from: ``ibsim.console`` beside the net file.
 
     Fault injection writes ibsim console commands there (``Unlink "gpu01:mlx5_0"[1]``,
-    ``Link ...``, ``X <client>`` to drop a dead client); see ``fabric.verify.faults``.
+    ``Link ...``, ``X <client>`` to drop a dead client); see ``fabric.lab.faults``.
     """
     return net_file.parent / "ibsim.console"
 

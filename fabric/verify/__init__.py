@@ -1,7 +1,6 @@
-"""Verification: the testinfra check suite's plan, runner, fault injection and reports.
+"""Verification: the testinfra check suite, its plan, runner and reports.
 
-``plan`` derives what to check from the spec and inventory (no SSH); ``tests/checks`` runs
+``plan`` derives what to check from the spec and inventory (no SSH); ``checks`` (the testinfra suite) runs
 the real tools on the nodes; ``runner`` invokes pytest; ``results`` reads its JUnit XML;
-``report`` renders the terminal table, Markdown and the graphviz fabric picture;
-``faults`` injects ibsim / OpenSM / MTU faults into the lab.
+``report`` renders the terminal table, Markdown and the graphviz fabric picture.
 """

@@ -24,7 +24,3 @@ def min_write_bw(rate_gbps: float) -> float:
         raise ValueError(f"no bandwidth floor for a {rate_gbps} Gb/s link; lowest row is {min(MIN_WRITE_BW_GBPS)}")
     return MIN_WRITE_BW_GBPS[rows[-1]]
 
-
-def mb_per_sec_to_gbps(mb_per_sec: float) -> float:
-    """Convert perftest's MB/sec (2^20 bytes) to Gb/s."""
-    return mb_per_sec * 1048576 * 8 / 1e9

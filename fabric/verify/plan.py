@@ -256,7 +256,7 @@ class CheckPlan(_Model):
         graph = self.declared_graph
         if graph is None:
             return {}
-        from fabric.handoff.topology import only_hosts
+        from fabric.topology.render import only_hosts
         from fabric.topology.slurm import slurm_tree
 
         tree = slurm_tree(only_hosts(graph, self.spec.hosts_with_role("compute")))

@@ -1,4 +1,4 @@
-"""Run the check suite (pytest on tests/checks) for a stack and write every report."""
+"""Run the check suite (pytest on fabric/verify/checks) for a stack and write every report."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from pydantic import BaseModel
 from fabric.verify import context
 from fabric.verify.results import CheckResult, read_junit, summary
 
-CHECKS_DIR = context.ROOT / "tests" / "checks"
+CHECKS_DIR = Path(__file__).resolve().parent / "checks"
 
 
 class RunOutcome(BaseModel):

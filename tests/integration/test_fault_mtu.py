@@ -8,7 +8,7 @@ lab names a node's interfaces in network-name order (``<prefix>-fabric`` ``eth0`
 ``<prefix>-mgmt`` ``eth1``, ``fabric.lab.node.create_node``); the first test confirms the
 declared netdev holds the node's fabric address.
 
-The fault is set from the host (``fabric.verify.faults.set_container_mtu``: ``nsenter`` into
+The fault is set from the host (``fabric.lab.faults.set_container_mtu``: ``nsenter`` into
 m2's network namespace, ``ip link set dev eth0 mtu 1500``), since lab containers have no
 CAP_NET_ADMIN. The path-MTU pairs are a ring (m1->m2, m2->m3, m3->m1): m2 is the source of one
 pair (its own don't-fragment ping is too long for its netdev) and the target of another (the
@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from fabric.verify.faults import FaultError, set_container_mtu
+from fabric.lab.faults import FaultError, set_container_mtu
 from tests.integration.labkit import OwnLab, own_lab
 
 pytestmark = pytest.mark.integration

@@ -100,7 +100,7 @@ def test_slurm_nodes_are_reached_at_their_management_addresses(lab: OwnLab) -> N
 
 
 def test_slurm_topology_is_the_discovered_fabric(lab: OwnLab) -> None:
-    from fabric.handoff.topology import render
+    from fabric.topology.render import render
     from fabric.parsers.ibnetdiscover import parse
 
     discovered = (lab.state / "ibnetdiscover.txt").read_text()

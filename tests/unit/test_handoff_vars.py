@@ -14,7 +14,7 @@ from fabric.handoff.vars import (
     write_group_vars,
 )
 from fabric.specload import load_spec, spec_from_mapping
-from fabric.handoff.topology import render
+from fabric.topology.render import render
 from fabric.topology.from_spec import graph_from_spec
 
 REPO = Path(__file__).resolve().parents[2]

@@ -1,6 +1,6 @@
 """The railyard check suite's fixtures and parametrisation.
 
-Run: ``pytest tests/checks --hosts=ansible://all --ansible-inventory=state/lab/inventory.yml``
+Run: ``pytest fabric/verify/checks --hosts=ansible://all --ansible-inventory=state/lab/inventory.yml``
 (or ``python -m fabric check --stack lab``). The spec is ``Pulumi.<stack>.yaml`` for an
 inventory under ``state/<stack>/`` unless ``--spec`` names one.
 
@@ -26,8 +26,8 @@ import testinfra
 
 from fabric.verify import context
 from fabric.verify.facts import Facts
-from fabric.verify.faults import IbsimConsole
-from fabric.verify.ibsim_clients import bound_udp_ports
+from fabric.lab.faults import IbsimConsole
+from fabric.lab.ibsim_clients import bound_udp_ports
 from fabric.verify.plan import CheckPlan, DeclaredLink, HcaPort, Pair, SubnetManagerExpect
 
 PLAN = pytest.StashKey[CheckPlan]()
@@ -54,7 +54,7 @@ def pytest_configure(config: pytest.Config) -> None:
         os.environ["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
     inv_opt = config.getoption("ansible_inventory", None)
     if not inv_opt:
-        raise pytest.UsageError("tests/checks needs --ansible-inventory=state/<stack>/inventory.yml")
+        raise pytest.UsageError("the check suite needs --ansible-inventory=state/<stack>/inventory.yml")
     inventory_path = Path(inv_opt).resolve()
     inventory = context.load_inventory(inventory_path)
     spec_opt = config.getoption("railyard_spec")

@@ -25,7 +25,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from fabric.topology.ibsim import SPEED_MASKS, sim_host
-from fabric.verify.ibsim_clients import SimClient, dead_clients, parse_attached
+from fabric.lab.ibsim_clients import SimClient, dead_clients, parse_attached
 
 PROMPT = "sim> "
 #: The label every lab node container carries (``fabric.components.lab``): the lab made it.
@@ -132,21 +132,6 @@ def start_sm(host) -> None:  # type: ignore[no-untyped-def]
     result = host.run("systemctl start opensm")
     if result.rc != 0:
         raise FaultError(f"could not start OpenSM: {result.stderr.strip()}")
-
-
-def set_mtu(host, netdev: str, mtu: int) -> int:  # type: ignore[no-untyped-def]
-    """Set ``netdev``'s MTU on a testinfra host; return the previous MTU.
-
-    Needs CAP_NET_ADMIN on the host: real hosts and VMs. Lab nodes are podman containers
-    without it (``ip link set ... mtu`` answers "Operation not permitted" there), and the
-    InfiniBand lab has no fabric netdev; on a RoCE lab use :func:`set_container_mtu`, which
-    sets it from the host side.
-    """
-    before = int(host.run(f"cat /sys/class/net/{netdev}/mtu").stdout.strip() or 0)
-    result = host.run(f"ip link set dev {netdev} mtu {mtu}")
-    if result.rc != 0:
-        raise FaultError(f"could not set {netdev} MTU {mtu}: {result.stderr.strip()}")
-    return before
 
 
 def set_link_speed(host, hca_port: int, switch_port: int, speed: str) -> None:  # type: ignore[no-untyped-def]

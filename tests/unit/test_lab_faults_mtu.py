@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from fabric.verify.faults import FaultError, parse_container_pid, parse_link_mtu
+from fabric.lab.faults import FaultError, parse_container_pid, parse_link_mtu
 
 INSPECT = Path(__file__).resolve().parents[1] / "fixtures" / "podman_inspect__lab_node__1.json"
 

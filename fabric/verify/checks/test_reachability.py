@@ -17,7 +17,7 @@ import pytest
 from fabric.parsers import PARSERS
 from fabric.verify.bandwidth import min_write_bw
 from fabric.verify.facts import Facts
-from fabric.verify.faults import IbsimConsole
+from fabric.lab.faults import IbsimConsole
 from fabric.verify.plan import CheckPlan, Pair
 
 SERVER_SECONDS = 30

@@ -1,0 +1,1 @@
+"""The shipped check suite: testinfra checks that ``python -m fabric check`` runs with pytest."""
