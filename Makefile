@@ -77,7 +77,9 @@ test: bootstrap image ## Run every test: unit, integration, molecule, lint.
 test-unit: bootstrap ## Run the fast unit tests only.
 	$(PYTHON) -m pytest tests/unit -q
 
-lint: bootstrap ## ansible-lint (production profile) and yamllint.
+lint: bootstrap ## ruff (check and format), yamllint and ansible-lint (production profile).
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/yamllint -s .
 	$(VENV)/bin/ansible-lint --profile production
 

@@ -10,6 +10,10 @@ step() { printf '\033[1m==> %s\033[0m\n' "$*"; }
 export RAILYARD_NODE_IMAGE="${RAILYARD_NODE_IMAGE:-$("$PY" -m fabric lab image)}"
 step "node image: $RAILYARD_NODE_IMAGE"
 
+step "lint: ruff check"
+"$ROOT/.venv/bin/ruff" check .
+step "lint: ruff format --check"
+"$ROOT/.venv/bin/ruff" format --check .
 step "lint: yamllint"
 "$ROOT/.venv/bin/yamllint" -s .
 step "lint: ansible-lint (production profile)"
