@@ -9,8 +9,8 @@ from setuptools import Extension, setup
 setup(
     ext_modules=[
         Extension(
-            "fabric.parsers._ibnetdiscover_scan",
-            ["fabric/parsers/_ibnetdiscover_scan.c"],
+            "fabric.parsers.ibnetdiscover._ibnetdiscover_scan",
+            ["fabric/parsers/ibnetdiscover/_ibnetdiscover_scan.c"],
             extra_compile_args=["-O2", "-Wall", "-Wextra"],
             optional=True,
         )

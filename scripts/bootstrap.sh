@@ -51,8 +51,9 @@ install_debian_packages() {
 create_venv() {
   local stamp="$ROOT/.venv/.railyard-stamp"
   local want
-  # The install also builds the compiled ibnetdiscover scanner (setup.py): its source counts.
-  want="$(cat "$ROOT/pyproject.toml" "$ROOT/setup.py" "$ROOT"/fabric/parsers/*.c | sha256sum | cut -c1-16)"
+  # The install also builds the compiled ibnetdiscover scanner (setup.py): its C source
+  # (fabric/parsers/ibnetdiscover/*.c, found wherever it lives under fabric/) counts.
+  want="$({ cat "$ROOT/pyproject.toml" "$ROOT/setup.py"; find "$ROOT/fabric" -name '*.c' -print0 | sort -z | xargs -0 cat; } | sha256sum | cut -c1-16)"
   if [[ -f "$stamp" && "$(cat "$stamp")" == "$want" ]]; then
     step "Python venv: .venv up to date"
     return

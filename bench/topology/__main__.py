@@ -39,12 +39,12 @@ def measure(path: str, scanner: str) -> dict[str, float | str]:
     """Child process: parse ``path`` and write topology.conf; CPU seconds and peak RSS (MiB).
     ``scanner``: "compiled" (the C scanner; an error if it was not built) or "regex" (the
     pure-Python fallback)."""
-    from fabric.parsers import ibnetdiscover
+    from fabric.parsers.ibnetdiscover import fast
     from fabric.topology.slurm import tree_conf
 
     if scanner == "regex":
-        ibnetdiscover._scan_compiled = None
-    elif ibnetdiscover._scan_compiled is None:
+        fast._scan_compiled = None
+    elif fast._scan_compiled is None:
         raise SystemExit("the compiled scanner is not built (make bootstrap); use --scanner regex")
 
     text = Path(path).read_text()

@@ -1,15 +1,19 @@
-"""Pure parsers: RDMA tool output text -> pydantic models.
+"""Pure parsers: RDMA tool output text -> typed results.
 
-``PARSERS`` maps a tool name to its ``parse(text)`` function; ``parse(tool, text)``
-looks the tool up. ``ibnetdiscover`` lives in :mod:`fabric.parsers.ibnetdiscover`
-(owned by the topology code) and is imported only when it is first called.
+``PARSERS`` maps a tool name to its ``parse(text)`` function; ``parse(tool, text)`` looks the
+tool up. Every parser returns a pydantic model (``fabric.parsers.common.ToolResult`` and
+friends) except ``ibnetdiscover``, which returns a :class:`fabric.topology.graph.FabricGraph`:
+a dataclass of ``Switch``/``Ca``/``Link`` named tuples, kept out of pydantic because building
+one validated model per node and link of a large fabric costs seconds. Both kinds satisfy
+:class:`Parsed`: ``model_dump(mode="json")`` gives a JSON-ready dict (what ``python -m fabric
+parse`` prints). ``ibnetdiscover`` lives in :mod:`fabric.parsers.ibnetdiscover` (owned by the
+topology code) and is imported only when it is first called.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-
-from pydantic import BaseModel
+from typing import Any, Protocol, runtime_checkable
 
 from fabric.parsers import (
     ethtool,
@@ -33,17 +37,27 @@ from fabric.parsers import (
 )
 from fabric.parsers.common import ParseError
 
-__all__ = ["PARSERS", "ParseError", "UnknownToolError", "parse"]
+__all__ = ["PARSERS", "ParseError", "Parsed", "UnknownToolError", "parse"]
 
 
-def _ibnetdiscover(text: str) -> BaseModel:
-    """Parse ``ibnetdiscover`` output into a FabricGraph (imported on first use)."""
+@runtime_checkable
+class Parsed(Protocol):
+    """What every registered parser returns: a pydantic model, or ibnetdiscover's FabricGraph."""
+
+    def model_dump(self, *, mode: str = ...) -> dict[str, Any]:
+        """A plain dict; ``mode="json"`` makes it JSON-ready."""
+        ...
+
+
+def _ibnetdiscover(text: str) -> Parsed:
+    """Parse ``ibnetdiscover`` output into a FabricGraph (not a pydantic model; imported on
+    first use)."""
     from fabric.parsers.ibnetdiscover import parse as parse_ibnetdiscover
 
     return parse_ibnetdiscover(text)
 
 
-PARSERS: dict[str, Callable[[str], BaseModel]] = {
+PARSERS: dict[str, Callable[[str], Parsed]] = {
     "ibstat": ibstat.parse,
     "ibstatus": ibstatus.parse,
     "ibv_devinfo": ibv_devinfo.parse,
@@ -77,8 +91,9 @@ class UnknownToolError(KeyError):
         return str(self.args[0])
 
 
-def parse(tool: str, text: str) -> BaseModel:
-    """Parse ``text`` as the output of ``tool``."""
+def parse(tool: str, text: str) -> Parsed:
+    """Parse ``text`` as the output of ``tool``: a pydantic model, or a FabricGraph for
+    ``ibnetdiscover``."""
     try:
         parser = PARSERS[tool]
     except KeyError:

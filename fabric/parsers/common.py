@@ -190,12 +190,6 @@ def find_failure(text: str, extra: Iterable[re.Pattern[str]] = ()) -> str | None
     return None
 
 
-def failure_lines(text: str, extra: Iterable[re.Pattern[str]] = ()) -> list[str]:
-    """Every line that records a tool failure, in order."""
-    markers = (*FAILURE_MARKERS, *extra)
-    return [line.strip() for _, line in lines(text) if any(m.match(line.strip()) for m in markers)]
-
-
 def first_content_line(text: str) -> tuple[int, str]:
     """The first non-blank line and its number, or ``(0, "")`` for blank input."""
     for number_, line in lines(text):

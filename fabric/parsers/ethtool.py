@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from fabric.parsers.common import Model, ParseError, ToolResult, build, find_failure, lines
+from fabric.parsers.common import ParseError, ToolResult, build, find_failure, lines
 
 TOOL = "ethtool"
 

@@ -34,6 +34,19 @@ class FiInfoReport(ToolResult):
         """Distinct domain names, in order."""
         return list(dict.fromkeys(entry.domain for entry in self.entries))
 
+    @property
+    def providers(self) -> list[str]:
+        """Distinct provider names, in order (``efa``, ``efa;ofi_rxd`` for a layered one)."""
+        return list(dict.fromkeys(entry.provider for entry in self.entries))
+
+    @property
+    def efa_rdm_domains(self) -> list[str]:
+        """Distinct reliable-datagram domains of the ``efa`` provider itself, one per EFA
+        device (``rdmap0s31-rdm``, ``efa_0-rdm``); layered providers are not devices."""
+        return list(
+            dict.fromkeys(e.domain for e in self.entries if e.provider == "efa" and e.type == "FI_EP_RDM")
+        )
+
 
 def parse(text: str) -> FiInfoReport:
     """Parse ``fi_info`` (default, non-verbose) output."""

@@ -42,11 +42,25 @@ class MlnxQosReport(ToolResult):
     trust: str | None = None
     default_priority: int | None = None
     receive_buffer_bytes: list[int] = []
+    max_buffer_bytes: int | None = None
     cable_len: int | None = None
     dscp2prio: dict[int, list[int]] = {}
     pfc_enabled: dict[int, bool] = {}
     pfc_buffer: dict[int, int] = {}
     tcs: list[TrafficClass] = []
+
+    @property
+    def pfc_priorities(self) -> list[int]:
+        """The priorities with PFC enabled, ascending (``[3]`` for a lossless priority 3)."""
+        return sorted(prio for prio, on in self.pfc_enabled.items() if on)
+
+    @property
+    def priority_of_dscp(self) -> dict[int, int]:
+        """DSCP value -> priority (the inverse of ``dscp2prio``; filled when trust is dscp)."""
+        return {dscp: prio for prio, dscps in self.dscp2prio.items() for dscp in dscps}
+
+
+_MAX_BUFFER = re.compile(r"^max_buffer_size=(?P<n>\d+)$")
 
 
 def _ints(text: str, sep: str | None = None) -> list[int]:
@@ -85,9 +99,9 @@ def parse(text: str) -> MlnxQosReport:
             elif len(values) != len(priorities):
                 raise ParseError(TOOL, lineno, f"{len(priorities)} PFC values", line)
             elif match["row"] == "enabled":
-                data["pfc_enabled"] = {p: v == 1 for p, v in zip(priorities, values)}
+                data["pfc_enabled"] = {p: v == 1 for p, v in zip(priorities, values, strict=True)}
             else:
-                data["pfc_buffer"] = dict(zip(priorities, values))
+                data["pfc_buffer"] = dict(zip(priorities, values, strict=True))
         elif match := _KV.match(line):
             key, value = match["key"], match["value"]
             if key == "DCBX mode":
@@ -97,7 +111,14 @@ def parse(text: str) -> MlnxQosReport:
             elif key == "default priority":
                 data["default_priority"] = int(value) if value else None
             elif key == "Receive buffer size (bytes)":
-                data["receive_buffer_bytes"] = _ints(value, ",")
+                # newer MLNX_OFED ends the list with ``max_buffer_size=N``
+                cells = [cell.strip() for cell in value.split(",") if cell.strip()]
+                if cells and (match := _MAX_BUFFER.match(cells[-1])):
+                    data["max_buffer_bytes"] = int(match["n"])
+                    cells.pop()
+                if not all(cell.isdigit() for cell in cells):
+                    raise ParseError(TOOL, lineno, "comma-separated buffer sizes", line)
+                data["receive_buffer_bytes"] = [int(cell) for cell in cells]
             elif key == "Cable len":
                 data["cable_len"] = int(value)
             elif key not in {"PFC configuration", "dscp2prio mapping"}:

@@ -189,7 +189,7 @@ def test_garbage_between_port_fields_names_its_line() -> None:
 
 @pytest.mark.parametrize("name", [name for name, *_ in COUNTS])
 def test_bulk_path_builds_the_same_graph_as_the_line_parser(name: str) -> None:
-    from fabric.parsers.ibnetdiscover import _parse
+    from fabric.parsers.ibnetdiscover.lines import _parse
     from fabric.topology.slurm import tree_conf
 
     text = (FIXTURES / f"ibnetdiscover__{name}.txt").read_text()

@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from fabric.parsers import ibnetdiscover
-from fabric.parsers.ibnetdiscover import _SPEEDS, _WIDTHS, _parse, _scan_regex, parse
+from fabric.parsers.ibnetdiscover import fast, parse
+from fabric.parsers.ibnetdiscover.fast import _SPEEDS, _WIDTHS, _scan_regex
+from fabric.parsers.ibnetdiscover.lines import _parse
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 TEXTS = {path.name: path.read_text() for path in sorted(FIXTURES.glob("ibnetdiscover__*.txt"))}
@@ -25,10 +26,10 @@ PALETTE = ['"', "[", "]", "(", ")", "#", " ", "\t", "\n", "\r", "0", "9", "a", "
 
 def scan_compiled():
     """The compiled scanner, as the parser calls it (fails when the install did not build it)."""
-    assert ibnetdiscover._scan_compiled is not None, (
-        "fabric/parsers/_ibnetdiscover_scan.c was not built: scripts/bootstrap.sh installs gcc and "
-        "builds it with `pip install -e .`; rerun `make bootstrap`")
-    return lambda text: ibnetdiscover._scan_compiled(text, _WIDTHS, _SPEEDS)
+    assert fast._scan_compiled is not None, (
+        "fabric/parsers/ibnetdiscover/_ibnetdiscover_scan.c was not built: scripts/bootstrap.sh "
+        "installs gcc and builds it with `pip install -e .`; rerun `make bootstrap`")
+    return lambda text: fast._scan_compiled(text, _WIDTHS, _SPEEDS)
 
 
 def mutate(text: str, rng: random.Random) -> str:
@@ -103,7 +104,7 @@ def test_non_ascii_text_takes_the_regex_scanner() -> None:
     assert text != TEXTS["ibnetdiscover__ibsim_lab__1.txt"]
     with pytest.raises(ValueError, match="ASCII"):
         scan_compiled()(text)
-    columns = ibnetdiscover._scan(text)
+    columns = fast._scan(text)
     assert columns is not None and columns == _scan_regex(text)
     assert "gpü01 mlx5_0" in columns[3]
     assert any(ca.host == "gpü01" for ca in parse(text).cas.values())
@@ -166,5 +167,5 @@ def test_parse_without_the_compiled_scanner(name: str, monkeypatch: pytest.Monke
     """The fallback install (no C compiler): same graph as with it and as the line parser."""
     text = TEXTS[name]
     with_scanner = parse(text)
-    monkeypatch.setattr(ibnetdiscover, "_scan_compiled", None)
+    monkeypatch.setattr(fast, "_scan_compiled", None)
     assert parse(text) == with_scanner == _parse(text)

@@ -31,22 +31,30 @@ def test_tool_failure_is_json_with_ok_false(capsys: pytest.CaptureFixture[str]) 
     assert (code, json.loads(capsys.readouterr().out)["ok"]) == (0, False)
 
 
-def test_parse_error_exits_1(capsys: pytest.CaptureFixture[str]) -> None:
+def test_parse_error_is_bad_input_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
     code = main(["parse", "ibstat", str(FIXTURES / "show_gids__magnate3__1.txt")])
     captured = capsys.readouterr()
-    assert (code, captured.out, captured.err.startswith("parse error: ibstat: line 1:")) == (
-        1,
-        "",
-        True,
-    )
+    assert (code, captured.out, captured.err.count("\n")) == (2, "", 1)
+    assert captured.err.startswith("python -m fabric parse: error: ibstat: line 1: expected ")
 
 
 def test_unknown_tool_lists_valid_ones(capsys: pytest.CaptureFixture[str]) -> None:
     code = main(["parse", "ibnope", str(FIXTURES / "ibstat__gpud__1.txt")])
     err = capsys.readouterr().err
     assert (code, "valid tools:" in err, "perfquery" in err) == (2, True, True)
+    assert err.startswith("python -m fabric parse: error: unknown tool 'ibnope'")
 
 
 def test_missing_file_exits_2(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     code = main(["parse", "ibstat", str(tmp_path / "absent.txt")])
-    assert (code, "cannot read" in capsys.readouterr().err) == (2, True)
+    err = capsys.readouterr().err
+    assert (code, err.startswith(f"python -m fabric parse: error: cannot read {tmp_path / 'absent.txt'}:")) == (2, True)
+
+
+def test_help_lists_every_tool(capsys: pytest.CaptureFixture[str]) -> None:
+    from fabric.parsers import PARSERS
+
+    with pytest.raises(SystemExit) as exited:
+        main(["parse", "--help"])
+    out = " ".join(capsys.readouterr().out.split())
+    assert exited.value.code == 0 and f"Tools: {', '.join(sorted(PARSERS))}." in out

@@ -63,3 +63,9 @@ def test_entry_fields(name: str, index: int, expected: dict[str, str]) -> None:
 def test_not_fi_info_raises_parse_error(text: str) -> None:
     with pytest.raises(ParseError, match="^fi_info: "):
         parse(text)
+
+
+def test_providers_and_efa_rdm_domains() -> None:
+    report = parse((FIXTURES / "fi_info__libfabric5689__1.txt").read_text())
+    assert report.providers == ["efa", "efa;ofi_rxd"]
+    assert report.efa_rdm_domains == ["efa_0-rdm"]

@@ -97,3 +97,22 @@ def test_traffic_classes(name: str, tc: int, limit: float | None, priorities: li
 def test_not_mlnx_qos_raises_parse_error(text: str) -> None:
     with pytest.raises(ParseError, match="^mlnx_qos: "):
         parse(text)
+
+
+def test_pfc_priorities_and_dscp_lookup() -> None:
+    report = parse(read("mlnx_qos__netarbiter__1.txt"))
+    assert report.pfc_priorities == [3]
+    assert report.priority_of_dscp[26] == 3 and report.priority_of_dscp[48] == 6
+    assert len(report.priority_of_dscp) == 64
+
+
+def test_receive_buffer_with_max_buffer_size() -> None:
+    """Newer MLNX_OFED ends the buffer list with ``max_buffer_size=N`` (line edited into a
+    captured sample, not itself captured)."""
+    text = read("mlnx_qos__magnate3__1.txt").replace(
+        "Receive buffer size (bytes): 524160,0,0,0,0,0,0,0,",
+        "Receive buffer size (bytes): 19872,220896,0,0,0,0,0,0,max_buffer_size=4151520",
+    )
+    report = parse(text)
+    assert report.receive_buffer_bytes == [19872, 220896, 0, 0, 0, 0, 0, 0]
+    assert report.max_buffer_bytes == 4151520

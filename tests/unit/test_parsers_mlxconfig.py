@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 from fabric.parsers import ParseError
-from fabric.parsers.mlxconfig import parse
+from fabric.parsers.mlxconfig import diff, parse, value_matches
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 
@@ -64,3 +64,67 @@ def test_device_description() -> None:
 def test_not_mlxconfig_raises_parse_error(text: str) -> None:
     with pytest.raises(ParseError, match="^mlxconfig: "):
         parse(text)
+
+
+#: ``query -e`` in mlxconfig's layout (mstflint mlxcfg_ui.cpp's printf formats): ``*``/``RO``
+#: row marks and the footer. Written for this test; no captured ``-e`` sample is in fixtures.
+QUERY_E = """
+Device #1:
+----------
+
+Device type:        ConnectX6
+Device:             b1:00.0
+
+Configurations:                                          Default         Current         Next Boot
+         MEMIC_BAR_SIZE                                  0               0               0
+*        SRIOV_EN                                        False(0)        False(0)        True(1)
+*RO     NUM_OF_PF                                        1               2               2
+The '*' shows parameters with next value different from default/current value.
+
+The 'RO' shows parameters which are for read only and cannot be changed
+"""
+
+
+def test_query_e_marks_and_footer() -> None:
+    report = parse(QUERY_E)
+    assert report.columns == ["Default", "Current", "Next Boot"]
+    marks = {s.name: (s.modified, s.read_only) for s in report.settings}
+    assert marks == {
+        "MEMIC_BAR_SIZE": (False, False),
+        "SRIOV_EN": (True, False),
+        "NUM_OF_PF": (True, True),
+    }
+    assert report.params("Current") == {"MEMIC_BAR_SIZE": "0", "SRIOV_EN": "False(0)", "NUM_OF_PF": "2"}
+    assert report.reboot_pending() == ["SRIOV_EN"]
+    assert report.reboot_pending(["NUM_OF_PF"]) == []
+
+
+def test_params_and_reboot_pending_on_captured_output() -> None:
+    grepped = parse(read("mlxconfig__magnate3__2.txt"))
+    assert grepped.params()["LINK_TYPE_P1"] == "IB(1)"  # no header: each row's last cell
+    set_table = parse(read("mlxconfig__magnate3__1.txt"))
+    assert set_table.params("New") == {"SRIOV_EN": "True(1)", "NUM_OF_VFS": "2"}
+    assert set_table.reboot_pending() == []  # no Current column: nothing can be said
+
+
+def test_a_second_device_is_a_parse_error() -> None:
+    text = read("mlxconfig__magnate3__1.txt")
+    with pytest.raises(ParseError, match="one device"):
+        parse(text + "\n" + text.replace("Device #1:", "Device #2:"))
+
+
+@pytest.mark.parametrize(
+    ("current", "wanted", "matches"),
+    [("IB(1)", "ib", True), ("IB(1)", 1, True), ("IB(1)", "ETH(2)", False), ("True(1)", True, True),
+     ("False(0)", "on", False), ("16", "0x10", True), (None, "IB", False)],
+)
+def test_value_matches(current: str | None, wanted: object, matches: bool) -> None:
+    assert value_matches(current, wanted) is matches
+
+
+def test_diff_keeps_unheld_and_unreported_settings() -> None:
+    current = {"LINK_TYPE_P1": "IB(1)", "NUM_OF_VFS": "16"}
+    assert diff(current, {"LINK_TYPE_P1": "IB", "NUM_OF_VFS": 8, "SRIOV_EN": True}) == {
+        "NUM_OF_VFS": 8,
+        "SRIOV_EN": True,
+    }

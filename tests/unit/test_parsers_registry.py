@@ -1,11 +1,13 @@
 """The PARSERS registry: every fixture of every registered tool parses or fails typed."""
 
+import json
 from pathlib import Path
 
 import pytest
 from pydantic import BaseModel
 
-from fabric.parsers import PARSERS, ParseError, UnknownToolError, parse
+from fabric.parsers import PARSERS, Parsed, ParseError, UnknownToolError, parse
+from fabric.topology.graph import FabricGraph
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 
@@ -71,3 +73,23 @@ def test_empty_input_raises_parse_error(tool: str) -> None:
 def test_unknown_tool_lists_valid_ones() -> None:
     with pytest.raises(UnknownToolError, match="valid tools: ethtool, fi_info"):
         parse("ibnope", "")
+
+
+IBNETDISCOVER_FILES = sorted(path.name for path in FIXTURES.glob("ibnetdiscover__*.txt"))
+
+
+@pytest.mark.parametrize("name", IBNETDISCOVER_FILES)
+def test_ibnetdiscover_gives_a_fabric_graph_not_a_pydantic_model(name: str) -> None:
+    """The registry's one exception (fabric/parsers/__init__.py): a FabricGraph dataclass,
+    which still has the ``model_dump(mode="json")`` every registered parser's result has."""
+    result = parse("ibnetdiscover", (FIXTURES / name).read_text())
+    assert isinstance(result, FabricGraph)
+    assert not isinstance(result, BaseModel)
+    assert isinstance(result, Parsed)
+    dumped = result.model_dump(mode="json")
+    assert json.loads(json.dumps(dumped)) == dumped
+
+
+@pytest.mark.parametrize("name", FILES)
+def test_every_own_tool_result_is_parsed(name: str) -> None:
+    assert isinstance(parse(tool_of(name), (FIXTURES / name).read_text()), Parsed)

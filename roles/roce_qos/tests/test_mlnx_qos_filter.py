@@ -1,4 +1,5 @@
-"""Unit tests of the roce_qos role's mlnx_qos filter on real captured output (fixtures/SOURCES.md).
+"""Unit tests of the roce_qos role's mlnx_qos filter on real captured output: the project's
+``tests/fixtures/`` (attribution in its SOURCES.md).
 
 Run: ``pytest roles/roce_qos/tests``.
 """
@@ -9,6 +10,7 @@ import importlib.util
 from pathlib import Path
 
 HERE = Path(__file__).parent
+FIXTURES = HERE.parents[2] / "tests" / "fixtures"
 _spec = importlib.util.spec_from_file_location(
     "roce_qos_mlnx_qos_filter", HERE.parent / "filter_plugins" / "mlnx_qos.py"
 )
@@ -17,15 +19,15 @@ _spec.loader.exec_module(mq)
 
 
 def parse(name: str) -> dict:
-    return mq.mlnx_qos_parse((HERE / "fixtures" / name).read_text())
+    return mq.mlnx_qos_parse((FIXTURES / name).read_text())
 
 
 def test_trust_dscp_with_pfc_on_priority_3():
     qos = parse("mlnx_qos__netarbiter__1.txt")
     assert qos["dcbx_mode"] == "OS controlled"
     assert qos["trust"] == "dscp"
+    assert qos["ok"] is True
     assert qos["pfc_enabled"] == [3]
-    assert "buffer" not in qos["pfc"]
 
 
 def test_dscp2prio_maps_rdma_and_cnp_dscp():
@@ -38,7 +40,9 @@ def test_dscp2prio_maps_rdma_and_cnp_dscp():
 
 def test_tc_mapping_older_format():
     qos = parse("mlnx_qos__netarbiter__1.txt")
-    assert qos["tcs"][0] == {"ratelimit": "unlimited", "tsa": "vendor", "priorities": [1]}
+    assert qos["tcs"][0] == {
+        "tc": 0, "ratelimit_gbps": None, "tsa": "vendor", "bw_percent": None, "priorities": [1]
+    }
     assert qos["tcs"][1]["priorities"] == [0]
     assert sorted(qos["tcs"]) == list(range(8))
 
@@ -48,17 +52,18 @@ def test_trust_pcp_default_state():
     assert qos["trust"] == "pcp"
     assert qos["dscp2prio"] == {}
     assert qos["pfc_enabled"] == []
-    assert qos["pfc"]["buffer"] == [0] * 8
 
 
-def test_rate_limits_and_buffer_row():
+def test_rate_limits():
     qos = parse("mlnx_qos__magnate3__3.txt")
     assert qos["trust"] == "pcp"
-    assert qos["pfc"]["buffer"] == [1] * 8
-    assert qos["tcs"][0]["ratelimit"] == "25.0 Gbps"
-    assert qos["tcs"][1]["ratelimit"] == "5.0 Gbps"
+    assert qos["tcs"][0]["ratelimit_gbps"] == 25.0
+    assert qos["tcs"][1]["ratelimit_gbps"] == 5.0
     assert qos["tcs"][3]["priorities"] == [3]
 
 
-def test_empty():
-    assert mq.mlnx_qos_parse("")["trust"] is None
+def test_empty_or_not_mlnx_qos_is_not_ok_and_shows_drift():
+    for text in ("", "bash: mlnx_qos: command not found\n"):
+        qos = mq.mlnx_qos_parse(text)
+        assert qos["ok"] is False and qos["reason"]
+        assert qos["trust"] is None and qos["pfc_enabled"] == []

@@ -4,7 +4,7 @@ comes back after the hosts file is rewritten, as a container runtime does at eac
 import pytest
 
 
-@pytest.mark.parametrize("name", ["ry-rolesh-a", "ry-rolesh-b"])
+@pytest.mark.parametrize("name", ["ry-cluster-hosts-a", "ry-cluster-hosts-b"])
 def test_resolves_each_node_to_its_network_address(host, name):
     entry = host.run(f"getent hosts {name}")
     assert entry.rc == 0, entry.stderr

@@ -28,7 +28,7 @@ def test_munge_credential_decodes_on_this_host(host):
 
 def test_munge_key_is_the_controllers(host):
     controller = testinfra.get_host(
-        "ansible://ry-rolesb-ctl", ansible_inventory=os.environ["MOLECULE_INVENTORY_FILE"]
+        "ansible://ry-slurm-ctl", ansible_inventory=os.environ["MOLECULE_INVENTORY_FILE"]
     )
     path = "/etc/munge/munge.key"
     assert host.file(path).sha256sum == controller.file(path).sha256sum
@@ -44,10 +44,10 @@ def test_slurm_daemon_of_this_host_is_running(host):
 def test_every_node_is_idle(host):
     out = host.check_output('sinfo --noheader --Node --format "%N %t"')
     states = dict(line.split() for line in out.splitlines())
-    assert states == {"ry-rolesb-c1": "idle", "ry-rolesb-c2": "idle"}
+    assert states == {"ry-slurm-c1": "idle", "ry-slurm-c2": "idle"}
 
 
-@pytest.mark.parametrize("node", ["ry-rolesb-c1", "ry-rolesb-c2"])
+@pytest.mark.parametrize("node", ["ry-slurm-c1", "ry-slurm-c2"])
 def test_node_has_declared_gpus_and_cpus(host, node):
     out = host.check_output(f"scontrol show node {node}")
     assert re.search(r"\bGres=gpu:h100:8\b", out), out
@@ -56,8 +56,8 @@ def test_node_has_declared_gpus_and_cpus(host, node):
 
 def test_topology_matches_the_declared_tree(host):
     out = host.check_output("scontrol show topology")
-    assert re.search(r"SwitchName=leaf1 Level=0 .*Nodes=ry-rolesb-c1\b", out), out
-    assert re.search(r"SwitchName=leaf2 Level=0 .*Nodes=ry-rolesb-c2\b", out), out
+    assert re.search(r"SwitchName=leaf1 Level=0 .*Nodes=ry-slurm-c1\b", out), out
+    assert re.search(r"SwitchName=leaf2 Level=0 .*Nodes=ry-slurm-c2\b", out), out
     assert re.search(r"SwitchName=spine1 Level=1 .*Switches=leaf\[1-2\]", out), out
 
 
@@ -65,4 +65,4 @@ def test_a_job_runs_on_a_gpu_node(host):
     if "slurm_controller" not in _groups(host):
         pytest.skip("submitted once, from the controller")
     out = host.check_output("srun -N1 --gres=gpu:h100:1 -t 1 hostname")
-    assert out.strip() in {"ry-rolesb-c1", "ry-rolesb-c2"}
+    assert out.strip() in {"ry-slurm-c1", "ry-slurm-c2"}

@@ -10,8 +10,8 @@ import testinfra
 # The podman connection skips pam_env: read the simulator environment as a login would.
 SIM = "set -a; . /etc/environment; "
 
-MASTER = "ry-rolesb-sm1"
-STANDBY = "ry-rolesb-sm2"
+MASTER = "ry-subnet-manager-sm1"
+STANDBY = "ry-subnet-manager-sm2"
 
 
 def _other(name):

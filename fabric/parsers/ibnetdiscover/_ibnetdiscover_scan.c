@@ -1,10 +1,10 @@
 /*
  * Compiled scanner for ibnetdiscover's plain topology output: the bulk path's first step.
  *
- * scan(text, widths, speeds) accepts exactly the texts that ibnetdiscover._FAST accepts
+ * scan(text, widths, speeds) accepts exactly the texts that ibnetdiscover.fast._FAST accepts
  * (every line a node header, a port line, an allowed record/comment line, or blank; no double
  * quote outside a node id or description; a known width and speed on every port line) and
- * returns the same columns as ibnetdiscover._scan_regex:
+ * returns the same columns as ibnetdiscover.fast._scan_regex:
  *
  *   ids      the node id of every quoted line (a node header's own id, a port line's remote id)
  *   headers  the quoted-line numbers of the node headers, ascending
@@ -257,7 +257,7 @@ done:
 static PyMethodDef methods[] = {
     {"scan", scan, METH_VARARGS,
      "scan(text, widths, speeds) -> (ids, headers, kinds, descs) | None: the bulk path's columns of\n"
-     "plain, well-formed ibnetdiscover output (see fabric.parsers.ibnetdiscover._scan_regex)."},
+     "plain, well-formed ibnetdiscover output (see fabric.parsers.ibnetdiscover.fast._scan_regex)."},
     {NULL, NULL, 0, NULL},
 };
 

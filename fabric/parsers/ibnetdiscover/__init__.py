@@ -1,0 +1,56 @@
+"""Parse ``ibnetdiscover`` (plain topology format) output into a ``FabricGraph``.
+
+Handles what real fabrics print: ``S-``/``H-``/``R-`` node ids, port GUIDs in parentheses,
+``base port 0`` / ``enhanced port 0`` switches, ``MF0;<name>:<model>/U1`` switch descriptions
+(name = ``<name>``, or ``<name>-L01`` for a director's ``/L01/U1`` card), ``--full`` suffixes
+(``s=4 w=2 v=4 e=4``), whitespace collapsed by web copies, multi-port HCAs, hosts with HCAs on
+several leaves, isolated CAs (no port lines), mixed speeds and widths, and tool warnings on
+stderr mixed into the capture (kept in ``graph.warnings``). A CA's host is the first word of its
+node description (``"gpu01 mlx5_0"``, ``"node1 HCA-1"``); descriptions never set (``"MT4129
+ConnectX7 Mellanox Technologies"``) give ``host=None`` and keep the GUID; SHARP ``Aggregation
+Node`` CAs get ``kind="aggregation"``. Each link is reported once even though both ends list
+it. Nodes that port lines reach but that have no record of their own (trimmed captures) are
+added from the port line's id and description. When the two ends of a link report different
+widths or speeds, the slower is kept.
+
+Two parsers, one result:
+
+* :mod:`.fast` -- the bulk path for plain well-formed output (the usual case), with the compiled
+  scanner ``_ibnetdiscover_scan.c`` and its pure-Python regex reference ``_scan_regex``;
+* :mod:`.lines` -- the line parser, the reference: every text the bulk path declines goes
+  through it, and it names the bad line of text that is not ibnetdiscover output.
+
+What :func:`parse` returns is a :class:`fabric.topology.graph.FabricGraph`: a dataclass of
+``Switch``/``Ca``/``Link`` named tuples, not a pydantic model (building 130,000 validated models
+costs seconds). ``graph.model_dump(mode="json")`` gives the JSON-ready dict that ``python -m
+fabric parse ibnetdiscover`` prints. To force the regex scanner (as the fallback install runs),
+set ``fast._scan_compiled = None``: the bulk path reads it from :mod:`.fast`. The cyclic garbage collector is paused during a parse
+(nothing it allocates forms cycles; it would otherwise rescan the growing result repeatedly).
+"""
+
+from __future__ import annotations
+
+import gc
+
+from fabric.parsers.ibnetdiscover import fast, lines
+from fabric.parsers.ibnetdiscover.common import TOOL, IbnetdiscoverError
+from fabric.parsers.ibnetdiscover.fast import _parse_fast
+from fabric.parsers.ibnetdiscover.lines import _parse
+from fabric.topology.graph import FabricGraph
+
+__all__ = ["TOOL", "FabricGraph", "IbnetdiscoverError", "fast", "lines", "parse"]
+
+
+def parse(text: str) -> FabricGraph:
+    """Parse ``ibnetdiscover`` plain output; raise ``IbnetdiscoverError`` naming a bad line.
+
+    The bulk path (:mod:`.fast`) first; the line parser (:mod:`.lines`) when it declines.
+    """
+    enabled = gc.isenabled()
+    gc.disable()  # the parse allocates ~1 M tuples and strings that all live on: no cycles to find
+    try:
+        graph = _parse_fast(text)
+        return _parse(text) if graph is None else graph
+    finally:
+        if enabled:
+            gc.enable()
