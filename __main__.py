@@ -1,9 +1,10 @@
-"""The railyard Pulumi program: read the cluster spec, build the cluster, export its outputs."""
+"""The railyard Pulumi program: read the cluster spec, build the cluster, export its outputs
+(every target's: inventory, hosts, switches, fabric, bmc_endpoints, state_dir; then each step's)."""
 
 import pulumi
 
 from fabric.components.cluster import Cluster, ClusterArgs
-from fabric.specload import spec_from_mapping
+from fabric.spec import spec_from_mapping
 
 config = pulumi.Config("railyard")
 spec = spec_from_mapping(config.require_object("cluster"))
@@ -16,6 +17,3 @@ args = ClusterArgs(
 cluster = Cluster(spec.name, args)
 for key, value in cluster.outputs.items():
     pulumi.export(key, value)
-for key in ("fabric", "bmc_endpoints", "state_dir"):
-    if hasattr(cluster.target, key):
-        pulumi.export(key, getattr(cluster.target, key))

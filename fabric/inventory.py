@@ -1,7 +1,8 @@
 """The Ansible inventory of a cluster: groups by role, subnet managers, fabric hosts.
 
 Every target (lab, bare metal, clouds) builds its inventory here from the spec and the
-addresses it provisioned, so the roles see the same groups everywhere.
+addresses it provisioned, so the roles see the same groups everywhere; the hand-off writes
+:func:`inventory_text` of it to ``StateLayout(stack).inventory``.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from typing import Any
 import yaml
 
 from fabric.spec import ClusterSpec
+from fabric.state import StateLayout
 
 ROLE_GROUPS = ("compute", "controller", "login", "sm")
 
@@ -63,6 +65,29 @@ def build_inventory(
     }
 
 
-def dump_inventory(inventory: dict[str, Any]) -> str:
-    """Return ``inventory`` as YAML text."""
+def provisioned_inventory(
+    spec: ClusterSpec,
+    addresses: dict[str, str],
+    layout: StateLayout,
+    *,
+    private_key_file: str | None = None,
+    known_hosts_file: str | None = None,
+) -> dict[str, Any]:
+    """The inventory of a bare-metal or cloud target: ``spec.management.ssh_user`` with the given
+    key and known_hosts files (``~`` expanded, made absolute), by default the stack's
+    ``layout.provided_ssh_key`` and ``layout.known_hosts``."""
+    key = Path(private_key_file).expanduser() if private_key_file else layout.provided_ssh_key
+    known = Path(known_hosts_file).expanduser() if known_hosts_file else layout.known_hosts
+    return build_inventory(
+        spec,
+        addresses,
+        ssh_user=spec.management.ssh_user,
+        private_key_file=str(key.absolute()),
+        known_hosts_file=str(known.absolute()),
+    )
+
+
+def inventory_text(inventory: dict[str, Any]) -> str:
+    """The inventory as YAML text, hosts and groups in the order they were built (the order
+    Ansible runs them in): what the hand-off writes and the checks take."""
     return yaml.safe_dump(inventory, sort_keys=False, default_flow_style=False)

@@ -1,7 +1,16 @@
 """Command-line interface: ``python -m fabric <command>``.
 
-Each subcommand lives in its own module exposing ``register(subparsers)``; the
-module's handler is stored as the parser default ``func`` and returns an exit code.
+Each subcommand lives in its own module exposing ``register(subparsers)``. Its handler is
+named ``cmd_<command>`` (``cmd_validate``, ``cmd_lab_status`` for ``lab status``), is stored
+as the parser default ``func``, takes the parsed ``argparse.Namespace`` and returns an
+``Exit`` code (``fabric.cli.errors``): ``OK`` (0), or ``FAILED`` (1) when the thing checked
+is wrong. When it cannot do its job it raises ``CommandError`` (or lets one of the
+project's own errors propagate); :func:`main` reports it as one line through
+``errors.fail`` with exit code 2 (or JSON on stdout under ``--json``), never a traceback.
+
+Command modules import only the standard library at module level: pydantic models,
+pulumi, ansible_runner and rich are imported inside the handlers, so that ``--help``
+stays fast.
 """
 
 from __future__ import annotations
@@ -11,34 +20,69 @@ import importlib
 import sys
 from collections.abc import Sequence
 
+from fabric.cli.errors import EXIT_CODES_HELP, CommandError, Exit, UsageError, describe, fail
+
 #: Subcommand modules, in the order they appear in ``--help``.
 COMMAND_MODULES = (
     "fabric.cli.validate",  # validate, schema
     "fabric.cli.topology",  # topology
     "fabric.cli.parse",  # parse
-    "fabric.cli.lab",  # lab status, lab ...
+    "fabric.cli.lab",  # lab status, lab image
     "fabric.cli.run",  # run PLAYBOOK
     "fabric.cli.check",  # check --stack
 )
 
+PROG = "python -m fabric"
+
+
+class Parser(argparse.ArgumentParser):
+    """An ArgumentParser whose usage errors become a UsageError (exit 2) for ``main``."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise UsageError(self.prog, message)
+
 
 def build_parser() -> argparse.ArgumentParser:
     """Return the top-level parser with every subcommand registered."""
-    parser = argparse.ArgumentParser(
-        prog="python -m fabric",
+    parser = Parser(
+        prog=PROG,
         description="railyard: declare a GPU cluster's RDMA fabric, provision it, verify it.",
+        epilog=EXIT_CODES_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name in COMMAND_MODULES:
         importlib.import_module(name).register(subparsers)
     return parser
 
 
+def command_prog(args: argparse.Namespace) -> str:
+    """``python -m fabric lab status`` for the handler ``cmd_lab_status``."""
+    name = getattr(getattr(args, "func", None), "__name__", "")
+    return f"{PROG} {name.removeprefix('cmd_').replace('_', ' ')}".rstrip() if name.startswith("cmd_") else PROG
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Parse ``argv`` and run the chosen subcommand; return its exit code."""
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    if not getattr(args, "func", None):
-        parser.print_help(sys.stderr)
-        return 2
-    return int(args.func(args) or 0)
+    """Parse ``argv`` and run the chosen subcommand; return its exit code.
+
+    Every error the project knows (``errors.describe``) and Ctrl-C (130) is reported as one
+    line (or JSON under ``--json``); anything else is a bug and keeps its traceback.
+    """
+    argv = list(sys.argv[1:] if argv is None else argv)
+    json_mode = "--json" in argv
+    prog = PROG
+    try:
+        args = build_parser().parse_args(argv)
+        json_mode = bool(getattr(args, "json", False))
+        prog = command_prog(args)
+        return int(args.func(args) or Exit.OK)
+    except (Exception, KeyboardInterrupt) as exc:  # noqa: BLE001 - re-raised unless the project's own
+        error = describe(exc)
+        if error is None:
+            raise
+        if isinstance(error, UsageError):
+            prog = error.prog
+        return fail(error.message, error.code, json_mode=json_mode, prog=prog, problems=error.problems)
+
+
+__all__ = ["COMMAND_MODULES", "CommandError", "Exit", "build_parser", "main"]

@@ -4,27 +4,26 @@ from __future__ import annotations
 
 import argparse
 
-
-def _image(args: argparse.Namespace) -> int:
-    from fabric.lab.image import ImageError, ensure_image
-
-    try:
-        print(ensure_image())
-    except ImageError as exc:
-        print(f"error: {exc}")
-        return 1
-    return 0
+from fabric.cli.errors import CommandError, Exit, stack_name
 
 
-def _status(args: argparse.Namespace) -> int:
-    from fabric.components.lab import state_root
+def cmd_lab_image(args: argparse.Namespace) -> int:
+    """Build the node image when missing and print its tag; an ImageError exits 1 (via main)."""
+    from fabric.lab.image import ensure_image
+
+    print(ensure_image())
+    return Exit.OK
+
+
+def cmd_lab_status(args: argparse.Namespace) -> int:
+    """Print each node's state; exit 1 when a node is unhealthy or the lab is not up."""
     from fabric.lab.status import lab_status
+    from fabric.state import StateLayout
 
     try:
-        status = lab_status(state_root() / args.stack)
-    except FileNotFoundError as exc:
-        print(f"error: {exc}")
-        return 1
+        status = lab_status(StateLayout(args.stack).dir)
+    except FileNotFoundError as exc:  # no lab state: the lab is not up, so not healthy
+        raise CommandError(f"{exc}; or pass --stack STACK", Exit.FAILED) from exc
     if args.json:
         print(status.model_dump_json(indent=1, exclude={"nodes": {"__all__": {"error"}}}))
     else:
@@ -40,16 +39,18 @@ def _status(args: argparse.Namespace) -> int:
                           ports or "-", n.error or "")
         Console().print(table)
     healthy = all(n.running and n.ssh and n.power == "On" for n in status.nodes)
-    return 0 if healthy else 1
+    return Exit.OK if healthy else Exit.FAILED
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Register ``lab image`` and ``lab status``."""
     lab = subparsers.add_parser("lab", help="the one-machine lab: node image, status")
-    sub = lab.add_subparsers(dest="lab_command", metavar="LAB_COMMAND")
+    sub = lab.add_subparsers(dest="lab_command", metavar="LAB_COMMAND", required=True)
     image = sub.add_parser("image", help="build the node image when missing and print its tag")
-    image.set_defaults(func=_image)
-    status = sub.add_parser("status", help="per node: container, SSH, BMC power, HCA ports")
-    status.add_argument("--stack", default="lab", help="stack name (state/<stack>/)")
+    image.set_defaults(func=cmd_lab_image)
+    status = sub.add_parser("status", help="per node: container, SSH, BMC power, HCA ports",
+                            description="Exit 0 when every node runs, answers SSH and is powered on; "
+                            "1 when one does not, or the lab is not up.")
+    status.add_argument("--stack", default="lab", type=stack_name, help="stack name (state/<stack>/)")
     status.add_argument("--json", action="store_true", help="print JSON instead of a table")
-    status.set_defaults(func=_status)
+    status.set_defaults(func=cmd_lab_status)

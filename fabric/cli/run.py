@@ -3,18 +3,21 @@
 Writes the role variables from the stack's spec to ``state/<stack>/group_vars/all.yml``,
 runs the playbook with ansible-runner against ``state/<stack>/inventory.yml``, streams
 progress to stderr and prints the short summary (per-host counts, failed tasks, where the
-artifacts are). The cluster's munge key comes from the stack (``fabric.handoff.secrets``). Exit code 0 on success, 1 when a host failed, 2 on a usage problem.
+artifacts are). The cluster's munge key comes from the stack (``fabric.handoff.secrets``).
+Exit 0 on success, 1 when a host failed, 2 on bad usage or input (a spec with problems,
+no inventory, an unknown playbook).
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from fabric.handoff.runner import REPO_ROOT, run_playbook
-from fabric.handoff.secrets import munge_key
-from fabric.handoff.vars import HandoffError
+from fabric.cli.errors import Exit, stack_name
+
+if TYPE_CHECKING:
+    from fabric.handoff.summary import PlaybookResult
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -25,7 +28,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description=__doc__.split("\n\n", 1)[1] if __doc__ else None,
     )
     parser.add_argument("playbook", help="e.g. playbooks/site.yml, or site.yml")
-    parser.add_argument("--stack", default="lab", help="stack name (state/<stack>/, Pulumi.<stack>.yaml)")
+    parser.add_argument("--stack", default="lab", type=stack_name, help="stack name (state/<stack>/, Pulumi.<stack>.yaml)")
     parser.add_argument("--limit", default=None, help="Ansible host pattern to limit the run to")
     parser.add_argument(
         "-e", "--extra-vars", action="append", default=[], metavar="KEY=VALUE", type=_extra_var,
@@ -42,7 +45,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         default=None,
         help="also write the result (status, rc, recap, per-host counts, summary) to this JSON file",
     )
-    parser.set_defaults(func=_run)
+    parser.add_argument(
+        "--json", action="store_true",
+        help="print the result (as --result-json writes it) on stdout instead of the summary",
+    )
+    parser.set_defaults(func=cmd_run)
 
 
 #: Variable names that hold secrets: they come from the stack or a vault, never from ``-e``
@@ -63,31 +70,37 @@ def _extra_var(text: str) -> tuple[str, str]:
     return key, value
 
 
-def _run(args: argparse.Namespace) -> int:
-    from fabric.specload import SpecError, load_spec
+def cmd_run(args: argparse.Namespace) -> int:
+    """Run the playbook; a bad spec or a HandoffError is bad input: exit 2 (via main)."""
+    import json
+
+    from fabric.handoff.runner import REPO_ROOT, run_playbook
+    from fabric.handoff.secrets import munge_key
+    from fabric.spec.load import load_spec
 
     spec_path = Path(args.spec) if args.spec else REPO_ROOT / f"Pulumi.{args.stack}.yaml"
-    try:
-        spec = load_spec(spec_path)
-        key = munge_key(args.stack, REPO_ROOT)
-        result = run_playbook(args.playbook, stack=args.stack, spec=spec, limit=args.limit,
-                              secret_vars={"slurm_munge_key": key} if key else None,
-                              extra_vars=dict(args.extra_vars))
-    except (HandoffError, SpecError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    print(result.summary())
+    spec = load_spec(spec_path)
+    key = munge_key(args.stack, REPO_ROOT)
+    result = run_playbook(args.playbook, stack=args.stack, spec=spec, limit=args.limit,
+                          secret_vars={"slurm_munge_key": key} if key else None,
+                          extra_vars=dict(args.extra_vars))
+    doc = _result_doc(result)
     if args.result_json:
-        import json
-        from dataclasses import asdict
+        Path(args.result_json).write_text(json.dumps(doc))
+    print(json.dumps(doc, indent=2) if args.json else result.summary())
+    return Exit.OK if result.ok else Exit.FAILED
 
-        Path(args.result_json).write_text(json.dumps({
-            "ok": result.ok,
-            "status": result.status,
-            "rc": result.rc,
-            "recap": result.recap(),
-            "summary": result.summary(),
-            "artifacts": str(result.artifacts),
-            "hosts": {h: asdict(c) for h, c in result.hosts.items()},
-        }))
-    return 0 if result.ok else 1
+
+def _result_doc(result: PlaybookResult) -> dict[str, Any]:
+    """A PlaybookResult as the JSON document ``--result-json`` and ``--json`` give."""
+    from dataclasses import asdict
+
+    return {
+        "ok": result.ok,
+        "status": result.status,
+        "rc": result.rc,
+        "recap": result.recap(),
+        "summary": result.summary(),
+        "artifacts": str(result.artifacts),
+        "hosts": {h: asdict(c) for h, c in result.hosts.items()},
+    }

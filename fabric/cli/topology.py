@@ -5,17 +5,12 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
+from typing import TYPE_CHECKING
 
-from fabric.topology.render import only_hosts
-from fabric.hostlist import expand
-from fabric.parsers.common import ParseError
-from fabric.parsers.ibnetdiscover import parse
-from fabric.specload import SpecError, load_spec
-from fabric.topology.from_spec import graph_from_spec
-from fabric.topology.graph import FabricGraph, GraphError
-from fabric.topology.ibsim import render_net
-from fabric.topology.slurm import block_conf, topology_yaml, tree_conf
+from fabric.cli.errors import CommandError, Exit, read_input
+
+if TYPE_CHECKING:
+    from fabric.topology.graph import FabricGraph
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -24,7 +19,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "topology",
         help="print Slurm topology.conf / topology.yaml from a spec or ibnetdiscover output",
         description="Print the Slurm topology of a fabric. Hosts cabled to several leaves "
-        "(rail-optimized) are placed under their rail-0 leaf (see fabric.topology.slurm).",
+        "(rail-optimized) are placed under their rail-0 leaf (see fabric.topology.slurm). "
+        "Exit 0, or 2 on a bad spec, unreadable ibnetdiscover output or a bad option.",
     )
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--from-ibnetdiscover", metavar="FILE", help="ibnetdiscover output ('-' for stdin)")
@@ -38,48 +34,54 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--ibsim-net", action="store_true", help="print an ibsim net file instead")
     parser.add_argument("--oversubscription", action="store_true",
                         help="print each leaf's down/up bandwidth and ratio instead")
-    parser.set_defaults(func=run)
+    parser.set_defaults(func=cmd_topology)
 
 
 def _graph(args: argparse.Namespace) -> FabricGraph:
     if args.from_spec:
+        from fabric.spec.load import load_spec
+        from fabric.topology.from_spec import graph_from_spec
+
         return graph_from_spec(load_spec(args.from_spec))
-    source = args.from_ibnetdiscover
-    text = sys.stdin.read() if source == "-" else Path(source).read_text()
-    return parse(text)
+    from fabric.parsers.ibnetdiscover import parse
+
+    return parse(read_input(args.from_ibnetdiscover, "pass ibnetdiscover output or '-' for stdin"))
 
 
-def run(args: argparse.Namespace) -> int:
-    """Build the graph, print the chosen output; 1 on a bad input, 2 on an unreadable file."""
+def _render(args: argparse.Namespace, graph: FabricGraph) -> str:
+    from fabric.topology.slurm import block_conf, topology_yaml, tree_conf
+
+    if args.ibsim_net:
+        from fabric.topology.ibsim import render_net
+
+        return render_net(graph)
+    if args.oversubscription:
+        return "".join(
+            f"{load.switch}\tdown {load.down_gbps:g} Gb/s\tup {load.up_gbps:g} Gb/s\t"
+            f"{'no uplinks' if load.oversubscription is None else f'{load.oversubscription:.2f}:1'}\n"
+            for load in graph.leaf_loads()
+        )
+    if args.plugin == "tree":
+        return tree_conf(graph)
+    if args.plugin == "block":
+        return block_conf(graph, args.block_size)
+    return topology_yaml(graph, args.block_size)
+
+
+def cmd_topology(args: argparse.Namespace) -> int:
+    """Build the graph, print the chosen output. A bad spec, unreadable or unparsable
+    ibnetdiscover output, a bad host list or block size are bad input: exit 2 (via main)."""
     if args.block_size is not None and args.block_size < 1:
-        print("topology: --block-size must be 1 or more", file=sys.stderr)
-        return 2
-    try:
-        graph = _graph(args)
-        if args.nodes is not None:
-            graph = only_hosts(graph, expand(args.nodes))
-        if args.ibsim_net:
-            out = render_net(graph)
-        elif args.oversubscription:
-            out = "".join(
-                f"{load.switch}\tdown {load.down_gbps:g} Gb/s\tup {load.up_gbps:g} Gb/s\t"
-                f"{'no uplinks' if load.oversubscription is None else f'{load.oversubscription:.2f}:1'}\n"
-                for load in graph.leaf_loads()
-            )
-        elif args.plugin == "tree":
-            out = tree_conf(graph)
-        elif args.plugin == "block":
-            out = block_conf(graph, args.block_size)
-        else:
-            out = topology_yaml(graph, args.block_size)
-    except OSError as err:
-        print(f"topology: cannot read {err.filename}: {err.strerror}", file=sys.stderr)
-        return 2
-    except SpecError as err:
-        print(f"topology: {args.from_spec}: {err}", file=sys.stderr)
-        return 1
-    except (ParseError, GraphError, ValueError) as err:
-        print(f"topology: {err}", file=sys.stderr)
-        return 1
-    sys.stdout.write(out)
-    return 0
+        raise CommandError("--block-size must be 1 or more")
+    graph = _graph(args)
+    if args.nodes is not None:
+        from fabric.hostlist import HostlistError, expand
+        from fabric.topology.render import only_hosts
+
+        try:
+            hosts = expand(args.nodes)
+        except HostlistError as err:
+            raise CommandError(f"--nodes: {err}") from err
+        graph = only_hosts(graph, hosts)
+    sys.stdout.write(_render(args, graph))
+    return Exit.OK

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from fabric.spec import ClusterSpec
-from fabric.specload import SpecError, load_spec
+from fabric.cli.errors import Exit, check_readable
+
+if TYPE_CHECKING:
+    from fabric.spec import ClusterSpec
 
 _VALIDATE_EPILOG = """\
 SPEC is a plain spec YAML (the cluster mapping at the top level) or a Pulumi stack
@@ -19,8 +21,9 @@ examples:
   python -m fabric validate examples/roce-rail.yaml
   python -m fabric validate --json cluster.yaml | jq .problems
 
-exit status: 0 when the spec is valid, 1 when it has problems (each printed as
-"path: message", all of them at once: field errors and cross-field rules together).
+exit status: 0 when the spec is valid, 1 when it has problems (each printed on
+stdout as "path: message", all of them at once: field errors and cross-field rules
+together), 2 when SPEC cannot be read.
 """
 
 _SCHEMA_EPILOG = """\
@@ -60,8 +63,14 @@ def summary(spec: ClusterSpec) -> str:
     return f"{spec.name}: valid — {', '.join(parts)}"
 
 
-def run_validate(args: argparse.Namespace) -> int:
-    """Validate one spec file; print a summary or every problem."""
+def cmd_validate(args: argparse.Namespace) -> int:
+    """Validate one spec file; print a summary or every problem (the result, on stdout)."""
+    import json
+
+    from fabric.spec import SpecError
+    from fabric.spec.load import load_spec
+
+    check_readable(args.spec, "pass a spec YAML or Pulumi.<stack>.yaml")
     try:
         spec = load_spec(args.spec)
     except SpecError as error:
@@ -72,23 +81,27 @@ def run_validate(args: argparse.Namespace) -> int:
             print(f"{args.spec}: {_plural(len(error.problems), 'problem')}")
             for path, message in error.problems:
                 print(f"  {path}: {message}")
-        return 1
+        return Exit.FAILED
     if args.json:
         print(json.dumps({"valid": True, "summary": summary(spec), "problems": []}, indent=2))
     else:
         print(summary(spec))
-    return 0
+    return Exit.OK
 
 
-def run_schema(args: argparse.Namespace) -> int:
+def cmd_schema(args: argparse.Namespace) -> int:
     """Print (or write) the cluster spec's JSON Schema."""
+    import json
+
+    from fabric.spec import ClusterSpec
+
     text = json.dumps(ClusterSpec.model_json_schema(), indent=2) + "\n"
     if args.output is None:
         sys.stdout.write(text)
     else:
         Path(args.output).write_text(text, encoding="utf-8")
         print(f"wrote {args.output}")
-    return 0
+    return Exit.OK
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -109,7 +122,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     validate.add_argument(
         "--json", action="store_true", help="print the result as JSON (for CI and editors)"
     )
-    validate.set_defaults(func=run_validate)
+    validate.set_defaults(func=cmd_validate)
 
     schema = subparsers.add_parser(
         "schema",
@@ -121,4 +134,4 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     schema.add_argument(
         "-o", "--output", metavar="FILE", help="write the schema to FILE instead of stdout"
     )
-    schema.set_defaults(func=run_schema)
+    schema.set_defaults(func=cmd_schema)

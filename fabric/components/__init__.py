@@ -1,12 +1,20 @@
-"""Pulumi ComponentResources, one per target; ``cluster_component`` picks the spec's."""
+"""Pulumi ComponentResources, one per target; ``cluster_component`` picks the spec's.
+
+Every target is a :class:`fabric.components.target.TargetCluster` and exports the same
+outputs (``TARGET_OUTPUTS``: inventory, hosts, switches, fabric, bmc_endpoints, state_dir).
+"""
 
 from __future__ import annotations
 
 import importlib
+from typing import TYPE_CHECKING
 
 import pulumi
 
 from fabric.spec import ClusterSpec
+
+if TYPE_CHECKING:
+    from fabric.components.target import TargetCluster
 
 #: target -> (module, class); imported lazily so a lab run needs no cloud SDK.
 TARGETS = {
@@ -17,8 +25,8 @@ TARGETS = {
 }
 
 
-def cluster_component(name: str, spec: ClusterSpec, opts: pulumi.ResourceOptions | None = None) -> pulumi.ComponentResource:
-    """Return the component that builds ``spec`` on ``spec.target`` (outputs ``inventory``, ``hosts``)."""
+def cluster_component(name: str, spec: ClusterSpec, opts: pulumi.ResourceOptions | None = None) -> TargetCluster:
+    """Return the component that builds ``spec`` on ``spec.target`` (a ``TargetCluster``)."""
     module, cls = TARGETS[spec.target]
     try:
         factory = getattr(importlib.import_module(module), cls)

@@ -6,46 +6,24 @@ directions (EFA's OS-bypass traffic needs a self-referencing ingress *and*
 egress rule), one launch template per compute node group carrying every EFA
 interface of the instance type (counts from :mod:`fabric.catalog`), and one
 instance per host. Non-compute nodes (login, controller) become plain instances
-in the same subnet and security group: the head node.
+in the same subnet and security group: the head node. Outputs: every target's
+(``TargetCluster``; no switches, no BMCs).
 """
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pulumi
 import pulumi_aws as aws
 
 from fabric.catalog import aws_instance
-from fabric.spec import AwsSpec, ClusterSpec, NodeGroup, SpecProblems, cross_field_problems
+from fabric.components.target import TargetCluster, target_inventory
+from fabric.spec import AwsSpec, ClusterSpec, NodeGroup, SpecError, provision_problems
 
 #: EC2 tag keys railyard sets on everything it creates.
 TAG_CLUSTER = "railyard:cluster"
 TAG_ROLE = "railyard:role"
-
-
-def aws_problems(spec: ClusterSpec) -> list[tuple[str, str]]:
-    """The spec's own cross-field problems plus what this component needs."""
-    problems = list(cross_field_problems(spec))
-    if spec.target != "aws":
-        problems.append(("target", f"{spec.target!r}: this component provisions aws"))
-    if spec.aws is None:
-        return problems + [("aws", "target aws needs the aws block (region, ami, key_name)")]
-    if spec.aws.capacity_block and not spec.aws.capacity_reservation_id:
-        problems.append(
-            ("aws.capacity_reservation_id",
-             "capacity_block: true launches into a purchased Capacity Block; set its id, "
-             "e.g. cr-0123456789abcdef0")
-        )
-    if spec.aws.subnet_id and not spec.aws.vpc_id:
-        problems.append(("aws.vpc_id", "subnet_id is set: also set the vpc_id it belongs to"))
-    if not any(group.role != "compute" for group in spec.nodes):
-        problems.append(
-            ("nodes", "declare a head node, e.g. - {names: head1, role: login}; the compute "
-             "nodes have no public address")
-        )
-    return problems
 
 
 def efa_interface_count(group: NodeGroup, settings: AwsSpec) -> int:
@@ -74,18 +52,17 @@ def efa_network_interfaces(
     ]
 
 
-class AwsCluster(pulumi.ComponentResource):
+class AwsCluster(TargetCluster):
     """An EFA cluster on EC2, described by a railyard cluster spec."""
 
-    inventory: pulumi.Output[Any]
     hosts: pulumi.Output[dict[str, Any]]
 
     def __init__(
         self, name: str, spec: ClusterSpec, opts: pulumi.ResourceOptions | None = None
     ) -> None:
-        problems = aws_problems(spec)
+        problems = provision_problems(spec, "aws")  # what validate checks, and the target
         if problems:
-            raise SpecProblems(problems)
+            raise SpecError(problems)
         assert spec.aws is not None  # checked above
         super().__init__("railyard:aws:Cluster", name, None, opts)
         self._name, self._spec, self._aws = name, spec, spec.aws
@@ -121,7 +98,7 @@ class AwsCluster(pulumi.ComponentResource):
                     if group.role == "compute" else 0,
                 }
 
-        self.hosts = pulumi.Output.all(
+        hosts = pulumi.Output.all(
             **{
                 host: pulumi.Output.all(
                     private_ip=inst.private_ip, public_ip=inst.public_ip, instance_id=inst.id
@@ -130,8 +107,7 @@ class AwsCluster(pulumi.ComponentResource):
             }
         )
         addresses = pulumi.Output.all(**{h: i.private_ip for h, i in instances.items()})
-        self.inventory = addresses.apply(lambda a: _build_inventory(spec, a, config))
-        self.register_outputs({"inventory": self.inventory, "hosts": self.hosts})
+        self.export(spec, inventory=target_inventory(spec, addresses, config), hosts=hosts)
 
     def _network(self) -> tuple[pulumi.Input[str], pulumi.Input[str], bool]:
         """The VPC and subnet ids, and whether the head node gets a public address."""
@@ -312,22 +288,3 @@ class AwsCluster(pulumi.ComponentResource):
             opts=self._child,
         )
 
-
-def _build_inventory(spec: ClusterSpec, addresses: dict[str, str], config: pulumi.Config) -> Any:
-    """The shared Ansible inventory over the instances' private addresses.
-
-    Key and known_hosts files come from config ``sshPrivateKeyFile`` / ``knownHostsFile``
-    (``~`` expanded), by default ``state/<stack>/id_ed25519`` and ``state/<stack>/known_hosts``.
-    """
-    from fabric.inventory import build_inventory
-
-    state = Path("state") / pulumi.get_stack()
-    key = Path(config.get("sshPrivateKeyFile") or state / "id_ed25519").expanduser()
-    known = Path(config.get("knownHostsFile") or state / "known_hosts").expanduser()
-    return build_inventory(
-        spec,
-        addresses,
-        ssh_user=spec.management.ssh_user,
-        private_key_file=str(key.absolute()),
-        known_hosts_file=str(known.absolute()),
-    )

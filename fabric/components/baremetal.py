@@ -5,19 +5,26 @@ one-time boot override, power on, wait for SSH). Each switch in
 ``spec.fabric.switches`` becomes a :class:`BareMetalSwitch` whose outputs are the
 host variables the switch role reads. Stack config (not the spec) carries the
 BMC password (a Pulumi secret named by ``bmc.password.config``) and the
-provisioning knobs listed in :class:`BareMetalSettings`.
+provisioning knobs listed in :class:`BareMetalSettings`. Outputs: every target's
+(``TargetCluster``); ``bmc_endpoints`` are the nodes' Redfish systems.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pulumi
 
 from fabric.components.dynamic_redfish import RedfishNode
-from fabric.spec import ClusterSpec, SpecProblems, Switch, cross_field_problems
+from fabric.components.target import TargetCluster, target_inventory
+from fabric.spec import (
+    ClusterSpec,
+    SpecError,
+    Switch,
+    baremetal_settings_problems,
+    provision_problems,
+)
 
 #: How Ansible talks to each switch OS: (ansible_network_os, ansible_connection).
 #: SONiC's collection ships with ``ansible``; Cumulus Linux is a Linux host over SSH;
@@ -28,8 +35,6 @@ NETWORK_OS: dict[str, tuple[str | None, str | None]] = {
     "onyx": ("mellanox.onyx.onyx", "ansible.netcommon.network_cli"),
     "unmanaged": (None, None),
 }
-#: Boot targets railyard asks for (Redfish BootSourceOverrideTarget values).
-BOOT_TARGETS = ("Pxe", "Hdd", "Cd", "UefiHttp", "UefiTarget", "Usb")
 
 
 @dataclass(frozen=True)
@@ -54,45 +59,6 @@ class BareMetalSettings:
             power_timeout=config.get_float("powerTimeoutSeconds") or cls.power_timeout,
             restart_if_on=bool(config.get_bool("restartIfOn")),
         )
-
-
-def baremetal_problems(spec: ClusterSpec, settings: BareMetalSettings) -> list[tuple[str, str]]:
-    """The spec's own cross-field problems plus what the bare-metal target needs."""
-    problems = list(cross_field_problems(spec))
-    if spec.target != "baremetal":
-        problems.append(("target", f"{spec.target!r}: this component provisions baremetal"))
-    bmc = spec.bmc
-    if bmc is None:
-        return problems + [("bmc", "target baremetal needs a bmc block with endpoints")]
-    if bmc.password is None:
-        problems.append(
-            ("bmc.password", "set {config: bmcPassword} and `pulumi config set --secret "
-             "bmcPassword ...`")
-        )
-    for host in spec.hosts:
-        if host not in bmc.endpoints:
-            problems.append((f"bmc.endpoints.{host}", "every node needs a Redfish endpoint url"))
-        if host not in spec.management.addresses:
-            problems.append(
-                (f"management.addresses.{host}", "every bare-metal node needs a fixed address")
-            )
-    for host, endpoint in bmc.endpoints.items():
-        if endpoint.url.startswith("http://") and bmc.verify_tls:
-            problems.append(
-                (f"bmc.endpoints.{host}.url",
-                 "plain http sends the BMC password unencrypted; use https://, or set "
-                 "bmc.verify_tls: false to accept it knowingly (lab BMCs)")
-            )
-    for key, value in (("bootTarget", settings.boot_target),
-                       ("settleBootTarget", settings.settle_target)):
-        if value not in BOOT_TARGETS:
-            problems.append((f"config railyard:{key}", f"{value!r}; use one of "
-                             f"{', '.join(BOOT_TARGETS)}"))
-    for index, switch in enumerate(spec.fabric.switches):
-        if switch.os != "unmanaged" and not switch.address:
-            problems.append((f"fabric.switches[{index}].address",
-                             f"{switch.os} switch {switch.name!r} needs a management address"))
-    return problems
 
 
 def switch_hostvars(switch: Switch) -> dict[str, Any]:
@@ -126,21 +92,20 @@ class BareMetalSwitch(pulumi.ComponentResource):
         self.register_outputs({"hostvars": self.hostvars})
 
 
-class BaremetalCluster(pulumi.ComponentResource):
+class BaremetalCluster(TargetCluster):
     """Every node of a bare-metal cluster brought up through Redfish, plus its switches."""
 
-    inventory: pulumi.Output[Any]
     hosts: pulumi.Output[dict[str, Any]]
-    switches: pulumi.Output[dict[str, Any]]
 
     def __init__(
         self, name: str, spec: ClusterSpec, opts: pulumi.ResourceOptions | None = None
     ) -> None:
         config = pulumi.Config()
         settings = BareMetalSettings.from_config(config)
-        problems = baremetal_problems(spec, settings)
+        # What validate checks, the target, and the boot targets of the stack config.
+        problems = provision_problems(spec, "baremetal") + baremetal_settings_problems(settings)
         if problems:
-            raise SpecProblems(problems)
+            raise SpecError(problems)
         assert spec.bmc is not None and spec.bmc.password is not None  # checked above
         super().__init__("railyard:baremetal:Cluster", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
@@ -171,7 +136,7 @@ class BaremetalCluster(pulumi.ComponentResource):
             for sw in spec.fabric.switches
         }
 
-        self.hosts = pulumi.Output.all(
+        hosts = pulumi.Output.all(
             **{
                 host: pulumi.Output.all(
                     address=str(spec.management.addresses[host]),
@@ -185,32 +150,29 @@ class BaremetalCluster(pulumi.ComponentResource):
                 for host, node in nodes.items()
             }
         )
-        self.switches = pulumi.Output.all(**{n: s.hostvars for n, s in switches.items()})
+        bmc_endpoints = pulumi.Output.all(
+            **{
+                host: node.system_path.apply(
+                    lambda path, e=spec.bmc.endpoints[host], user=spec.bmc.username: {
+                        "url": e.url, "system_id": e.system_id or _last_part(path),
+                        "username": user,
+                    }
+                )
+                for host, node in nodes.items()
+            }
+        )
         addresses = {h: str(a) for h, a in spec.management.addresses.items()}
         # Depends on every node, so the hand-off runs only once SSH answers everywhere.
-        self.inventory = pulumi.Output.all(*[n.ssh_banner for n in nodes.values()]).apply(
-            lambda _: _build_inventory(spec, addresses, config)
+        ready = pulumi.Output.all(*[n.ssh_banner for n in nodes.values()]).apply(lambda _: addresses)
+        self.export(
+            spec,
+            inventory=target_inventory(spec, ready, config),
+            hosts=hosts,
+            switches=pulumi.Output.all(**{n: s.hostvars for n, s in switches.items()}),
+            bmc_endpoints=bmc_endpoints,
         )
-        self.register_outputs(
-            {"inventory": self.inventory, "hosts": self.hosts, "switches": self.switches}
-        )
 
 
-def _build_inventory(spec: ClusterSpec, addresses: dict[str, str], config: pulumi.Config) -> Any:
-    """The shared Ansible inventory over the fixed management addresses.
-
-    Key and known_hosts files come from config ``sshPrivateKeyFile`` / ``knownHostsFile``
-    (``~`` expanded), by default ``state/<stack>/id_ed25519`` and ``state/<stack>/known_hosts``.
-    """
-    from fabric.inventory import build_inventory
-
-    state = Path("state") / pulumi.get_stack()
-    key = Path(config.get("sshPrivateKeyFile") or state / "id_ed25519").expanduser()
-    known = Path(config.get("knownHostsFile") or state / "known_hosts").expanduser()
-    return build_inventory(
-        spec,
-        addresses,
-        ssh_user=spec.management.ssh_user,
-        private_key_file=str(key.absolute()),
-        known_hosts_file=str(known.absolute()),
-    )
+def _last_part(path: str | None) -> str | None:
+    """``/redfish/v1/Systems/1`` -> ``1`` (None stays None)."""
+    return path.rstrip("/").rsplit("/", 1)[-1] if path else None

@@ -1,9 +1,11 @@
 """``Cluster``: the whole pipeline of one stack, as one ComponentResource.
 
-spec -> the target's component (lab, bare metal, AWS, GCP) -> ``AnsibleHandoff``
-(playbooks/site.yml through ansible-runner) -> ``Verification`` (the check suite).
-Each step depends on the one before, so a failed hand-off stops the update before the
-checks, and a failed check fails ``pulumi up`` with its summary.
+spec -> the target's component (lab, bare metal, AWS, GCP; a
+:class:`fabric.components.target.TargetCluster`) -> ``AnsibleHandoff`` (writes the target's
+inventory, runs playbooks/site.yml through ansible-runner) -> ``Verification`` (the check
+suite). Each step depends on the one before, so a failed hand-off stops the update before the
+checks, and a failed check fails ``pulumi up`` with its summary. ``outputs`` (the stack's
+outputs) are the target's :data:`~fabric.components.target.TARGET_OUTPUTS` plus each step's.
 """
 
 from __future__ import annotations
@@ -11,12 +13,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import pulumi
-import yaml
 
 from fabric.components import cluster_component
 from fabric.components.handoff import AnsibleHandoff
 from fabric.components.munge import munge_key
+from fabric.components.target import target_outputs
 from fabric.components.verify import Verification
+from fabric.inventory import inventory_text
 from fabric.spec import ClusterSpec
 
 
@@ -28,11 +31,6 @@ class ClusterArgs:
     stack: str
     handoff: bool = True
     verify: bool = True
-
-
-def inventory_text(inventory: dict) -> str:
-    """The inventory as YAML text, the form the hand-off and checks take as input."""
-    return yaml.safe_dump(inventory, sort_keys=True)
 
 
 class Cluster(pulumi.ComponentResource):
@@ -48,7 +46,7 @@ class Cluster(pulumi.ComponentResource):
         self.hosts = self.target.hosts
         spec_json = args.spec.model_dump_json()
         inventory = self.target.inventory.apply(inventory_text)
-        outputs: dict[str, pulumi.Input] = {"inventory": self.inventory, "hosts": self.hosts}
+        outputs: dict[str, pulumi.Input] = dict(target_outputs(self.target))
         after: list[pulumi.Resource] = [self.target]
         recap: pulumi.Input[str] | None = None
         if args.handoff:

@@ -5,47 +5,26 @@ and subnet per GPU NIC with the GPU MTU (8244), firewall rules allowing traffic
 inside each network, a compact placement policy (COLLOCATED), and one instance
 per host with gVNIC on every interface and ``on_host_maintenance: TERMINATE``.
 Head nodes (login, controller) get the system NIC only and an external address.
-GPU NIC counts come from :mod:`fabric.catalog`.
+GPU NIC counts come from :mod:`fabric.catalog`. Outputs: every target's (``TargetCluster``;
+``fabric`` carries the VPCs, also exported as ``networks``; no switches, no BMCs).
 """
 
 from __future__ import annotations
 
 import ipaddress
-from pathlib import Path
 from typing import Any
 
 import pulumi
 import pulumi_gcp as gcp
 
 from fabric.catalog import gcp_machine
-from fabric.spec import ClusterSpec, GcpSpec, NodeGroup, SpecProblems, cross_field_problems
+from fabric.components.target import TargetCluster, target_inventory
+from fabric.spec import ClusterSpec, GcpSpec, NodeGroup, SpecError, provision_problems
 
 #: First address block of the default GPU subnets, one /20 per GPU NIC.
 DEFAULT_GPU_SUPERNET = ipaddress.IPv4Network("172.16.0.0/16")
 #: Network tag of head nodes (the SSH firewall rule targets it).
 HEAD_TAG = "railyard-head"
-
-
-def gcp_problems(spec: ClusterSpec) -> list[tuple[str, str]]:
-    """The spec's own cross-field problems plus what this component needs."""
-    problems = list(cross_field_problems(spec))
-    if spec.target != "gcp":
-        problems.append(("target", f"{spec.target!r}: this component provisions gcp"))
-    if spec.gcp is None:
-        return problems + [("gcp", "target gcp needs the gcp block (project, region, zone)")]
-    for index, group in enumerate(spec.nodes):
-        if group.role != "compute" and not group.instance_type:
-            problems.append(
-                (f"nodes[{index}].instance_type", "set a machine type, e.g. n2-standard-8")
-            )
-    if not any(group.role != "compute" for group in spec.nodes):
-        problems.append(
-            ("nodes", "declare a head node, e.g. - {names: head1, role: login, "
-             "instance_type: n2-standard-8}; compute nodes have no external address")
-        )
-    if not spec.gcp.zone.startswith(spec.gcp.region + "-"):
-        problems.append(("gcp.zone", f"{spec.gcp.zone!r} is not in region {spec.gcp.region!r}"))
-    return problems
 
 
 def gpu_nic_count(group: NodeGroup) -> int:
@@ -61,19 +40,18 @@ def gpu_subnet_cidrs(settings: GcpSpec, count: int) -> list[str]:
     return [str(c) for c in list(DEFAULT_GPU_SUPERNET.subnets(new_prefix=20))[:count]]
 
 
-class GcpCluster(pulumi.ComponentResource):
+class GcpCluster(TargetCluster):
     """An A3 / A3 Mega cluster on Compute Engine, described by a railyard cluster spec."""
 
-    inventory: pulumi.Output[Any]
     hosts: pulumi.Output[dict[str, Any]]
     networks: pulumi.Output[dict[str, Any]]
 
     def __init__(
         self, name: str, spec: ClusterSpec, opts: pulumi.ResourceOptions | None = None
     ) -> None:
-        problems = gcp_problems(spec)
+        problems = provision_problems(spec, "gcp")  # what validate checks, and the target
         if problems:
-            raise SpecProblems(problems)
+            raise SpecError(problems)
         assert spec.gcp is not None  # checked above
         super().__init__("railyard:gcp:Cluster", name, None, opts)
         self._name, self._spec, self._gcp = name, spec, spec.gcp
@@ -104,14 +82,14 @@ class GcpCluster(pulumi.ComponentResource):
                     "gpu_nic_mtu": self._gcp.gpu_nic_mtu if count else None,
                 }
 
-        self.networks = pulumi.Output.all(
+        networks = pulumi.Output.all(
             **{
                 net_name: pulumi.Output.all(name=net.name, mtu=net.mtu, cidr=sub.ip_cidr_range)
                 for net_name, (net, sub) in {"sys": system, **{
                     f"gpu-{i}": pair for i, pair in enumerate(gpus)}}.items()
             }
         )
-        self.hosts = pulumi.Output.all(
+        hosts = pulumi.Output.all(
             **{
                 host: inst.network_interfaces.apply(
                     lambda n, f=facts[host]: {**f, **_addresses(n)}
@@ -123,9 +101,12 @@ class GcpCluster(pulumi.ComponentResource):
             **{h: i.network_interfaces.apply(lambda n: _addresses(n)["private_ip"])
                for h, i in instances.items()}
         )
-        self.inventory = addresses.apply(lambda a: _build_inventory(spec, a, config))
-        self.register_outputs(
-            {"inventory": self.inventory, "hosts": self.hosts, "networks": self.networks}
+        self.export(
+            spec,
+            inventory=target_inventory(spec, addresses, config),
+            hosts=hosts,
+            fabric=networks.apply(lambda n: {"kind": spec.fabric.kind, "networks": n}),
+            networks=networks,
         )
 
     def _vpc(
@@ -255,22 +236,3 @@ def _addresses(interfaces: list[dict[str, Any]] | None) -> dict[str, str | None]
     access = (first.get("access_configs") or [{}])[0] or {}
     return {"private_ip": first.get("network_ip"), "public_ip": access.get("nat_ip")}
 
-
-def _build_inventory(spec: ClusterSpec, addresses: dict[str, str], config: pulumi.Config) -> Any:
-    """The shared Ansible inventory over the instances' system-NIC addresses.
-
-    Key and known_hosts files come from config ``sshPrivateKeyFile`` / ``knownHostsFile``
-    (``~`` expanded), by default ``state/<stack>/id_ed25519`` and ``state/<stack>/known_hosts``.
-    """
-    from fabric.inventory import build_inventory
-
-    state = Path("state") / pulumi.get_stack()
-    key = Path(config.get("sshPrivateKeyFile") or state / "id_ed25519").expanduser()
-    known = Path(config.get("knownHostsFile") or state / "known_hosts").expanduser()
-    return build_inventory(
-        spec,
-        addresses,
-        ssh_user=spec.management.ssh_user,
-        private_key_file=str(key.absolute()),
-        known_hosts_file=str(known.absolute()),
-    )

@@ -1,9 +1,12 @@
 """``AnsibleHandoff``: a Pulumi dynamic resource that runs ``playbooks/site.yml`` on the
 provisioned hosts through ``fabric.handoff.runner``.
 
-It runs on create, and again only when an input changes: the spec, the inventory text,
-the playbook, or the hash of ``roles/`` and ``playbooks/`` (``content_hash``, computed when
-the program runs). Deleting it leaves the hosts as they are.
+Every target hands off: before each run it writes the inventory text it is given to the
+stack's inventory (``StateLayout(stack).inventory``, 0644, atomically), where the runner and a
+day-2 ``python -m fabric run`` find it. It runs on create, and again only when an input changes
+(:class:`fabric.components.rerun.RerunProvider`): the spec, the inventory text, the playbook,
+or the hash of ``roles/`` and ``playbooks/`` (``content_hash``, computed when the program runs).
+Deleting it leaves the hosts as they are and removes the files it wrote.
 
 Progress reaches ``pulumi up``: a dynamic provider has no engine connection for
 ``pulumi.log`` (it falls back to printing), but the engine shows every line a provider
@@ -13,37 +16,27 @@ A failed run fails the resource with the short summary (failed hosts and tasks, 
 
 from __future__ import annotations
 
-import hashlib
 import json
 from pathlib import Path
 from typing import Any
 
 import pulumi
-from pulumi.dynamic import CreateResult, DiffResult, ResourceProvider, UpdateResult
 
+from fabric.components import rerun
 from fabric.handoff.secrets import MUNGE_KEY_ENV
+from fabric.state import REPO_ROOT
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
 #: Inputs whose change re-runs the playbook.
 RERUN_ON = ("stack", "spec_json", "inventory", "playbook", "limit", "content_hash", "munge_key")
 #: Paths under roles/ and playbooks/ that do not change what runs on the hosts.
-IGNORED_PARTS = {"molecule", "tests", "__pycache__", ".pytest_cache"}
+IGNORED_PARTS = frozenset({"molecule", "tests", "__pycache__", ".pytest_cache"})
 OUTPUTS = ("status", "rc", "recap", "artifacts", "changed_hosts")
 
 
 def content_hash(root: Path = REPO_ROOT, dirs: tuple[str, ...] = ("roles", "playbooks")) -> str:
     """sha256 over the relative paths and bytes of every file that Ansible runs."""
-    digest = hashlib.sha256()
-    for top in dirs:
-        base = root / top
-        if not base.is_dir():
-            continue
-        for path in sorted(p for p in base.rglob("*") if p.is_file()):
-            rel = path.relative_to(root)
-            if IGNORED_PARTS.intersection(rel.parts) or path.suffix in {".md", ".pyc"}:
-                continue
-            digest.update(str(rel).encode() + b"\0" + path.read_bytes() + b"\0")
-    return digest.hexdigest()
+    return rerun.content_hash(root, dirs, ignored_parts=IGNORED_PARTS,
+                              ignored_suffixes=frozenset({".md", ".pyc"}), end=b"\0")
 
 
 def run(props: dict[str, Any]) -> dict[str, Any]:
@@ -60,6 +53,9 @@ def run(props: dict[str, Any]) -> dict[str, Any]:
     import sys
     import tempfile
 
+    from fabric.handoff.runner import write_inventory
+
+    write_inventory(props["stack"], props["inventory"])
     with tempfile.TemporaryDirectory(prefix="railyard-handoff-") as tmp:
         spec_file = Path(tmp) / "spec.json"
         spec_file.write_text(props["spec_json"])
@@ -91,33 +87,34 @@ def run(props: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def changed_inputs(olds: dict[str, Any], news: dict[str, Any]) -> list[str]:
-    """The inputs that differ between two property sets."""
-    return [k for k in RERUN_ON if olds.get(k) != news.get(k)]
-
-
-class AnsibleHandoffProvider(ResourceProvider):
+class AnsibleHandoffProvider(rerun.RerunProvider):
     """The dynamic provider behind :class:`AnsibleHandoff`."""
 
-    def create(self, props: dict[str, Any]) -> CreateResult:
-        outs = run(props)
-        return CreateResult(id_=f"handoff-{props['stack']}", outs={**props, **outs})
+    RERUN_ON = RERUN_ON
+    ID_PREFIX = "handoff"
 
-    def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
-        return DiffResult(changes=bool(changed_inputs(olds, news)), replaces=[])
-
-    def update(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
-        return UpdateResult(outs={**news, **run(news)})
+    def run(self, props: dict[str, Any]) -> dict[str, Any]:
+        return run(props)
 
     def delete(self, _id: str, props: dict[str, Any]) -> None:
-        """Leave the hosts as they are; remove the files the hand-off wrote (vars, munge key)."""
+        """Leave the hosts as they are; remove the files the hand-off wrote (vars, discovered
+        fabric, and the inventory, unless the lab's own state file keeps it)."""
         from fabric.handoff.runner import remove_handoff_files
 
-        remove_handoff_files(props["stack"])
+        remove_handoff_files(props["stack"], inventory=not _lab_keeps_inventory(props))
 
 
-class AnsibleHandoff(pulumi.dynamic.Resource):
-    """Run ``playbook`` (site.yml) with ansible-runner against ``state/<stack>/inventory.yml``."""
+def _lab_keeps_inventory(props: dict[str, Any]) -> bool:
+    """True for a lab stack: its component writes the inventory too and removes it itself."""
+    try:
+        return json.loads(props.get("spec_json") or "{}").get("target") == "lab"
+    except ValueError:
+        return False
+
+
+class AnsibleHandoff(rerun.RerunResource):
+    """Run ``playbook`` (site.yml) with ansible-runner against ``state/<stack>/inventory.yml``,
+    written from ``inventory`` first."""
 
     status: pulumi.Output[str]
     rc: pulumi.Output[int]
@@ -145,7 +142,6 @@ class AnsibleHandoff(pulumi.dynamic.Resource):
             "playbook": playbook,
             "limit": limit,
             "content_hash": content_hash(),
-            **{k: None for k in OUTPUTS},
         }
         secret = pulumi.ResourceOptions(additional_secret_outputs=["munge_key"])
-        super().__init__(AnsibleHandoffProvider(), name, props, pulumi.ResourceOptions.merge(opts, secret))
+        super().__init__(AnsibleHandoffProvider(), name, props, OUTPUTS, pulumi.ResourceOptions.merge(opts, secret))

@@ -2,17 +2,15 @@
 
 Children: the node image, the management and BMC networks (plus a RoCE fabric network for
 RoCE specs), an address pool per node network (stable addresses), the stack's login key and one host key per node, state files (private key,
-known_hosts, inventory, ibsim net file), ibsim, one container per node and the Redfish
-emulator. Outputs: ``inventory``, ``hosts``, ``fabric``, ``bmc_endpoints``; ``bmc_password`` is
-the emulator's (secret) BMC password: ``bmc.password``'s config secret, or one it generated.
+known_hosts, inventory, ibsim net file; paths from ``fabric.state.StateLayout``), ibsim, one
+container per node and the Redfish emulator. Outputs: every target's (``TargetCluster``; no
+switches); ``bmc_password`` is the emulator's (secret) BMC password: ``bmc.password``'s config
+secret, or one it generated.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
-import os
-from pathlib import Path
 from typing import Any
 
 import pulumi
@@ -21,22 +19,17 @@ from fabric.components.config_secret import config_secret
 from fabric.components.dynamic_lab import (
     AddressPool, IbSim, LabFile, LabNetwork, LabNode, NodeImage, RedfishEmulator, SshKey,
 )
-from fabric.inventory import build_inventory, dump_inventory
+from fabric.components.target import TargetCluster
+from fabric.inventory import build_inventory, inventory_text
 from fabric.lab.bmc import system_uuid
 from fabric.lab.image import image_hash
 from fabric.lab.keys import known_hosts_line
 from fabric.lab.node import ibsim_environment
 from fabric.lab.plan import LabPlan, NetPlan, NodePlan, plan_lab
 from fabric.spec import ClusterSpec
+from fabric.state import StateLayout
 from fabric.topology.from_spec import graph_from_spec
 from fabric.topology.ibsim import ibsim_limits, net_hash, render_net
-
-REPO_ROOT = Path(__file__).resolve().parents[2]
-
-
-def state_root() -> Path:
-    """Return the directory holding every stack's runtime state (``$RAILYARD_STATE_DIR`` or ./state)."""
-    return Path(os.environ.get("RAILYARD_STATE_DIR") or REPO_ROOT / "state").resolve()
 
 
 def bmc_password(spec: ClusterSpec) -> pulumi.Output[str] | None:
@@ -47,19 +40,19 @@ def bmc_password(spec: ClusterSpec) -> pulumi.Output[str] | None:
                          "<password>` or drop bmc.password to let the lab generate one")
 
 
-class LabCluster(pulumi.ComponentResource):
+class LabCluster(TargetCluster):
     """The one-machine lab built from ``spec``."""
 
-    inventory: pulumi.Output[dict[str, Any]]
     hosts: pulumi.Output[list[dict[str, Any]]]
+    bmc_password: pulumi.Output[str]
 
     def __init__(self, name: str, spec: ClusterSpec, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__("railyard:lab:LabCluster", name, None, opts)
         stack = pulumi.get_stack()
         prefix = pulumi.Config("railyard").get("prefix") or f"railyard-{stack}"
-        plan = plan_lab(spec, stack, prefix, str(state_root() / stack))
+        layout = StateLayout(stack)
+        plan = plan_lab(spec, stack, prefix, str(layout.dir))
         child = pulumi.ResourceOptions(parent=self)
-        state = Path(plan.state_dir)
 
         image = NodeImage(f"{name}-image", image_hash(), child)
         mgmt = self._network(f"{name}-mgmt", plan.mgmt)
@@ -75,10 +68,10 @@ class LabCluster(pulumi.ComponentResource):
         )
 
         login = SshKey(f"{name}-login-key", f"railyard-{stack}", child)
-        key_file = state / "ssh" / "id_ed25519"
+        key_file = layout.ssh_key
         LabFile(f"{name}-login-key-file", str(key_file), login.private_key, plan.state_dir, "600", True, child)
         host_keys = {n.name: SshKey(f"{name}-{n.name}-host-key", f"root@{n.name}", child) for n in plan.nodes}
-        known_hosts = state / "known_hosts"
+        known_hosts = layout.known_hosts
         kh_content = pulumi.Output.all(addresses, *[host_keys[n.name].public_key for n in plan.nodes]).apply(
             lambda v: "".join(
                 known_hosts_line([n.name, v[0][n.name]], key) + "\n" for n, key in zip(plan.nodes, v[1:])
@@ -98,7 +91,7 @@ class LabCluster(pulumi.ComponentResource):
                 "listen_ip": plan.bmc.gateway,
                 "port": plan.bmc_port,
                 "notifier_port": plan.notifier_port,
-                "state_dir": str(state / "bmc"),
+                "state_dir": str(layout.bmc),
                 "username": spec.bmc.username if spec.bmc else "admin",
             },
             bmc_password(spec),
@@ -109,30 +102,27 @@ class LabCluster(pulumi.ComponentResource):
         lab_json = addresses.apply(lambda a: json.dumps({"stack": stack, "prefix": prefix, "nodes": [
             {"name": n.name, "address": a[n.name], "container": n.container, "sim_host": n.sim_host,
              "bmc_url": bmc_url, "system_id": system_uuid(stack, n.name)}
-            for n in plan.nodes], "bmc_credentials": str(state / "bmc" / "credentials.json")}, indent=1))
-        LabFile(f"{name}-lab-json", str(state / "lab.json"), lab_json, plan.state_dir, "644", False, child)
+            for n in plan.nodes], "bmc_credentials": str(layout.bmc_credentials)}, indent=1))
+        LabFile(f"{name}-lab-json", str(layout.lab_json), lab_json, plan.state_dir, "644", False, child)
         inventory = addresses.apply(lambda a: build_inventory(
             spec, a, ssh_user=plan.ssh_user, private_key_file=str(key_file), known_hosts_file=str(known_hosts),
         ))
-        LabFile(f"{name}-inventory", str(state / "inventory.yml"), inventory.apply(dump_inventory), plan.state_dir,
+        LabFile(f"{name}-inventory", str(layout.inventory), inventory.apply(inventory_text), plan.state_dir,
                 "644", False, pulumi.ResourceOptions(parent=self, depends_on=nodes))
-        self.inventory = inventory
-        self.hosts = pulumi.Output.all(addresses, fabric_addresses).apply(lambda v: [
-            {"name": n.name, "address": v[0][n.name], "container": n.container, "sim_host": n.sim_host,
-             "fabric_address": v[1].get(n.name)} for n in plan.nodes
-        ])
-        self.fabric = pulumi.Output.from_input(
-            {"kind": spec.fabric.kind, "ibsim_server": plan.mgmt.gateway if plan.ibsim else None,
-             "ibsim_port": plan.ibsim_port if plan.ibsim else None,
-             "net_file": str(state / "ibsim.net") if plan.ibsim else None,
-             "roce_network": plan.fabric.model_dump() if plan.fabric else None}
-        )
-        self.bmc_endpoints = emulator.out_endpoints
         self.bmc_password = pulumi.Output.secret(emulator.out_password)
-        self.state_dir = pulumi.Output.from_input(plan.state_dir)
-        self.register_outputs(
-            {"inventory": self.inventory, "hosts": self.hosts, "fabric": self.fabric,
-             "bmc_endpoints": self.bmc_endpoints, "state_dir": self.state_dir}
+        self.export(
+            spec,
+            inventory=inventory,
+            hosts=pulumi.Output.all(addresses, fabric_addresses).apply(lambda v: [
+                {"name": n.name, "address": v[0][n.name], "container": n.container, "sim_host": n.sim_host,
+                 "fabric_address": v[1].get(n.name)} for n in plan.nodes
+            ]),
+            fabric={"kind": spec.fabric.kind, "ibsim_server": plan.mgmt.gateway if plan.ibsim else None,
+                    "ibsim_port": plan.ibsim_port if plan.ibsim else None,
+                    "net_file": str(layout.ibsim_net) if plan.ibsim else None,
+                    "roce_network": plan.fabric.model_dump() if plan.fabric else None},
+            bmc_endpoints=emulator.out_endpoints,
+            state_dir=plan.state_dir,
         )
 
     def _network(self, name: str, net: NetPlan) -> LabNetwork:
@@ -141,12 +131,13 @@ class LabCluster(pulumi.ComponentResource):
     def _ibsim(self, name: str, spec: ClusterSpec, plan: LabPlan, mgmt: LabNetwork) -> IbSim:
         graph = graph_from_spec(spec)
         net_text = render_net(graph)
-        net_file = Path(plan.state_dir) / "ibsim.net"
+        layout = StateLayout.at(plan.state_dir)
+        net_file = layout.ibsim_net
         netfile = LabFile(f"{name}-ibsim-net", str(net_file), net_text, plan.state_dir, "644", False,
                           pulumi.ResourceOptions(parent=self))
         return IbSim(
             f"{name}-ibsim", str(net_file), net_hash(net_text), plan.ibsim_port,
-            ibsim_limits(graph), str(Path(plan.state_dir) / "logs" / "ibsim.log"),
+            ibsim_limits(graph), str(layout.ibsim_log),
             [n.container for n in plan.nodes if n.sim_host],
             pulumi.ResourceOptions(parent=self, depends_on=[netfile, mgmt]),
         )

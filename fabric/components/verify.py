@@ -3,30 +3,26 @@
 
 Make it depend on the hand-off (``opts=ResourceOptions(depends_on=[handoff])``). It runs on
 create and whenever an input changes (the spec, the inventory, the hand-off's recap, or the
-check suite's content hash), like the hand-off does.
+check suite's content hash), like the hand-off does (:class:`fabric.components.rerun.RerunProvider`).
 """
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 from typing import Any
 
 import pulumi
-from pulumi.dynamic import CreateResult, DiffResult, ResourceProvider, UpdateResult
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+from fabric.components import rerun
+from fabric.state import REPO_ROOT, StateLayout
+
 RERUN_ON = ("stack", "spec_json", "inventory", "after", "content_hash", "limit")
 OUTPUTS = ("passed", "failed", "report_dir", "summary")
 
 
 def content_hash(root: Path = REPO_ROOT) -> str:
     """sha256 of the check suite and the verify package (a change re-runs the checks)."""
-    digest = hashlib.sha256()
-    for base in (root / "fabric" / "verify",):
-        for path in sorted(p for p in base.rglob("*.py") if p.is_file()):
-            digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes())
-    return digest.hexdigest()
+    return rerun.content_hash(root, ("fabric/verify",), pattern="*.py")
 
 
 def run(props: dict[str, Any]) -> dict[str, Any]:
@@ -51,30 +47,25 @@ def run(props: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-class VerificationProvider(ResourceProvider):
+class VerificationProvider(rerun.RerunProvider):
     """The dynamic provider behind :class:`Verification`."""
 
-    def create(self, props: dict[str, Any]) -> CreateResult:
-        return CreateResult(id_=f"verify-{props['stack']}", outs={**props, **run(props)})
+    RERUN_ON = RERUN_ON
+    ID_PREFIX = "verify"
 
-    def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
-        return DiffResult(changes=any(olds.get(k) != news.get(k) for k in RERUN_ON), replaces=[])
-
-    def update(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
-        return UpdateResult(outs={**news, **run(news)})
+    def run(self, props: dict[str, Any]) -> dict[str, Any]:
+        return run(props)
 
     def delete(self, _id: str, props: dict[str, Any]) -> None:
         """Verification only reads the hosts; remove its reports (when they are the default ones)."""
         import shutil
 
-        from fabric.verify import context
-
-        reports = context.state_dir(props["stack"]) / "reports"
+        reports = StateLayout(props["stack"]).reports
         if props.get("report_dir") in (None, str(reports.resolve())):
             shutil.rmtree(reports, ignore_errors=True)
 
 
-class Verification(pulumi.dynamic.Resource):
+class Verification(rerun.RerunResource):
     """Run ``python -m fabric check`` for ``stack`` after the hand-off (``after``: its recap)."""
 
     passed: pulumi.Output[int]
@@ -100,6 +91,5 @@ class Verification(pulumi.dynamic.Resource):
             "after": after,
             "limit": limit,
             "content_hash": content_hash(),
-            **{k: None for k in OUTPUTS},
         }
-        super().__init__(VerificationProvider(), name, props, opts)
+        super().__init__(VerificationProvider(), name, props, OUTPUTS, opts)

@@ -1,10 +1,11 @@
 """Run a playbook with ansible-runner against a stack's generated inventory.
 
-The inventory is the one the provisioning step wrote (``state/<stack>/inventory.yml``);
-the role variables derived from the spec are written next to it as
-``state/<stack>/group_vars/all.yml``, so that a plain ``ansible-playbook -i
-state/<stack>/inventory.yml playbooks/site.yml`` sees the same values. Every run keeps its
-private data dir (events, stdout, the command) under ``artifacts/<stack>/<timestamp>/``.
+The inventory is the one the hand-off wrote (``state/<stack>/inventory.yml``, see
+:func:`write_inventory`; paths from :class:`fabric.state.StateLayout`); the role variables
+derived from the spec are written next to it as ``state/<stack>/group_vars/all.yml``, so that a
+plain ``ansible-playbook -i state/<stack>/inventory.yml playbooks/site.yml`` sees the same
+values. Every run keeps its private data dir (events, stdout, the command) under
+``artifacts/<stack>/<timestamp>/``.
 """
 
 from __future__ import annotations
@@ -21,14 +22,12 @@ from pathlib import Path
 from fabric.handoff.summary import EventSummary, PlaybookResult
 from fabric.handoff.vars import HandoffError, write_group_vars
 from fabric.spec import ClusterSpec
+from fabric.state import ARTIFACTS_ROOT, REPO_ROOT, StateLayout
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
 #: Hosts Ansible works on at once in the lab. ibsim serves at most 10 clients at a time
 #: (IBSIM_MAX_CLIENTS, compiled in); both OpenSMs hold one each, and every RDMA tool a task
 #: runs on a node is another, so more forks make tools fail with "sim_init: connect failed".
 LAB_FORKS = 4
-STATE_ROOT = REPO_ROOT / "state"
-ARTIFACTS_ROOT = REPO_ROOT / "artifacts"
 #: Never handed to Ansible: ansible-runner records the whole environment of a run in the
 #: artifacts' ``command`` file, and Ansible needs none of these.
 SENSITIVE_ENV = ("PULUMI_CONFIG_PASSPHRASE", "PULUMI_ACCESS_TOKEN", "RAILYARD_MUNGE_KEY")
@@ -62,11 +61,6 @@ def without_sensitive_env() -> Iterator[None]:
         os.environ.update(saved)
 
 
-def default_state_root() -> Path:
-    """Where every stack's state lives: ``$RAILYARD_STATE_DIR`` (as the lab uses it) or ./state."""
-    return Path(os.environ.get("RAILYARD_STATE_DIR") or STATE_ROOT)
-
-
 def stderr_line(line: str) -> None:
     """Print one progress line to stderr, at once."""
     print(line, file=sys.stderr, flush=True)
@@ -74,12 +68,30 @@ def stderr_line(line: str) -> None:
 
 def inventory_path(stack: str, state_root: Path | None = None) -> Path:
     """``state/<stack>/inventory.yml``; a HandoffError saying how to make it when absent."""
-    path = (state_root or default_state_root()) / stack / "inventory.yml"
+    path = StateLayout(stack, state_root).inventory
     if not path.is_file():
-        raise HandoffError(
-            f"no inventory at {path}: provision the stack first (python -m fabric lab up, or "
-            f"pulumi up --stack {stack})"
-        )
+        raise HandoffError(f"no inventory at {path}: provision the stack first (pulumi up --stack {stack})")
+    return path
+
+
+def write_inventory(stack: str, text: str, state_root: Path | None = None) -> Path:
+    """Write ``text`` to the stack's inventory (mode 0644, atomically: a reader sees the old file
+    or the new one, never a part); return its path. Unchanged content is left alone."""
+    path = StateLayout(stack, state_root).inventory
+    if path.is_file() and path.read_text() == text:
+        return path
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    fd, tmp = tempfile.mkstemp(prefix=".inventory-", suffix=".yml", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
     return path
 
 
@@ -94,7 +106,7 @@ def resolve_playbook(playbook: str | Path) -> Path:
 def new_artifacts_dir(stack: str, artifacts_root: Path = ARTIFACTS_ROOT) -> Path:
     """A fresh ``artifacts/<stack>/<UTC timestamp>[-n]/`` directory."""
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-    base = artifacts_root / stack
+    base = StateLayout(stack, artifacts_root=artifacts_root).artifacts
     base.mkdir(parents=True, exist_ok=True)
     for n in range(100):
         path = base / (stamp if n == 0 else f"{stamp}-{n}")
@@ -168,18 +180,23 @@ def run_playbook(
 
 
 #: What the hand-off writes next to a stack's inventory (relative to ``state/<stack>/``).
-HANDOFF_FILES = ("group_vars/all.yml", "ibnetdiscover.txt", "secrets/munge.key")
+HANDOFF_FILES = tuple(p.relative_to(StateLayout("_", Path("/")).dir).as_posix()
+                      for p in StateLayout("_", Path("/")).handoff_files)
 
 
-def remove_handoff_files(stack: str, state_root: Path | None = None) -> list[Path]:
-    """Delete the files the hand-off wrote for ``stack`` (and folders left empty); return them."""
-    base = inventory_path(stack, state_root).parent
+def remove_handoff_files(stack: str, state_root: Path | None = None, *, inventory: bool = False) -> list[Path]:
+    """Delete the files the hand-off wrote for ``stack`` (and folders left empty); return them.
+
+    ``inventory``: the inventory too (a target whose inventory only the hand-off writes)."""
+    layout = StateLayout(stack, state_root)
+    base = layout.dir
     removed = []
-    for rel in HANDOFF_FILES:
-        path = base / rel
+    for path in (*layout.handoff_files, *((layout.inventory,) if inventory else ())):
         if path.is_file():
             path.unlink()
             removed.append(path)
         if path.parent != base and path.parent.is_dir() and not any(path.parent.iterdir()):
             path.parent.rmdir()
+    if inventory and base.is_dir() and not any(base.iterdir()):
+        base.rmdir()
     return removed

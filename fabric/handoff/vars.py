@@ -22,7 +22,7 @@ from fabric.topology.from_spec import graph_from_spec
 #: OpenSM partition member keywords (man opensm, PARTITION CONFIGURATION).
 SM_MEMBER_KEYWORDS = ("ALL", "ALL_CAS", "ALL_SWITCHES", "SELF")
 
-#: The lab's nodes are containers: what their kernel and limits allow (docs/LAB.md).
+#: The lab's nodes are containers: what their kernel and limits allow (docs/lab.md).
 LAB_SUBNET_MANAGER = {
     # ibsim + umad2sim: no kernel umad device for systemd's unit condition to find.
     "subnet_manager_require_kernel_umad": False,
@@ -251,7 +251,9 @@ def slurm_topology_vars(spec: ClusterSpec, slurm_nodes: list[str]) -> dict[str, 
 
 def write_group_vars(spec: ClusterSpec, state_dir: Path) -> Path:
     """Write ``role_vars_from_spec(spec)`` to ``state_dir/group_vars/all.yml``; return the path."""
-    path = state_dir / "group_vars" / "all.yml"
+    from fabric.state import StateLayout
+
+    path = StateLayout.at(state_dir).group_vars_all
     path.parent.mkdir(parents=True, exist_ok=True)
     header = "# Generated from the cluster spec by fabric.handoff.vars; edit the spec, not this file.\n"
     text = header + yaml.dump(

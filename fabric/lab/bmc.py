@@ -20,6 +20,7 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from fabric.lab.process import Helper, start, stop, wait_log
+from fabric.state import REPO_ROOT
 
 NAMESPACE = uuid.UUID("5a0d3f0e-7d2b-4f55-9a57-2f1c4b1c7a11")
 #: bcrypt cost of the htpasswd entry: every Redfish request is checked against it, and 2^8
@@ -195,7 +196,7 @@ def start_bmc(cfg: BmcConfig, password: str) -> BmcProcesses:
 
 def _env() -> dict[str, str]:
     env = dict(os.environ)
-    root = str(Path(__file__).resolve().parents[2])
+    root = str(REPO_ROOT)
     env["PYTHONPATH"] = root + (":" + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     return env
 

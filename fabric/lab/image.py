@@ -16,9 +16,10 @@ import tempfile
 from pathlib import Path
 
 from fabric.lab.podman import PodmanError, exists, podman
+from fabric.state import REPO_ROOT
 
 IMAGE_NAME = "localhost/railyard-node"
-NODE_DIR = Path(__file__).resolve().parents[2] / "images" / "node"
+NODE_DIR = REPO_ROOT / "images" / "node"
 PACKAGES_FILE = NODE_DIR / "packages.txt"
 HOSTKEY_UNIT = NODE_DIR / "ssh-hostkeys.service"
 SUITE = "bookworm"

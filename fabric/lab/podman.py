@@ -6,10 +6,11 @@ import os
 import shutil
 import subprocess
 from collections.abc import Sequence
-from pathlib import Path
+
+from fabric.state import REPO_ROOT
 
 #: The repository's containers.conf, used when ``CONTAINERS_CONF`` is not set.
-REPO_CONTAINERS_CONF = Path(__file__).resolve().parents[2] / "scripts" / "containers.conf"
+REPO_CONTAINERS_CONF = REPO_ROOT / "scripts" / "containers.conf"
 
 
 class PodmanError(RuntimeError):

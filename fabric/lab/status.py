@@ -12,6 +12,7 @@ from fabric.lab.bmc import read_credentials
 from fabric.lab.node import state as container_state
 from fabric.lab.ssh import SshError, connect, host_keys_from, run
 from fabric.parsers.ibstat import parse
+from fabric.state import StateLayout
 
 
 class PortStatus(BaseModel):
@@ -82,11 +83,12 @@ def node_status(
 
 def lab_status(state_dir: Path) -> LabStatus:
     """Return the status of every node of the stack whose state lives in ``state_dir``."""
-    described = state_dir / "lab.json"
+    layout = StateLayout.at(state_dir)
+    described = layout.lab_json
     if not described.is_file():
         raise FileNotFoundError(f"{described} not found: bring the lab up first (make up / pulumi up)")
     lab = json.loads(described.read_text())
-    key = (state_dir / "ssh" / "id_ed25519").read_text()
-    creds = Path(lab.get("bmc_credentials") or state_dir / "bmc" / "credentials.json")
+    key = layout.ssh_key.read_text()
+    creds = Path(lab.get("bmc_credentials") or layout.bmc_credentials)
     auth = read_credentials(creds.parent).auth() if creds.is_file() else None
-    return LabStatus(nodes=[node_status(n, key, state_dir / "known_hosts", auth) for n in lab["nodes"]])
+    return LabStatus(nodes=[node_status(n, key, layout.known_hosts, auth) for n in lab["nodes"]])

@@ -2,7 +2,8 @@
 
 Two file shapes are accepted: a plain spec (the cluster mapping at the top level)
 or a Pulumi stack file (``config: {railyard:cluster: {...}}``). Every problem is a
-``(path, message)`` pair whose path reads like the YAML: ``nodes[0].hcas[1].rate_gbps``.
+:class:`~fabric.spec.problems.Problem` whose path reads like the YAML:
+``nodes[0].hcas[1].rate_gbps``.
 """
 
 from __future__ import annotations
@@ -21,24 +22,18 @@ import yaml
 from pydantic import BaseModel, ValidationError
 from pydantic.fields import FieldInfo
 
-from fabric.spec import SKIP_RULES, ClusterSpec, SpecProblems, cross_field_problems
+from fabric.spec.constants import SKIP_RULES
+from fabric.spec.models import ClusterSpec
+from fabric.spec.problems import Problem, SpecError
+from fabric.spec.rules import cross_field_problems
+
+__all__ = [
+    "STACK_KEY", "cluster_mapping", "format_path", "load_spec", "problems_of",
+    "spec_from_mapping",
+]
 
 #: The Pulumi stack config key that holds the cluster spec.
 STACK_KEY = "railyard:cluster"
-
-Problem = tuple[str, str]
-
-
-class SpecError(ValueError):
-    """A spec that cannot be used, with every problem found as ``(path, message)``."""
-
-    def __init__(self, problems: Sequence[Problem], source: str | None = None) -> None:
-        super().__init__(list(problems))
-        self.problems = list(problems)
-        self.source = source
-
-    def __str__(self) -> str:
-        return "\n".join(f"{path}: {message}" for path, message in self.problems)
 
 
 class _UniqueKeyLoader(yaml.SafeLoader):
@@ -109,17 +104,17 @@ def _shown(value: Any) -> str:
 
 
 def _field_problem(error: Mapping[str, Any]) -> Problem:
-    """One pydantic field error as a ``(path, message)`` pair with the bad value and the fix."""
+    """One pydantic field error as a problem with the bad value and the fix."""
     loc = tuple(error["loc"])
     path = format_path(loc) or "(spec)"
     kind = error["type"]
     if kind == "missing":
-        return path, "required but missing"
+        return Problem(path, "required but missing")
     if kind == "extra_forbidden":
         model = _model_at(loc[:-1])
         allowed = ", ".join(model.model_fields) if model else "see python -m fabric schema"
-        return path, f"unknown key {str(loc[-1])!r}; allowed keys: {allowed}"
-    return path, f"{error['msg']}; got {_shown(error.get('input'))}"
+        return Problem(path, f"unknown key {str(loc[-1])!r}; allowed keys: {allowed}")
+    return Problem(path, f"{error['msg']}; got {_shown(error.get('input'))}")
 
 
 def _rule_problems(error: ValidationError) -> list[Problem] | None:
@@ -127,7 +122,7 @@ def _rule_problems(error: ValidationError) -> list[Problem] | None:
     problems: list[Problem] = []
     for item in error.errors():
         cause = (item.get("ctx") or {}).get("error")
-        if not isinstance(cause, SpecProblems):
+        if not isinstance(cause, SpecError):
             return None
         problems.extend(cause.problems)
     return problems
@@ -254,11 +249,11 @@ def problems_of(error: ValidationError, data: Mapping[str, Any] | None = None) -
         return rules
     problems = [_field_problem(item) for item in error.errors()]
     if data is not None:
-        reported = {path for path, _ in problems}
+        reported = {problem.path for problem in problems}
         problems += [
-            (path, message)
-            for path, message in _best_effort_rule_problems(data, error)
-            if path not in reported
+            problem
+            for problem in _best_effort_rule_problems(data, error)
+            if problem.path not in reported
         ]
     return problems
 
@@ -267,7 +262,7 @@ def spec_from_mapping(data: Any, source: str | None = None) -> ClusterSpec:
     """Validate a cluster spec mapping; raise SpecError listing every problem."""
     if not isinstance(data, Mapping):
         raise SpecError(
-            [("(spec)", f"expected a mapping of spec keys; got {_shown(data)}")],
+            [Problem("(spec)", f"expected a mapping of spec keys; got {_shown(data)}")],
             source,
         )
     try:
@@ -282,31 +277,31 @@ def _read_yaml(path: Path) -> Any:
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise SpecError([(where, "no such file; pass a spec or Pulumi.<stack>.yaml")]) from None
+        raise SpecError([Problem(where, "no such file; pass a spec or Pulumi.<stack>.yaml")]) from None
     except IsADirectoryError:
-        raise SpecError([(where, "is a directory; pass a spec YAML file")]) from None
+        raise SpecError([Problem(where, "is a directory; pass a spec YAML file")]) from None
     except (OSError, UnicodeDecodeError) as error:
-        raise SpecError([(where, f"cannot be read: {error}")]) from error
+        raise SpecError([Problem(where, f"cannot be read: {error}")]) from error
     try:
         return yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 - a SafeLoader subclass
     except yaml.MarkedYAMLError as error:
         mark = error.problem_mark
         at = f"{where}:{mark.line + 1}:{mark.column + 1}" if mark else where
-        raise SpecError([(at, f"invalid YAML: {error.problem}")], where) from error
+        raise SpecError([Problem(at, f"invalid YAML: {error.problem}")], where) from error
     except yaml.YAMLError as error:
-        raise SpecError([(where, f"invalid YAML: {error}")], where) from error
+        raise SpecError([Problem(where, f"invalid YAML: {error}")], where) from error
 
 
 def cluster_mapping(data: Any, source: str) -> Any:
     """The cluster mapping of a loaded file: a stack's ``railyard:cluster``, or the file."""
     if data is None:
-        raise SpecError([(source, "is empty; expected a cluster spec")], source)
+        raise SpecError([Problem(source, "is empty; expected a cluster spec")], source)
     if isinstance(data, Mapping) and "config" in data:
         config = data["config"]
         if not isinstance(config, Mapping) or STACK_KEY not in config:
             keys = ", ".join(map(str, config)) if isinstance(config, Mapping) else "none"
             raise SpecError(
-                [(f"config.{STACK_KEY}", f"missing from this Pulumi stack; config keys: {keys}")],
+                [Problem(f"config.{STACK_KEY}", f"missing from this Pulumi stack; config keys: {keys}")],
                 source,
             )
         return config[STACK_KEY]

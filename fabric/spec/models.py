@@ -1,4 +1,4 @@
-"""The cluster spec: one pydantic model for every target (lab, bare metal, AWS, GCP).
+"""The cluster spec's pydantic models: one model for every target (lab, bare metal, AWS, GCP).
 
 The spec is the single source of truth. It is read from the Pulumi stack config
 (key ``railyard:cluster``) or from a plain YAML file, validated here, and flows
@@ -9,10 +9,13 @@ Field names are part of the public interface: stack files, the JSON Schema
 
 This module holds the models. pydantic checks each field (types, ranges, unknown
 keys); once every field parses, ClusterSpec's validator runs the rules that span
-fields (fabric.specrules: unique hosts, switch ports, MTU per fabric kind, QoS ranges,
-host references, target blocks, cloud machine types) and raises one SpecProblems.
-fabric.specload reports both kinds together as ``(path, message)`` pairs, running the
-rules on a best-effort spec when some fields fail.
+fields (fabric.spec.rules: unique hosts, switch ports, MTU per fabric kind, QoS ranges,
+host references; fabric.spec.targets: target blocks, cloud machine types, what each
+target needs) and raises one SpecError. fabric.spec.load reports both kinds together
+as problems, running the rules on a best-effort spec when some fields fail.
+
+Imports go one way: the rules import these models; the validator imports the rules
+when it runs.
 """
 
 from __future__ import annotations
@@ -24,40 +27,26 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, model_validator
 
 from fabric.hostlist import expand
-from fabric.specrules import (
-    CLOUD_FABRIC,
-    CLOUD_MAX_MTU,
+from fabric.spec.constants import (
     DSCP_RANGE,
-    ETH_MTU_RANGE,
-    FABRIC_LINK_LAYER,
-    HOSTNAME_PATTERN,
-    IB_MTUS,
     PFC_PRIORITY_RANGE,
+    SKIP_RULES,
     SM_PRIORITY_RANGE,
     LinkLayer,
-    SpecProblems,
-    cross_field_problems,
 )
+from fabric.spec.problems import SpecError
 
 __all__ = [
-    "CLOUD_FABRIC", "CLOUD_MAX_MTU", "DSCP_RANGE", "ETH_MTU_RANGE", "FABRIC_LINK_LAYER",
-    "HOSTNAME_PATTERN", "IB_MTUS", "PFC_PRIORITY_RANGE", "SKIP_RULES", "SM_PRIORITY_RANGE",
     "AwsSpec", "BmcNetwork", "ClusterSpec", "FabricKind", "FabricSpec", "FatTree", "GcpSpec",
-    "HcaSpec", "InfinibandSpec", "LabSpec", "LinkLayer", "LinkWidth", "ManagementNetwork",
+    "HcaSpec", "InfinibandSpec", "LabSpec", "LinkWidth", "ManagementNetwork",
     "Model", "NodeGroup", "NodeRole", "Partition", "RedfishEndpoint", "RoceSpec", "SecretRef",
-    "SlurmPartition", "SlurmSpec", "SpecProblems", "SubnetManager", "Switch", "Target",
-    "cross_field_problems",
+    "SlurmPartition", "SlurmSpec", "SubnetManager", "Switch", "Target",
 ]
 
 Target = Literal["lab", "baremetal", "aws", "gcp"]
 NodeRole = Literal["compute", "controller", "login", "sm"]
 FabricKind = Literal["infiniband", "roce", "efa", "gcp-gpudirect"]
 LinkWidth = Literal["1x", "2x", "4x", "8x", "12x"]
-
-#: Validation context key: when true, ClusterSpec skips its cross-field rules (used by
-#: fabric.specload to build a best-effort spec whose rules it runs itself).
-SKIP_RULES = "skip_cross_field_rules"
-
 
 def _range_schema(bounds: tuple[int, int]) -> dict[str, int]:
     """JSON Schema bounds for a field whose range is checked by ClusterSpec's rules."""
@@ -334,7 +323,9 @@ class ClusterSpec(Model):
         context: Any = info.context
         if isinstance(context, dict) and context.get(SKIP_RULES):
             return self
+        from fabric.spec.rules import cross_field_problems  # the rules import these models
+
         problems = cross_field_problems(self)
         if problems:
-            raise SpecProblems(problems)
+            raise SpecError(problems)
         return self

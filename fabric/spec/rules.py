@@ -1,149 +1,44 @@
 """The cluster spec's cross-field rules: what no single field can check on its own.
 
-Each rule reads a ClusterSpec through a :class:`Checker` and records ``(path, message)``
-problems; :func:`cross_field_problems` runs them all, so a user sees every mistake in one
-pass. Paths are written as users read them: ``fabric.infiniband.subnet_managers[1].priority``.
+Each rule reads a ClusterSpec through a :class:`~fabric.spec.checker.Checker` and records
+problems; :func:`cross_field_problems` runs them all (these general rules, then the
+target rules of fabric.spec.targets), so a user sees every mistake in one pass. Paths
+are written as users read them: ``fabric.infiniband.subnet_managers[1].priority``.
 
-A spec whose fields failed validation can still be checked: fabric.specload builds a
-best-effort spec with placeholders for the failed fields and passes their paths as
-``unknown``. A finding is then dropped when its path lies inside an unknown field (that
-field is already reported) or when it reads one (it would describe a placeholder).
+A spec whose fields failed validation can still be checked: fabric.spec.load passes the
+paths of the failed fields as ``unknown`` and findings in or reading them are dropped.
 """
 
 from __future__ import annotations
 
 import ipaddress
 import re
-from collections.abc import Callable, Collection, Iterable
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal
+from collections.abc import Collection
 
-from fabric.catalog import aws_efa_types, aws_instance, gcp_gpu_machine_types, gcp_machine
-from fabric.hostlist import HostlistError, compress, expand
+from fabric.hostlist import HostlistError, expand
+from fabric.spec.checker import HOST_NAMES, Checker, Rule, in_range, path_parts
+from fabric.spec.constants import (
+    CLOUD_FABRIC,
+    CLOUD_MAX_MTU,
+    DSCP_RANGE,
+    ETH_MTU_RANGE,
+    FABRIC_LINK_LAYER,
+    HOSTNAME_PATTERN,
+    IB_MTUS,
+    PFC_PRIORITY_RANGE,
+    SM_PRIORITY_RANGE,
+)
+from fabric.spec.models import ClusterSpec, FatTree, NodeGroup, Target
+from fabric.spec.problems import Problem
+from fabric.spec.targets import TARGET_RULES
 
-if TYPE_CHECKING:
-    from fabric.spec import ClusterSpec, FatTree, NodeGroup
+__all__ = [
+    "GENERAL_RULES", "RULES", "Checker", "cross_field_problems", "path_parts",
+    "provision_problems",
+]
 
-LinkLayer = Literal["InfiniBand", "Ethernet"]
-
-#: InfiniBand MTUs the IBTA defines (bytes).
-IB_MTUS = (256, 512, 1024, 2048, 4096)
-#: Ethernet MTU range accepted for RoCE and cloud fabrics (bytes).
-ETH_MTU_RANGE = (1500, 9216)
-#: Largest MTU each cloud's VPC carries (bytes): AWS jumbo frames, GCP VPC maximum.
-CLOUD_MAX_MTU = {"aws": 9001, "gcp": 8896}
-#: OpenSM sm_priority range.
-SM_PRIORITY_RANGE = (0, 15)
-#: 802.1Qbb PFC priority range.
-PFC_PRIORITY_RANGE = (0, 7)
-#: DSCP range (6 bits).
-DSCP_RANGE = (0, 63)
-#: The fabric kind each cloud target supports, and the target each cloud kind needs.
-CLOUD_FABRIC = {"aws": "efa", "gcp": "gcp-gpudirect"}
-#: The HCA link layer each fabric kind needs (EFA devices report neither; not checked).
-FABRIC_LINK_LAYER: dict[str, LinkLayer] = {
-    "infiniband": "InfiniBand",
-    "roce": "Ethernet",
-    "gcp-gpudirect": "Ethernet",
-}
-#: A host name: one RFC 1123 label (letters, digits, inner hyphens, at most 63 long).
-HOSTNAME_PATTERN = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?$")
-
-#: Read paths: ``[*]`` stands for every index of a list.
-HOST_NAMES = "nodes[*].names"
 _TREE_FIELDS = ("leaves", "spines", "nodes_per_leaf", "uplinks_per_leaf", "ports_per_switch",
                 "rail_optimized")
-
-Problem = tuple[str, str]
-
-
-class SpecProblems(ValueError):
-    """Every cross-field problem of a cluster spec, as ``(path, message)`` pairs."""
-
-    def __init__(self, problems: list[Problem]) -> None:
-        super().__init__(problems)
-        self.problems = problems
-
-    def __str__(self) -> str:
-        count = len(self.problems)
-        lines = [f"{count} problem{'s' if count != 1 else ''} in the cluster spec:"]
-        lines += [f"  {path}: {message}" for path, message in self.problems]
-        return "\n".join(lines)
-
-
-def path_parts(path: str) -> tuple[str, ...]:
-    """``nodes[0].hcas[*].rail`` -> ``("nodes", "[0]", "hcas", "[*]", "rail")``."""
-    return tuple(re.findall(r"\[[^\]]*\]|[^.\[\]]+", path))
-
-
-def _prefix(short: tuple[str, ...], long: tuple[str, ...]) -> bool:
-    """Whether ``short`` starts ``long``; ``[*]`` on either side matches any index."""
-    if len(short) > len(long):
-        return False
-    return all(a == b or "[*]" in (a, b) and a[0] == b[0] == "[" for a, b in zip(short, long))
-
-
-@dataclass
-class Checker:
-    """The spec under check, its declared hosts, and the problems found so far."""
-
-    spec: ClusterSpec
-    #: Paths whose values are placeholders for fields that failed validation.
-    unknown: frozenset[tuple[str, ...]] = frozenset()
-    hosts: dict[str, int] = field(default_factory=dict)
-    problems: list[Problem] = field(default_factory=list)
-    #: False when some node group's host list is unusable: references to hosts are then
-    #: not reported as undeclared, as they may be in that group.
-    all_hosts_known: bool = True
-
-    def known(self, *paths: str) -> bool:
-        """Whether no value in or around ``paths`` is a placeholder."""
-        for path in map(path_parts, paths):
-            if any(_prefix(u, path) or _prefix(path, u) for u in self.unknown):
-                return False
-        return True
-
-    def add(self, path: str, message: str, reads: Iterable[str] = ()) -> None:
-        """Record a problem at ``path`` unless it lies in, or reads, an unknown field."""
-        parts = path_parts(path)
-        if self.known(*reads) and not any(_prefix(u, parts) for u in self.unknown):
-            self.problems.append((path, message))
-
-    def host_groups(self) -> list[tuple[str, NodeGroup]]:
-        """Each declared host with its node group, in declaration order."""
-        return [(host, self.spec.nodes[index]) for host, index in self.hosts.items()]
-
-    def declared(self) -> str:
-        """The declared hosts as a compact host list, for messages."""
-        return compress(self.hosts) or "(none)"
-
-    def check_host(self, path: str, host: str) -> None:
-        """Record a problem if ``host`` is not a declared node."""
-        if host not in self.hosts and self.all_hosts_known:
-            self.add(path, f"{host!r} is not a declared host; declared hosts: {self.declared()}")
-
-    def check_host_list(self, path: str, expr: str) -> None:
-        """Record a problem if host list ``expr`` is malformed or names undeclared hosts."""
-        if expr == "ALL":
-            return
-        try:
-            names = expand(expr)
-        except HostlistError as error:
-            self.add(path, f"{error}")
-            return
-        unknown = [name for name in names if name not in self.hosts]
-        if not names:
-            self.add(path, f"host list {expr!r} names no hosts; use ALL or e.g. gpu[01-04]")
-        elif unknown and self.all_hosts_known:
-            self.add(
-                path,
-                f"{compress(unknown)!r} in {expr!r} are not declared hosts;"
-                f" declared hosts: {self.declared()}",
-            )
-
-
-def _in_range(value: int, bounds: tuple[int, int]) -> bool:
-    return bounds[0] <= value <= bounds[1]
 
 
 # --- nodes ---------------------------------------------------------------------------------
@@ -243,7 +138,7 @@ def check_mtu(c: Checker) -> None:
         return
     low, high = ETH_MTU_RANGE
     cap = CLOUD_MAX_MTU.get(c.spec.target)
-    if not _in_range(fabric.mtu, ETH_MTU_RANGE):
+    if not in_range(fabric.mtu, ETH_MTU_RANGE):
         c.add("fabric.mtu", f"{fabric.mtu} is outside the Ethernet MTU range {low}-{high}")
     elif cap is not None and fabric.mtu > cap:
         c.add(
@@ -381,7 +276,7 @@ def check_subnet_managers(c: Checker) -> None:
     seen: set[str] = set()
     for index, sm in enumerate(ib.subnet_managers):
         path = f"fabric.infiniband.subnet_managers[{index}]"
-        if not _in_range(sm.priority, SM_PRIORITY_RANGE):
+        if not in_range(sm.priority, SM_PRIORITY_RANGE):
             low, high = SM_PRIORITY_RANGE
             c.add(
                 f"{path}.priority",
@@ -426,7 +321,7 @@ def check_roce(c: Checker) -> None:
     roce = c.spec.fabric.roce
     if roce is None:
         return
-    if not _in_range(roce.pfc_priority, PFC_PRIORITY_RANGE):
+    if not in_range(roce.pfc_priority, PFC_PRIORITY_RANGE):
         low, high = PFC_PRIORITY_RANGE
         c.add(
             "fabric.roce.pfc_priority",
@@ -434,7 +329,7 @@ def check_roce(c: Checker) -> None:
         )
     for name in ("rdma_dscp", "cnp_dscp"):
         value = getattr(roce, name)
-        if not _in_range(value, DSCP_RANGE):
+        if not in_range(value, DSCP_RANGE):
             c.add(f"fabric.roce.{name}", f"{value} is outside the DSCP range 0-63")
     if roce.rdma_dscp == roce.cnp_dscp:
         c.add(
@@ -442,7 +337,7 @@ def check_roce(c: Checker) -> None:
             f"{roce.cnp_dscp} equals rdma_dscp; CNPs need their own DSCP, e.g. 48",
             reads=["fabric.roce.rdma_dscp"],
         )
-    if _in_range(roce.rdma_dscp, DSCP_RANGE) and roce.roce_tos >> 2 != roce.rdma_dscp:
+    if in_range(roce.rdma_dscp, DSCP_RANGE) and roce.roce_tos >> 2 != roce.rdma_dscp:
         c.add(
             "fabric.roce.roce_tos",
             f"{roce.roce_tos} carries DSCP {roce.roce_tos >> 2} but rdma_dscp is {roce.rdma_dscp};"
@@ -535,131 +430,8 @@ def check_bmc(c: Checker) -> None:
             c.add(f"{path}.url", f"{endpoint.url!r} is not a Redfish URL; write https://BMC[:port]")
 
 
-def check_lab(c: Checker) -> None:
-    """The lab's Redfish emulator and ibsim listen on different ports."""
-    lab = c.spec.lab
-    if lab is not None and lab.bmc_port == lab.ibsim_port:
-        c.add(
-            "lab.ibsim_port",
-            f"{lab.ibsim_port} is also lab.bmc_port; use two different ports",
-            reads=["lab.bmc_port"],
-        )
-
-
-# --- clouds --------------------------------------------------------------------------------
-
-
-def check_aws(c: Checker) -> None:
-    """EFA is on for the efa kind, GPUDirect RDMA runs over it, in a cluster placement group."""
-    aws = c.spec.aws
-    if aws is None or c.spec.target != "aws" or not c.known("target"):
-        return
-    if c.spec.fabric.kind == "efa" and not aws.efa:
-        c.add("aws.efa", "fabric kind efa needs aws.efa: true", reads=["fabric.kind"])
-    efa = ["aws.efa"]
-    if aws.gpudirect_rdma and not aws.efa:
-        c.add(
-            "aws.gpudirect_rdma",
-            "GPUDirect RDMA runs over EFA; set aws.efa: true or gpudirect_rdma: false",
-            reads=efa,
-        )
-    if aws.efa and aws.placement_strategy != "cluster":
-        c.add(
-            "aws.placement_strategy",
-            f"{aws.placement_strategy!r}: EFA clusters need placement_strategy: cluster",
-            reads=efa,
-        )
-    if aws.efa and aws.placement_group is None:
-        c.add(
-            "aws.placement_group",
-            "EFA clusters need a cluster placement group name, e.g. railyard-pg",
-            reads=efa,
-        )
-
-
-def check_aws_instance_types(c: Checker) -> None:
-    """Compute nodes on AWS name a catalogued (EFA, with EFA on) type and its GPU count."""
-    aws = c.spec.aws
-    if aws is None or c.spec.target != "aws" or not c.known("target"):
-        return
-    for index, group in enumerate(c.spec.nodes):
-        path = f"nodes[{index}]"
-        if group.role != "compute" or not c.known(f"{path}.role"):
-            continue
-        if group.instance_type is None:
-            c.add(
-                f"{path}.instance_type",
-                "target aws needs an instance type for compute nodes, e.g. p5.48xlarge",
-            )
-            continue
-        known = aws_instance(group.instance_type)
-        if known is None:
-            if aws.efa:
-                c.add(
-                    f"{path}.instance_type",
-                    f"{group.instance_type!r} is not in fabric/catalog.py; EFA types known:"
-                    f" {', '.join(aws_efa_types())}",
-                    reads=["aws.efa"],
-                )
-            continue
-        if aws.efa and not known.efa:
-            c.add(
-                f"{path}.instance_type",
-                f"{known.name} has no EFA; use one of {', '.join(aws_efa_types())}",
-                reads=["aws.efa"],
-            )
-        if group.gpus and group.gpus != known.gpus:
-            c.add(
-                f"{path}.gpus",
-                f"{group.gpus} GPUs, but {known.name} has {known.gpus}",
-                reads=[f"{path}.instance_type"],
-            )
-
-
-def check_gcp(c: Checker) -> None:
-    """Compute nodes use a known A3 machine type whose GPU NICs match the GPU subnets."""
-    gcp = c.spec.gcp
-    if gcp is None or c.spec.target != "gcp" or not c.known("target"):
-        return
-    if gcp.gpu_nic_mtu != c.spec.fabric.mtu:
-        c.add(
-            "gcp.gpu_nic_mtu",
-            f"{gcp.gpu_nic_mtu} differs from fabric.mtu {c.spec.fabric.mtu}; set them equal",
-            reads=["fabric.mtu"],
-        )
-    subnets_reported = False
-    for index, group in enumerate(c.spec.nodes):
-        path = f"nodes[{index}]"
-        if group.role != "compute" or not c.known(f"{path}.role"):
-            continue
-        known = gcp_machine(group.instance_type) if group.instance_type else None
-        if known is None:
-            c.add(
-                f"{path}.instance_type",
-                f"{group.instance_type!r} is not a known GPU machine type; use one of"
-                f" {', '.join(gcp_gpu_machine_types())}",
-            )
-            continue
-        machine = [f"{path}.instance_type"]
-        if group.gpus and group.gpus != known.gpus:
-            c.add(
-                f"{path}.gpus", f"{group.gpus} GPUs, but {known.name} has {known.gpus}",
-                reads=machine,
-            )
-        subnets = len(gcp.gpu_subnet_cidrs)
-        if subnets and subnets != known.gpu_nics and not subnets_reported:
-            c.add(
-                "gcp.gpu_subnet_cidrs",
-                f"{subnets} subnets, but {known.name} has {known.gpu_nics} GPU NICs; list one each",
-                reads=machine,
-            )
-            subnets_reported = True
-
-
-Rule = Callable[[Checker], None]
-
-#: The rules, in the order their problems are reported.
-RULES: tuple[Rule, ...] = (
+#: The general rules, in the order their problems are reported.
+GENERAL_RULES: tuple[Rule, ...] = (
     check_host_names,
     check_hca_devices,
     check_target_kind,
@@ -675,15 +447,14 @@ RULES: tuple[Rule, ...] = (
     check_slurm_partitions,
     check_management,
     check_bmc,
-    check_lab,
-    check_aws,
-    check_aws_instance_types,
-    check_gcp,
 )
+
+#: Every rule ``validate`` and the components run: the general rules, then the target rules.
+RULES: tuple[Rule, ...] = GENERAL_RULES + TARGET_RULES
 
 
 def cross_field_problems(spec: ClusterSpec, unknown: Collection[str] = ()) -> list[Problem]:
-    """Every broken cross-field rule of ``spec`` as ``(path, message)`` pairs, in spec order.
+    """Every broken cross-field and target rule of ``spec``, in spec order.
 
     ``unknown`` lists paths holding placeholders for fields that failed validation;
     findings in or reading them are left out.
@@ -692,3 +463,15 @@ def cross_field_problems(spec: ClusterSpec, unknown: Collection[str] = ()) -> li
     for rule in RULES:
         rule(checker)
     return checker.problems
+
+
+def provision_problems(spec: ClusterSpec, target: Target) -> list[Problem]:
+    """Why a component that provisions ``target`` refuses ``spec``, before creating anything.
+
+    The spec's own rules (the target rules included, as ``validate`` runs them), and a
+    spec written for another target.
+    """
+    problems = cross_field_problems(spec)
+    if spec.target != target:
+        problems.append(Problem("target", f"{spec.target!r}: this component provisions {target}"))
+    return problems

@@ -2,29 +2,22 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from fabric.spec import ClusterSpec
-
-ROOT = Path(__file__).resolve().parents[2]
+from fabric.state import REPO_ROOT, StateLayout
 
 
 class ContextError(ValueError):
     """The inventory or spec of a stack cannot be found or read."""
 
 
-def state_dir(stack: str, root: Path = ROOT) -> Path:
-    """Return ``state/<stack>`` (under ``$RAILYARD_STATE_DIR`` when set, as the lab does)."""
-    return Path(os.environ.get("RAILYARD_STATE_DIR") or root / "state") / stack
-
-
-def inventory_path(stack: str, root: Path = ROOT) -> Path:
-    """Return the inventory the stack wrote."""
-    return state_dir(stack, root) / "inventory.yml"
+def inventory_path(stack: str) -> Path:
+    """Return the inventory the stack wrote (``StateLayout(stack).inventory``)."""
+    return StateLayout(stack).inventory
 
 
 def stack_of_inventory(inventory: Path) -> str:
@@ -32,7 +25,7 @@ def stack_of_inventory(inventory: Path) -> str:
     return inventory.resolve().parent.name
 
 
-def spec_path_for(inventory: Path, root: Path = ROOT) -> Path:
+def spec_path_for(inventory: Path, root: Path = REPO_ROOT) -> Path:
     """Return ``Pulumi.<stack>.yaml`` for an inventory under ``state/<stack>/``."""
     return root / f"Pulumi.{stack_of_inventory(inventory)}.yaml"
 
@@ -41,7 +34,7 @@ def load_cluster_spec(path: Path) -> ClusterSpec:
     """Load the spec from a stack file or a plain spec file."""
     if not path.is_file():
         raise ContextError(f"spec file {path} not found; pass --spec FILE or use state/<stack>/inventory.yml")
-    from fabric.specload import load_spec
+    from fabric.spec import load_spec
 
     return load_spec(path)
 

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
+from fabric.state import REPO_ROOT, StateLayout
 from fabric.verify import context
 from fabric.verify.results import CheckResult, read_junit, summary
 
@@ -61,16 +62,16 @@ def run_checks(stack: str, *, junit: Path | None = None, limit: str | None = Non
     """
     inventory = context.inventory_path(stack)
     context.load_inventory(inventory)  # fail early with a clear message
-    report_dir = (report_dir or context.state_dir(stack) / "reports").resolve()
+    report_dir = (report_dir or StateLayout(stack).reports).resolve()
     report_dir.mkdir(parents=True, exist_ok=True)
     junit = (junit or report_dir / "checks.xml").resolve()
     args = pytest_args(inventory, junit, report_dir, limit=limit, spec=spec, workers=workers,
                        extra=["-k", select] if select else None)
-    env = {**os.environ, "PYTHONPATH": f"{context.ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
+    env = {**os.environ, "PYTHONPATH": f"{REPO_ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
            "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
     log = report_dir / "pytest.log"
     with open(log, "w") as out:
-        proc = subprocess.run(args, cwd=context.ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
+        proc = subprocess.run(args, cwd=REPO_ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
     if not quiet:
         sys.stderr.write(log.read_text()[-4000:] if proc.returncode not in (0, 1) else "")
     results = read_junit(junit) if junit.is_file() else []

@@ -87,7 +87,7 @@ class Lab:
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     from fabric.handoff.runner import run_playbook
-    from fabric.specload import load_spec
+    from fabric.spec import load_spec
 
     with own_lab(tmp_path_factory, "ryfault", _spec) as own:
         book = own.root / "sm.yml"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -9,10 +10,12 @@ import pulumi
 import pytest
 import yaml
 
+from fabric.cli import main
 from fabric.components.aws import AwsCluster
-from fabric.spec import ClusterSpec, SpecProblems
+from fabric.spec import SKIP_RULES, ClusterSpec, SpecError
 
 EXAMPLE = Path(__file__).parents[2] / "Pulumi.aws-efa.example.yaml"
+SPECS = Path(__file__).parent / "specs"
 
 
 class Mocks(pulumi.runtime.Mocks):
@@ -211,7 +214,7 @@ def test_wrong_spec_refused_before_any_resource(
 ) -> None:
     mocks = Mocks()
     pulumi.runtime.set_mocks(mocks, project="railyard", stack="awstest", preview=False)
-    with pytest.raises(SpecProblems) as error:
+    with pytest.raises(SpecError) as error:
         AwsCluster("c", unchecked(change))
     assert path in dict(error.value.problems)
     assert words in dict(error.value.problems)[path]
@@ -224,3 +227,44 @@ def test_spec_itself_refuses_efa_on_a_type_without_efa() -> None:
     data["nodes"][0].update(instance_type="g5.xlarge", gpus=1)
     with pytest.raises(ValueError, match=r"nodes\[0\]\.instance_type"):
         ClusterSpec.model_validate(data)
+
+
+# --- validate refuses what the component refuses -----------------------------------------
+
+
+def refusals(data: dict[str, Any], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Any:
+    """The problems ``python -m fabric validate`` reports for ``data``, and the component's."""
+    path = tmp_path / "spec.yaml"
+    path.write_text(yaml.safe_dump(data))
+    code = main(["validate", "--json", str(path)])
+    found = [(p["path"], p["message"]) for p in json.loads(capsys.readouterr().out)["problems"]]
+    pulumi.runtime.set_mocks(Mocks(), project="railyard", stack="awstest", preview=False)
+    with pytest.raises(SpecError) as error:
+        AwsCluster("c", ClusterSpec.model_validate(data, context={SKIP_RULES: True}))
+    return code, found, [(p.path, p.message) for p in error.value.problems]
+
+
+def _no_head(data: dict[str, Any]) -> None:
+    del data["nodes"][1]
+    del data["slurm"]["controller"]
+
+
+@pytest.mark.parametrize(
+    ("change", "path", "words"),
+    [
+        (lambda d: d["aws"].update(capacity_block=True), "aws.capacity_reservation_id",
+         "capacity_block: true launches into a purchased Capacity Block; set its id"),
+        (lambda d: d["aws"].update(subnet_id="subnet-0abc"), "aws.vpc_id",
+         "subnet_id is set: also set the vpc_id it belongs to"),
+        (_no_head, "nodes", "declare a head node, e.g. - {names: head1, role: login}"),
+    ],
+    ids=["capacity-block", "subnet-without-vpc", "no-head-node"],
+)
+def test_validate_refuses_what_the_component_refuses(
+    change: Any, path: str, words: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = yaml.safe_load((SPECS / "valid" / "aws.yaml").read_text())
+    change(data)
+    code, validate, component = refusals(data, tmp_path, capsys)
+    assert (code, validate) == (1, component)
+    assert words in dict(validate)[path]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import socket
 import threading
 from collections.abc import Iterator
@@ -12,11 +13,19 @@ import pulumi
 import pytest
 import yaml
 
-from fabric.components.baremetal import BaremetalCluster, BareMetalSettings, baremetal_problems
+from fabric.cli import main
+from fabric.components.baremetal import BaremetalCluster, BareMetalSettings
 from fabric.components.dynamic_redfish import SshWaitError, wait_for_ssh
-from fabric.spec import ClusterSpec, SpecProblems
+from fabric.spec import (
+    SKIP_RULES,
+    ClusterSpec,
+    SpecError,
+    baremetal_settings_problems,
+    provision_problems,
+)
 
 EXAMPLE = Path(__file__).parents[2] / "Pulumi.baremetal-ib.example.yaml"
+SPECS = Path(__file__).parent / "specs"
 DYNAMIC = "pulumi-python:dynamic:Resource"
 
 
@@ -121,8 +130,10 @@ def test_missing_secret_names_the_config_key() -> None:
 
 
 def problems_of(data: dict[str, Any], settings: BareMetalSettings | None = None) -> dict[str, str]:
-    spec = ClusterSpec.model_validate(data)
-    return dict(baremetal_problems(spec, settings or BareMetalSettings()))
+    """What the component checks before creating anything, on a spec whose rules did not run."""
+    spec = ClusterSpec.model_validate(data, context={SKIP_RULES: True})
+    found = provision_problems(spec, "baremetal")
+    return dict(found + baremetal_settings_problems(settings or BareMetalSettings()))
 
 
 def test_node_without_endpoint_or_address_refused() -> None:
@@ -158,9 +169,70 @@ def test_refused_before_any_resource(secret_config: None) -> None:
     data["bmc"]["endpoints"]["gpu01"]["url"] = "http://10.10.1.11"
     mocks = Mocks()
     pulumi.runtime.set_mocks(mocks, project="railyard", stack="bmtest", preview=False)
-    with pytest.raises(SpecProblems, match=r"bmc\.endpoints\.gpu01\.url"):
-        BaremetalCluster("c", ClusterSpec.model_validate(data))
+    with pytest.raises(SpecError, match=r"bmc\.endpoints\.gpu01\.url"):
+        BaremetalCluster("c", ClusterSpec.model_validate(data, context={SKIP_RULES: True}))
     assert mocks.resources == []
+
+
+def test_spec_itself_refuses_a_node_without_endpoint() -> None:
+    data = example()
+    del data["bmc"]["endpoints"]["gpu03"]
+    with pytest.raises(ValueError, match=r"bmc\.endpoints\.gpu03: every node needs a Redfish"):
+        ClusterSpec.model_validate(data)
+
+
+def test_settings_problems_name_the_config_key() -> None:
+    found = baremetal_settings_problems(BareMetalSettings(settle_target="Floppy"))
+    assert [str(p) for p in found] == [
+        "config railyard:settleBootTarget: 'Floppy'; use one of Pxe, Hdd, Cd, UefiHttp,"
+        " UefiTarget, Usb"
+    ]
+
+
+# --- validate refuses what the component refuses -----------------------------------------
+
+
+def refusals(data: dict[str, Any], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Any:
+    """The problems ``python -m fabric validate`` reports for ``data``, and the component's."""
+    path = tmp_path / "spec.yaml"
+    path.write_text(yaml.safe_dump(data))
+    code = main(["validate", "--json", str(path)])
+    found = [(p["path"], p["message"]) for p in json.loads(capsys.readouterr().out)["problems"]]
+    pulumi.runtime.set_mocks(Mocks(), project="railyard", stack="bmtest", preview=False)
+    with pytest.raises(SpecError) as error:
+        BaremetalCluster("c", ClusterSpec.model_validate(data, context={SKIP_RULES: True}))
+    return code, found, [(p.path, p.message) for p in error.value.problems]
+
+
+def _unaddressed_switch(data: dict[str, Any]) -> None:
+    data["fabric"]["switches"] = [{"name": "leaf01", "os": "sonic"}]
+
+
+@pytest.mark.parametrize(
+    ("change", "path", "words"),
+    [
+        (lambda d: d["bmc"]["endpoints"].pop("gpu3"), "bmc.endpoints.gpu3",
+         "every node needs a Redfish endpoint url"),
+        (lambda d: d["management"]["addresses"].pop("gpu4"), "management.addresses.gpu4",
+         "every bare-metal node needs a fixed address"),
+        (lambda d: d["bmc"]["endpoints"]["gpu1"].update(url="http://10.11.0.11"),
+         "bmc.endpoints.gpu1.url", "plain http sends the BMC password unencrypted"),
+        (lambda d: d["bmc"].pop("password"), "bmc.password",
+         "set {config: bmcPassword} and `pulumi config set --secret bmcPassword ...`"),
+        (lambda d: d.pop("bmc"), "bmc", "target baremetal needs a bmc block with endpoints"),
+        (_unaddressed_switch, "fabric.switches[0].address",
+         "sonic switch 'leaf01' needs a management address"),
+    ],
+    ids=["no-endpoint", "no-address", "plain-http", "no-password", "no-bmc", "switch-address"],
+)
+def test_validate_refuses_what_the_component_refuses(
+    change: Any, path: str, words: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = yaml.safe_load((SPECS / "valid" / "roce.yaml").read_text())
+    change(data)
+    code, validate, component = refusals(data, tmp_path, capsys)
+    assert (code, validate) == (1, component)
+    assert words in dict(validate)[path]
 
 
 # --- wait_for_ssh against loopback listeners --------------------------------------------

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -9,10 +10,12 @@ import pulumi
 import pytest
 import yaml
 
+from fabric.cli import main
 from fabric.components.gcp import GcpCluster
-from fabric.spec import ClusterSpec, SpecProblems
+from fabric.spec import SKIP_RULES, ClusterSpec, SpecError
 
 EXAMPLE = Path(__file__).parents[2] / "Pulumi.gcp-a3.example.yaml"
+SPECS = Path(__file__).parent / "specs"
 INSTANCE = "gcp:compute/instance:Instance"
 NETWORK = "gcp:compute/network:Network"
 SUBNET = "gcp:compute/subnetwork:Subnetwork"
@@ -179,7 +182,7 @@ def test_wrong_subnet_count_refused_before_any_resource() -> None:
     gcp = valid.gcp.model_copy(update={"gpu_subnet_cidrs": valid.gcp.gpu_subnet_cidrs[:2]})  # type: ignore[union-attr]
     mocks = Mocks()
     pulumi.runtime.set_mocks(mocks, project="railyard", stack="gcptest", preview=False)
-    with pytest.raises(SpecProblems) as error:
+    with pytest.raises(SpecError) as error:
         GcpCluster("c", valid.model_copy(update={"gcp": gcp}))
     assert "has 4 GPU NICs" in dict(error.value.problems)["gcp.gpu_subnet_cidrs"]
     assert mocks.resources == []
@@ -188,10 +191,10 @@ def test_wrong_subnet_count_refused_before_any_resource() -> None:
 def test_head_without_machine_type_refused() -> None:
     data = example()
     del data["nodes"][1]["instance_type"]
-    spec = ClusterSpec.model_validate(data)
+    spec = ClusterSpec.model_validate(data, context={SKIP_RULES: True})  # rules bypassed
     mocks = Mocks()
     pulumi.runtime.set_mocks(mocks, project="railyard", stack="gcptest", preview=False)
-    with pytest.raises(SpecProblems, match=r"nodes\[1\]\.instance_type"):
+    with pytest.raises(SpecError, match=r"nodes\[1\]\.instance_type"):
         GcpCluster("c", spec)
     assert mocks.resources == []
 
@@ -224,3 +227,44 @@ def test_ssh_rule_and_key_from_config(ssh_config: None) -> None:
     assert mocks.instance("a3-01")["metadata"] == {
         "ssh-keys": "railyard:ssh-ed25519 AAAAexample railyard"
     }
+
+
+# --- validate refuses what the component refuses -----------------------------------------
+
+
+def refusals(data: dict[str, Any], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Any:
+    """The problems ``python -m fabric validate`` reports for ``data``, and the component's."""
+    path = tmp_path / "spec.yaml"
+    path.write_text(yaml.safe_dump(data))
+    code = main(["validate", "--json", str(path)])
+    found = [(p["path"], p["message"]) for p in json.loads(capsys.readouterr().out)["problems"]]
+    pulumi.runtime.set_mocks(Mocks(), project="railyard", stack="gcptest", preview=False)
+    with pytest.raises(SpecError) as error:
+        GcpCluster("c", ClusterSpec.model_validate(data, context={SKIP_RULES: True}))
+    return code, found, [(p.path, p.message) for p in error.value.problems]
+
+
+def _no_head(data: dict[str, Any]) -> None:
+    del data["nodes"][1]
+    data["slurm"].pop("controller", None)
+
+
+@pytest.mark.parametrize(
+    ("change", "path", "words"),
+    [
+        (lambda d: d["nodes"][1].pop("instance_type"), "nodes[1].instance_type",
+         "set a machine type, e.g. n2-standard-8"),
+        (lambda d: d["gcp"].update(zone="europe-west4-a"), "gcp.zone",
+         "'europe-west4-a' is not in region 'us-central1'"),
+        (_no_head, "nodes", "declare a head node, e.g. - {names: head1, role: login, "),
+    ],
+    ids=["head-without-machine-type", "zone-outside-region", "no-head-node"],
+)
+def test_validate_refuses_what_the_component_refuses(
+    change: Any, path: str, words: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = yaml.safe_load((SPECS / "valid" / "gcp.yaml").read_text())
+    change(data)
+    code, validate, component = refusals(data, tmp_path, capsys)
+    assert (code, validate) == (1, component)
+    assert words in dict(validate)[path]

@@ -4,6 +4,7 @@ variable is one a role declares."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -13,7 +14,7 @@ from fabric.handoff.vars import (
     role_vars_from_spec,
     write_group_vars,
 )
-from fabric.specload import load_spec, spec_from_mapping
+from fabric.spec import load_spec, spec_from_mapping
 from fabric.topology.render import render
 from fabric.topology.from_spec import graph_from_spec
 
@@ -116,10 +117,21 @@ def test_host_list_partition_members_are_refused(lab_spec):
         role_vars_from_spec(spec_from_mapping(data))
 
 
+def bare_metal_access(hosts: list[str]) -> dict[str, Any]:
+    """The management and bmc blocks target baremetal needs: an address and a BMC per host."""
+    return {
+        "management": {"subnet": "198.18.0.0/16",
+                       "addresses": {h: f"198.18.{i // 250}.{i % 250 + 2}" for i, h in enumerate(hosts)}},
+        "bmc": {"password": {"config": "bmcPassword"},
+                "endpoints": {h: {"url": f"https://bmc-{h}"} for h in hosts}},
+    }
+
+
 def test_baremetal_target_gets_no_lab_overrides(lab_spec):
     data = lab_spec.model_dump(mode="json", exclude_none=True)
     data["target"] = "baremetal"
     data.pop("lab", None)
+    data.update(bare_metal_access(list(lab_spec.hosts)))
     out = role_vars_from_spec(spec_from_mapping(data))
     assert "subnet_manager_require_kernel_umad" not in out
     assert "slurm_proctrack_type" not in out
@@ -133,7 +145,7 @@ def test_roce_fabric_sets_roce_qos_and_no_opensm():
             {"names": "head", "role": "controller"},
         ],
         "fabric": {"kind": "roce", "mtu": 9000, "roce": {"pfc_priority": 3, "rdma_dscp": 26}},
-        "management": {"subnet": "198.18.0.0/24"},
+        **bare_metal_access(["n1", "n2", "head"]),
     })
     out = role_vars_from_spec(spec)
     assert out["roce_qos_interfaces"] == ["ens1f0np0"]

@@ -10,11 +10,19 @@ from typing import Any
 import pytest
 import yaml
 
+import fabric.spec.rules
 from fabric.catalog import aws_instance, gcp_machine
-import fabric.specrules
-from fabric.spec import SKIP_RULES, ClusterSpec, SpecProblems, cross_field_problems
-from fabric.specload import SpecError, format_path, load_spec, spec_from_mapping
-from fabric.specrules import Checker, path_parts
+from fabric.spec import (
+    SKIP_RULES,
+    ClusterSpec,
+    Problem,
+    SpecError,
+    cross_field_problems,
+    format_path,
+    load_spec,
+    spec_from_mapping,
+)
+from fabric.spec.rules import Checker, path_parts
 
 ROOT = Path(__file__).resolve().parents[2]
 SPECS = Path(__file__).parent / "specs"
@@ -55,7 +63,7 @@ def delete_path(data: dict[str, Any], path: str) -> None:
     del _parent(data, parts)[parts[-1]]
 
 
-def problems(data: dict[str, Any]) -> list[tuple[str, str]]:
+def problems(data: dict[str, Any]) -> list[Problem]:
     """The problems SpecError reports for ``data``; fails the test if it validates."""
     with pytest.raises(SpecError) as caught:
         spec_from_mapping(data)
@@ -176,7 +184,7 @@ def test_mixed_rule_message_names_value_and_fix() -> None:
     data = base("roce")
     set_path(data, "target", "azure")
     set_path(data, "fabric.roce.pfc_priority", 8)
-    assert ("fabric.roce.pfc_priority", "8 is outside the PFC priority range 0-7") in problems(data)
+    assert Problem("fabric.roce.pfc_priority", "8 is outside the PFC priority range 0-7") in problems(data)
 
 
 def test_unbuildable_spec_reports_field_errors_only() -> None:
@@ -212,9 +220,7 @@ def test_cross_field_problems_skip_unknown_paths() -> None:
 
 
 def test_spec_reexports_rules() -> None:
-    assert (SpecProblems, cross_field_problems) == (
-        fabric.specrules.SpecProblems, fabric.specrules.cross_field_problems
-    )
+    assert cross_field_problems is fabric.spec.rules.cross_field_problems
 
 
 @pytest.mark.parametrize(
@@ -247,7 +253,7 @@ def test_checker_add_drops_findings_inside_unknown_fields() -> None:
     checker.add("fabric", "at the unknown block")
     checker.add("slurm.block_size", "reads an unknown field", reads=["fabric.kind"])
     checker.add("slurm.controller", "unrelated")
-    assert checker.problems == [("slurm.controller", "unrelated")]
+    assert checker.problems == [Problem("slurm.controller", "unrelated")]
 
 
 def test_pydantic_error_lists_cross_field_problems() -> None:
@@ -257,13 +263,28 @@ def test_pydantic_error_lists_cross_field_problems() -> None:
         ClusterSpec.model_validate(data)
 
 
-def test_spec_problems_str_counts_and_lists() -> None:
-    text = str(SpecProblems([("a.b", "bad"), ("c[0]", "worse")]))
-    assert text.splitlines() == ["2 problems in the cluster spec:", "  a.b: bad", "  c[0]: worse"]
-
-
 def test_spec_error_str_is_one_problem_per_line() -> None:
-    assert str(SpecError([("a.b", "bad"), ("c", "worse")])) == "a.b: bad\nc: worse"
+    error = SpecError([Problem("a.b", "bad"), Problem("c", "worse")])
+    assert str(error) == "a.b: bad\nc: worse"
+
+
+def test_spec_error_takes_pairs_as_problems() -> None:
+    assert SpecError([("a.b", "bad")]).problems == [Problem("a.b", "bad")]
+
+
+def test_problem_unpacks_as_path_and_message() -> None:
+    path, message = Problem("a.b", "bad")
+    assert (path, message, str(Problem("a.b", "bad"))) == ("a.b", "bad", "a.b: bad")
+
+
+def test_rule_problem_is_a_spec_error_inside_pydantic() -> None:
+    data = base("lab")
+    set_path(data, "fabric.mtu", 9000)
+    with pytest.raises(ValueError) as caught:
+        ClusterSpec.model_validate(data)
+    cause = caught.value.errors()[0]["ctx"]["error"]  # type: ignore[attr-defined]
+    assert isinstance(cause, SpecError)
+    assert [p.path for p in cause.problems] == ["fabric.mtu"]
 
 
 @pytest.mark.parametrize(

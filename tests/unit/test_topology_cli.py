@@ -48,17 +48,18 @@ def test_ibsim_net(capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_bad_ibnetdiscover_reports_the_line(capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = run(capsys, "--from-ibnetdiscover", str(FIXTURES / "ibnetdiscover_p__ibsim_quirks__1.txt"))
-    assert code == 1 and "line 1" in err and "without -p" in err
+    assert code == 2 and "line 1" in err and "without -p" in err
+    assert err.startswith("python -m fabric topology: error: ") and err.count("\n") == 1
 
 
 def test_block_size_too_big_names_the_fix(capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = run(capsys, "--from-spec", str(ROOT / "Pulumi.lab.yaml"), "--plugin", "block", "--block-size", "6")
-    assert code == 1 and "use --block-size 5 or less" in err
+    assert code == 2 and "use --block-size 5 or less" in err
 
 
 def test_missing_file(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     code, _, err = run(capsys, "--from-ibnetdiscover", str(tmp_path / "nope.txt"))
-    assert code == 2 and "cannot read" in err
+    assert code == 2 and f"cannot read {tmp_path / 'nope.txt'}: No such file or directory" in err
 
 
 def test_nodes_keeps_only_the_slurm_hosts(capsys: pytest.CaptureFixture[str]) -> None:
@@ -69,4 +70,26 @@ def test_nodes_keeps_only_the_slurm_hosts(capsys: pytest.CaptureFixture[str]) ->
 
 def test_nodes_bad_hostlist_names_it(capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = run(capsys, "--from-spec", str(ROOT / "Pulumi.lab.yaml"), "--nodes", "gpu[01-")
-    assert code == 1 and "gpu[01-" in err, err
+    assert code == 2 and err.startswith("python -m fabric topology: error: --nodes: ") and "gpu[01-" in err, err
+
+
+def test_block_size_below_one(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(capsys, "--from-spec", str(ROOT / "Pulumi.lab.yaml"), "--plugin", "block", "--block-size", "0")
+    assert (code, err) == (2, "python -m fabric topology: error: --block-size must be 1 or more\n")
+
+
+def test_bad_spec_is_bad_input_in_one_line(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    data = yaml.safe_load((ROOT / "tests/unit/specs/valid/lab.yaml").read_text())
+    data["fabric"]["mtu"] = 9000
+    data["slurm"]["controller"] = "ctl9"
+    spec = tmp_path / "broken.yaml"
+    spec.write_text(yaml.safe_dump(data))
+    code, out, err = run(capsys, "--from-spec", str(spec))
+    assert (code, out, err.count("\n")) == (2, "", 1)
+    assert err.startswith(f"python -m fabric topology: error: {spec}: fabric.mtu: 9000 is not an InfiniBand MTU")
+    assert f"(and 1 more problem: python -m fabric validate {spec} lists them all)" in err
+
+
+def test_missing_spec_is_bad_input(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    code, _, err = run(capsys, "--from-spec", str(tmp_path / "none.yaml"))
+    assert code == 2 and "none.yaml: no such file" in err

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
 
 from fabric.parsers.ibnetdiscover import parse
+from fabric.hostlist import expand
 from fabric.spec import ClusterSpec
 from fabric.topology.from_spec import graph_from_spec
 from fabric.topology.graph import FabricGraph, GraphError
@@ -22,6 +24,16 @@ def lab() -> FabricGraph:
     return graph_from_spec(ClusterSpec.model_validate(data["config"]["railyard:cluster"]))
 
 
+def bare_metal_access(hosts: list[str]) -> dict[str, Any]:
+    """The management and bmc blocks target baremetal needs: an address and a BMC per host."""
+    return {
+        "management": {"subnet": "198.18.0.0/16",
+                       "addresses": {h: f"198.18.{i // 250}.{i % 250 + 2}" for i, h in enumerate(hosts)}},
+        "bmc": {"password": {"config": "bmcPassword"},
+                "endpoints": {h: {"url": f"https://bmc-{h}"} for h in hosts}},
+    }
+
+
 def rails() -> FabricGraph:
     return graph_from_spec(ClusterSpec.model_validate({
         "name": "rails", "target": "baremetal",
@@ -31,7 +43,7 @@ def rails() -> FabricGraph:
                    "topology": {"kind": "fat-tree", "leaves": 8, "spines": 2, "nodes_per_leaf": 4,
                                 "uplinks_per_leaf": 4, "rail_optimized": True},
                    "infiniband": {"subnet_managers": [{"host": "gpu001"}]}},
-        "management": {"subnet": "198.18.0.0/24"},
+        **bare_metal_access(expand("gpu[001-008]")),
     }))
 
 
@@ -58,7 +70,7 @@ def test_unpopulated_leaf_does_not_top_the_tree() -> None:
                    "topology": {"kind": "fat-tree", "leaves": 3, "spines": 1, "ports_per_switch": 8,
                                 "nodes_per_leaf": 2, "uplinks_per_leaf": 2},
                    "infiniband": {"subnet_managers": [{"host": "hn1"}]}},
-        "management": {"subnet": "198.18.0.0/24"},
+        **bare_metal_access(expand("hn[1-3]")),
     }))
     assert "leaf03" in {sw.name for sw in graph.switches.values()}
     assert conf_lines(tree_conf(graph)) == [

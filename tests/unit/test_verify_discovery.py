@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from fabric.parsers.ibnetdiscover import parse
-from fabric.specload import load_spec
+from fabric.spec import load_spec
 from fabric.topology.diff import Discrepancy
 from fabric.verify.discovery import EXTRA, describe, findings_for
 from fabric.verify.plan import CheckPlan

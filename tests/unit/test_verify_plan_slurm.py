@@ -9,7 +9,7 @@ import pytest
 
 from fabric.handoff.vars import role_vars_from_spec
 from fabric.hostlist import expand
-from fabric.specload import load_spec, spec_from_mapping
+from fabric.spec import load_spec, spec_from_mapping
 from fabric.verify.plan import CheckPlan
 
 REPO = Path(__file__).resolve().parents[2]

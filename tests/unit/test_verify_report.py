@@ -8,7 +8,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from fabric.specload import load_spec
+from fabric.spec import load_spec
 from fabric.topology.from_spec import graph_from_spec
 from fabric.verify.report import fabric_dot, failing_subjects, markdown, render_picture, terminal_table
 from fabric.verify.results import read_junit, summary

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from fabric.specload import load_spec
+from fabric.spec import load_spec
 from fabric.verify.bandwidth import min_write_bw
 from fabric.verify.mtu import df_ping_command, df_ping_payload, expected_ib_mtu, ib_mtu_bytes
 from fabric.verify.pairs import ring_pairs

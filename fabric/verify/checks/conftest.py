@@ -28,6 +28,7 @@ from fabric.verify import context
 from fabric.verify.facts import Facts
 from fabric.lab.faults import IbsimConsole
 from fabric.lab.ibsim_clients import bound_udp_ports
+from fabric.state import StateLayout
 from fabric.verify.plan import CheckPlan, DeclaredLink, HcaPort, Pair, SubnetManagerExpect
 
 PLAN = pytest.StashKey[CheckPlan]()
@@ -182,8 +183,8 @@ def ibsim_console(request: pytest.FixtureRequest, plan: CheckPlan) -> IbsimConso
     """The lab's ibsim console (FIFO and log beside the inventory), or None off the lab."""
     if not plan.simulated:
         return None
-    state = request.config.stash[INVENTORY].parent
-    return IbsimConsole(state / "ibsim.console", state / "logs" / "ibsim.log")
+    state = StateLayout.at(request.config.stash[INVENTORY].parent)
+    return IbsimConsole(state.ibsim_console, state.ibsim_log)
 
 
 @pytest.fixture(scope="session")

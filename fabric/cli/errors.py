@@ -1,0 +1,179 @@
+"""How every command fails: one set of exit codes, one error line, one JSON error shape.
+
+A handler returns ``Exit.OK`` or ``Exit.FAILED`` (the thing checked is wrong) and raises
+:class:`CommandError` when it cannot do its job; the project's own exceptions (a bad spec,
+a hand-off or check context that is not there, tool output that does not parse, ...) may
+simply propagate. :func:`fabric.cli.main` turns every one of them into :func:`fail`'s single
+line, never a traceback. ``describe`` looks the exception classes up in ``sys.modules`` only,
+so nothing heavy is imported to classify an error (``--help`` stays fast).
+"""
+
+from __future__ import annotations
+
+import sys
+from enum import IntEnum
+from pathlib import Path
+from typing import Any
+
+
+class Exit(IntEnum):
+    """The exit codes of every ``python -m fabric`` command (see :data:`EXIT_CODES_HELP`)."""
+
+    OK = 0
+    FAILED = 1
+    USAGE = 2
+    INTERRUPTED = 130
+
+
+#: The exit-code table, shown by ``python -m fabric --help`` and in README.md.
+EXIT_CODES_HELP = """\
+exit codes (the same for every command):
+  0    ok
+  1    what was checked is wrong: validate found problems in the spec, check had a
+       failed check, run's playbook failed on a host, lab status found the lab
+       unhealthy or not up, lab image could not build the image
+  2    bad usage or input: a bad option or argument, an unreadable or missing file,
+       a spec with problems given to any command but validate, tool output that
+       parse (or topology --from-ibnetdiscover) cannot read, a stack without an
+       inventory, an unknown playbook
+  130  interrupted (Ctrl-C)
+
+errors: one line on stderr, "python -m fabric COMMAND: error: WHAT; FIX". With --json
+(validate, check, run, lab status) stdout always holds one JSON document: the result,
+or {"error": "WHAT; FIX", "exit_code": N} (plus "problems" for a spec) instead of the line.
+"""
+
+
+class CommandError(Exception):
+    """A command that cannot do its job: ``message`` names the file/field/line and the fix."""
+
+    def __init__(
+        self, message: str, code: Exit = Exit.USAGE, *, problems: list[dict[str, str]] | None = None
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.code = code
+        self.problems = problems
+
+
+class UsageError(CommandError):
+    """Bad command-line usage (argparse's errors): exit 2, with the parser's own prog."""
+
+    def __init__(self, prog: str, message: str) -> None:
+        super().__init__(f"{message}; see {prog} --help", Exit.USAGE)
+        self.prog = prog
+
+
+def one_line(text: str) -> str:
+    """``text`` on one line: its lines joined with "; ", runs of blanks collapsed."""
+    return "; ".join(" ".join(line.split()) for line in str(text).splitlines() if line.strip())
+
+
+def fail(
+    message: str,
+    code: Exit | int,
+    *,
+    json_mode: bool,
+    prog: str = "python -m fabric",
+    problems: list[dict[str, str]] | None = None,
+) -> int:
+    """Report an error and return ``code``: one line on stderr, or under ``--json`` one JSON
+    object on stdout (so stdout always parses as JSON). The only place errors are printed."""
+    message = one_line(message)
+    if json_mode:
+        import json
+
+        doc: dict[str, Any] = {"error": message, "exit_code": int(code)}
+        if problems:
+            doc["problems"] = problems
+        print(json.dumps(doc, indent=2))
+    else:
+        print(f"{prog}: error: {message}", file=sys.stderr)
+    return int(code)
+
+
+def _unreadable(path: str | Path, err: OSError, fix: str) -> CommandError:
+    return CommandError(f"cannot read {path}: {err.strerror or err}; {fix}")
+
+
+def read_input(path: str, fix: str = "check the path") -> str:
+    """The text of an input file (``-`` reads stdin); a CommandError (exit 2) if unreadable."""
+    if path == "-":
+        return sys.stdin.read()
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except OSError as err:
+        raise _unreadable(path, err, fix) from err
+    except UnicodeDecodeError as err:
+        raise CommandError(f"cannot read {path}: not UTF-8 text (byte {err.start}); {fix}") from err
+
+
+def check_readable(path: str | Path, fix: str = "check the path") -> None:
+    """Raise a CommandError (exit 2) unless ``path`` is a file that can be opened."""
+    try:
+        with open(path, "rb"):
+            pass
+    except OSError as err:
+        raise _unreadable(path, err, fix) from err
+
+
+def _spec_message(err: Any) -> tuple[str, list[dict[str, str]]]:
+    """A SpecError as one line (its first problem, how many more, where to see them all)."""
+    problems = [{"path": p.path, "message": p.message} for p in err.problems]
+    source = getattr(err, "source", None)
+    if not problems:
+        return f"{source or 'the spec'}: not a valid spec", problems
+    first = problems[0]
+    where = first["path"] if source is None or first["path"].startswith(source) else f"{source}: {first['path']}"
+    message = f"{where}: {first['message']}"
+    if len(problems) > 1:
+        more = len(problems) - 1
+        message += (f" (and {more} more problem{'s' if more > 1 else ''}: "
+                    f"python -m fabric validate {source or 'SPEC'} lists them all)")
+    return message, problems
+
+
+#: The project's exceptions main() reports as one line: (module, class, exit code). A class is
+#: looked up only in an already imported module: an exception cannot come from one not loaded.
+KNOWN_ERRORS: tuple[tuple[str, str, Exit], ...] = (
+    ("fabric.spec", "SpecError", Exit.USAGE),
+    ("fabric.handoff.vars", "HandoffError", Exit.USAGE),
+    ("fabric.verify.context", "ContextError", Exit.USAGE),
+    ("fabric.parsers", "UnknownToolError", Exit.USAGE),
+    ("fabric.parsers.common", "ParseError", Exit.USAGE),
+    ("fabric.topology.graph", "GraphError", Exit.USAGE),
+    ("fabric.hostlist", "HostlistError", Exit.USAGE),
+    ("fabric.lab.image", "ImageError", Exit.FAILED),
+)
+
+
+def describe(exc: BaseException) -> CommandError | None:
+    """``exc`` as a CommandError if it is one of the project's errors, else None."""
+    if isinstance(exc, CommandError):
+        return exc
+    if isinstance(exc, KeyboardInterrupt):
+        return CommandError("interrupted", Exit.INTERRUPTED)
+    for module, name, code in KNOWN_ERRORS:
+        cls = getattr(sys.modules.get(module), name, None)
+        if isinstance(cls, type) and isinstance(exc, cls):
+            if name == "SpecError":
+                message, problems = _spec_message(exc)
+                return CommandError(message, code, problems=problems)
+            return CommandError(str(exc), code)
+    if isinstance(exc, OSError):
+        target = exc.filename if exc.filename is not None else "a file"
+        return CommandError(f"cannot access {target}: {exc.strerror or exc}", Exit.USAGE)
+    return None
+
+
+def stack_name(text: str) -> str:
+    """An argparse ``type`` for ``--stack``: a name StateLayout accepts (else exit 2)."""
+    import argparse
+
+    from fabric.state import StateLayout
+
+    try:
+        StateLayout(text, Path("."))
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(f"{err}; use the name of a Pulumi stack, e.g. lab") from err
+    return text

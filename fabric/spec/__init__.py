@@ -1,0 +1,84 @@
+"""The cluster spec: one pydantic model for every target (lab, bare metal, AWS, GCP).
+
+The package, in import order (each module imports only the ones above it; ClusterSpec's
+validator imports the rules when it runs):
+
+- ``constants``: value ranges and tables (IB_MTUS, CLOUD_FABRIC, SKIP_RULES, ...);
+- ``problems``: :class:`Problem` (a path and a message) and :class:`SpecError`;
+- ``models``: the pydantic models, ClusterSpec at the top;
+- ``checker``: :class:`Checker`, through which every rule reads a spec;
+- ``targets``: what each target needs (lab, baremetal, aws, gcp);
+- ``rules``: the general cross-field rules and :func:`cross_field_problems`, which runs
+  them and the target rules;
+- ``load``: reading YAML / Pulumi stack files into a ClusterSpec, every problem at once.
+
+``from fabric.spec import ClusterSpec, SpecError, load_spec`` is the usual entry point.
+"""
+
+from __future__ import annotations
+
+from fabric.spec.checker import Checker, path_parts
+from fabric.spec.constants import (
+    BOOT_TARGETS,
+    CLOUD_FABRIC,
+    CLOUD_MAX_MTU,
+    DSCP_RANGE,
+    ETH_MTU_RANGE,
+    FABRIC_LINK_LAYER,
+    HOSTNAME_PATTERN,
+    IB_MTUS,
+    PFC_PRIORITY_RANGE,
+    SKIP_RULES,
+    SM_PRIORITY_RANGE,
+    LinkLayer,
+)
+from fabric.spec.load import (
+    STACK_KEY,
+    cluster_mapping,
+    format_path,
+    load_spec,
+    problems_of,
+    spec_from_mapping,
+)
+from fabric.spec.models import (
+    AwsSpec,
+    BmcNetwork,
+    ClusterSpec,
+    FabricKind,
+    FabricSpec,
+    FatTree,
+    GcpSpec,
+    HcaSpec,
+    InfinibandSpec,
+    LabSpec,
+    LinkWidth,
+    ManagementNetwork,
+    Model,
+    NodeGroup,
+    NodeRole,
+    Partition,
+    RedfishEndpoint,
+    RoceSpec,
+    SecretRef,
+    SlurmPartition,
+    SlurmSpec,
+    SubnetManager,
+    Switch,
+    Target,
+)
+from fabric.spec.problems import Problem, SpecError
+from fabric.spec.rules import cross_field_problems, provision_problems
+from fabric.spec.targets import baremetal_settings_problems
+
+__all__ = [
+    "BOOT_TARGETS", "CLOUD_FABRIC", "CLOUD_MAX_MTU", "DSCP_RANGE", "ETH_MTU_RANGE",
+    "FABRIC_LINK_LAYER", "HOSTNAME_PATTERN", "IB_MTUS", "PFC_PRIORITY_RANGE", "SKIP_RULES",
+    "SM_PRIORITY_RANGE", "STACK_KEY",
+    "AwsSpec", "BmcNetwork", "Checker", "ClusterSpec", "FabricKind", "FabricSpec", "FatTree",
+    "GcpSpec", "HcaSpec", "InfinibandSpec", "LabSpec", "LinkLayer", "LinkWidth",
+    "ManagementNetwork", "Model", "NodeGroup", "NodeRole", "Partition", "Problem",
+    "RedfishEndpoint", "RoceSpec", "SecretRef", "SlurmPartition", "SlurmSpec", "SpecError",
+    "SubnetManager", "Switch", "Target",
+    "baremetal_settings_problems", "cluster_mapping", "cross_field_problems", "format_path",
+    "load_spec", "path_parts", "problems_of", "provision_problems", "spec_from_mapping",
+]
