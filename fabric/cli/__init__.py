@@ -59,7 +59,11 @@ def build_parser() -> argparse.ArgumentParser:
 def command_prog(args: argparse.Namespace) -> str:
     """``python -m fabric lab status`` for the handler ``cmd_lab_status``."""
     name = getattr(getattr(args, "func", None), "__name__", "")
-    return f"{PROG} {name.removeprefix('cmd_').replace('_', ' ')}".rstrip() if name.startswith("cmd_") else PROG
+    return (
+        f"{PROG} {name.removeprefix('cmd_').replace('_', ' ')}".rstrip()
+        if name.startswith("cmd_")
+        else PROG
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -82,7 +86,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         if isinstance(error, UsageError):
             prog = error.prog
-        return fail(error.message, error.code, json_mode=json_mode, prog=prog, problems=error.problems)
+        return fail(
+            error.message, error.code, json_mode=json_mode, prog=prog, problems=error.problems
+        )
 
 
 __all__ = ["COMMAND_MODULES", "CommandError", "Exit", "build_parser", "main"]

@@ -124,12 +124,18 @@ def _spec_message(err: Any) -> tuple[str, list[dict[str, str]]]:
     if not problems:
         return f"{source or 'the spec'}: not a valid spec", problems
     first = problems[0]
-    where = first["path"] if source is None or first["path"].startswith(source) else f"{source}: {first['path']}"
+    where = (
+        first["path"]
+        if source is None or first["path"].startswith(source)
+        else f"{source}: {first['path']}"
+    )
     message = f"{where}: {first['message']}"
     if len(problems) > 1:
         more = len(problems) - 1
-        message += (f" (and {more} more problem{'s' if more > 1 else ''}: "
-                    f"python -m fabric validate {source or 'SPEC'} lists them all)")
+        message += (
+            f" (and {more} more problem{'s' if more > 1 else ''}: "
+            f"python -m fabric validate {source or 'SPEC'} lists them all)"
+        )
     return message, problems
 
 
@@ -175,5 +181,7 @@ def stack_name(text: str) -> str:
     try:
         StateLayout(text, Path("."))
     except ValueError as err:
-        raise argparse.ArgumentTypeError(f"{err}; use the name of a Pulumi stack, e.g. lab") from err
+        raise argparse.ArgumentTypeError(
+            f"{err}; use the name of a Pulumi stack, e.g. lab"
+        ) from err
     return text

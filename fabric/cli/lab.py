@@ -34,9 +34,18 @@ def cmd_lab_status(args: argparse.Namespace) -> int:
         for col in ("node", "running", "ssh", "power", "ports", "note"):
             table.add_column(col)
         for n in status.nodes:
-            ports = ", ".join(f"{p.device}/{p.port} {p.state} {p.physical_state} {p.rate_gbps:g}G" for p in n.ports)
-            table.add_row(n.name, "yes" if n.running else "no", "yes" if n.ssh else "no", n.power or "?",
-                          ports or "-", n.error or "")
+            ports = ", ".join(
+                f"{p.device}/{p.port} {p.state} {p.physical_state} {p.rate_gbps:g}G"
+                for p in n.ports
+            )
+            table.add_row(
+                n.name,
+                "yes" if n.running else "no",
+                "yes" if n.ssh else "no",
+                n.power or "?",
+                ports or "-",
+                n.error or "",
+            )
         Console().print(table)
     healthy = all(n.running and n.ssh and n.power == "On" for n in status.nodes)
     return Exit.OK if healthy else Exit.FAILED
@@ -48,9 +57,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     sub = lab.add_subparsers(dest="lab_command", metavar="LAB_COMMAND", required=True)
     image = sub.add_parser("image", help="build the node image when missing and print its tag")
     image.set_defaults(func=cmd_lab_image)
-    status = sub.add_parser("status", help="per node: container, SSH, BMC power, HCA ports",
-                            description="Exit 0 when every node runs, answers SSH and is powered on; "
-                            "1 when one does not, or the lab is not up.")
-    status.add_argument("--stack", default="lab", type=stack_name, help="stack name (state/<stack>/)")
+    status = sub.add_parser(
+        "status",
+        help="per node: container, SSH, BMC power, HCA ports",
+        description="Exit 0 when every node runs, answers SSH and is powered on; "
+        "1 when one does not, or the lab is not up.",
+    )
+    status.add_argument(
+        "--stack", default="lab", type=stack_name, help="stack name (state/<stack>/)"
+    )
     status.add_argument("--json", action="store_true", help="print JSON instead of a table")
     status.set_defaults(func=cmd_lab_status)

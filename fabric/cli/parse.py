@@ -26,7 +26,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "parse",
         help="parse captured RDMA tool output into JSON",
         description="Parse a tool's output and print it as JSON. Tools: {tools}. Exit 0 (also when "
-        "the output is the tool's own failure: \"ok\": false), or 2 when TOOL is unknown, FILE "
+        'the output is the tool\'s own failure: "ok": false), or 2 when TOOL is unknown, FILE '
         "cannot be read or is not that tool's output.",
         formatter_class=_ToolsFormatter,
     )

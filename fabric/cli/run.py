@@ -28,12 +28,22 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description=__doc__.split("\n\n", 1)[1] if __doc__ else None,
     )
     parser.add_argument("playbook", help="e.g. playbooks/site.yml, or site.yml")
-    parser.add_argument("--stack", default="lab", type=stack_name, help="stack name (state/<stack>/, Pulumi.<stack>.yaml)")
+    parser.add_argument(
+        "--stack",
+        default="lab",
+        type=stack_name,
+        help="stack name (state/<stack>/, Pulumi.<stack>.yaml)",
+    )
     parser.add_argument("--limit", default=None, help="Ansible host pattern to limit the run to")
     parser.add_argument(
-        "-e", "--extra-vars", action="append", default=[], metavar="KEY=VALUE", type=_extra_var,
+        "-e",
+        "--extra-vars",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        type=_extra_var,
         help="a playbook variable, e.g. -e railyard_new_nodes=gpu09 (repeatable; not for secrets: "
-             "the run's artifacts keep it)",
+        "the run's artifacts keep it)",
     )
     parser.add_argument(
         "--spec",
@@ -46,7 +56,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="also write the result (status, rc, recap, per-host counts, summary) to this JSON file",
     )
     parser.add_argument(
-        "--json", action="store_true",
+        "--json",
+        action="store_true",
         help="print the result (as --result-json writes it) on stdout instead of the summary",
     )
     parser.set_defaults(func=cmd_run)
@@ -62,11 +73,13 @@ def _extra_var(text: str) -> tuple[str, str]:
     key, sep, value = text.partition("=")
     if not sep or not key.isidentifier():
         raise argparse.ArgumentTypeError(
-            f"{text!r} is not KEY=VALUE with a variable name as KEY (e.g. railyard_new_nodes=gpu09)")
+            f"{text!r} is not KEY=VALUE with a variable name as KEY (e.g. railyard_new_nodes=gpu09)"
+        )
     if any(word in key.lower() for word in _SECRET_WORDS):
         raise argparse.ArgumentTypeError(
             f"{key} looks like a secret; -e values are kept in the run's artifacts. Set secrets as "
-            "Pulumi secrets (the munge key comes from the stack) or in an Ansible vault instead")
+            "Pulumi secrets (the munge key comes from the stack) or in an Ansible vault instead"
+        )
     return key, value
 
 
@@ -76,14 +89,19 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     from fabric.handoff.runner import REPO_ROOT, run_playbook
     from fabric.handoff.secrets import munge_key
-    from fabric.spec.load import load_spec
+    from fabric.spec import load_spec
 
     spec_path = Path(args.spec) if args.spec else REPO_ROOT / f"Pulumi.{args.stack}.yaml"
     spec = load_spec(spec_path)
     key = munge_key(args.stack, REPO_ROOT)
-    result = run_playbook(args.playbook, stack=args.stack, spec=spec, limit=args.limit,
-                          secret_vars={"slurm_munge_key": key} if key else None,
-                          extra_vars=dict(args.extra_vars))
+    result = run_playbook(
+        args.playbook,
+        stack=args.stack,
+        spec=spec,
+        limit=args.limit,
+        secret_vars={"slurm_munge_key": key} if key else None,
+        extra_vars=dict(args.extra_vars),
+    )
     doc = _result_doc(result)
     if args.result_json:
         Path(args.result_json).write_text(json.dumps(doc))

@@ -23,23 +23,39 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "Exit 0, or 2 on a bad spec, unreadable ibnetdiscover output or a bad option.",
     )
     source = parser.add_mutually_exclusive_group(required=True)
-    source.add_argument("--from-ibnetdiscover", metavar="FILE", help="ibnetdiscover output ('-' for stdin)")
-    source.add_argument("--from-spec", metavar="SPEC", help="cluster spec YAML or Pulumi stack file")
-    parser.add_argument("--plugin", choices=("tree", "block", "yaml"), default="tree",
-                        help="topology.conf for topology/tree (default) or topology/block, or topology.yaml")
-    parser.add_argument("--block-size", type=int, metavar="N", help="BlockSizes base (block and yaml)")
-    parser.add_argument("--nodes", metavar="HOSTLIST",
-                        help="keep only these hosts (the Slurm nodes), e.g. gpu[01-08]: Slurm refuses a "
-                        "topology.conf naming a host slurm.conf does not; leaves left without one are dropped")
+    source.add_argument(
+        "--from-ibnetdiscover", metavar="FILE", help="ibnetdiscover output ('-' for stdin)"
+    )
+    source.add_argument(
+        "--from-spec", metavar="SPEC", help="cluster spec YAML or Pulumi stack file"
+    )
+    parser.add_argument(
+        "--plugin",
+        choices=("tree", "block", "yaml"),
+        default="tree",
+        help="topology.conf for topology/tree (default) or topology/block, or topology.yaml",
+    )
+    parser.add_argument(
+        "--block-size", type=int, metavar="N", help="BlockSizes base (block and yaml)"
+    )
+    parser.add_argument(
+        "--nodes",
+        metavar="HOSTLIST",
+        help="keep only these hosts (the Slurm nodes), e.g. gpu[01-08]: Slurm refuses a "
+        "topology.conf naming a host slurm.conf does not; leaves left without one are dropped",
+    )
     parser.add_argument("--ibsim-net", action="store_true", help="print an ibsim net file instead")
-    parser.add_argument("--oversubscription", action="store_true",
-                        help="print each leaf's down/up bandwidth and ratio instead")
+    parser.add_argument(
+        "--oversubscription",
+        action="store_true",
+        help="print each leaf's down/up bandwidth and ratio instead",
+    )
     parser.set_defaults(func=cmd_topology)
 
 
 def _graph(args: argparse.Namespace) -> FabricGraph:
     if args.from_spec:
-        from fabric.spec.load import load_spec
+        from fabric.spec import load_spec
         from fabric.topology.from_spec import graph_from_spec
 
         return graph_from_spec(load_spec(args.from_spec))

@@ -67,8 +67,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     """Validate one spec file; print a summary or every problem (the result, on stdout)."""
     import json
 
-    from fabric.spec import SpecError
-    from fabric.spec.load import load_spec
+    from fabric.spec import SpecError, load_spec
 
     check_readable(args.spec, "pass a spec YAML or Pulumi.<stack>.yaml")
     try:

@@ -74,6 +74,16 @@ class Mocks(pulumi.runtime.Mocks):
         (found,) = [r for r in self.resources if r.name == name]
         return found
 
+    def instance(self, host: str) -> dict[str, Any]:
+        """The inputs of the cloud instance of ``host`` (GCP ``name``, AWS tag ``Name``)."""
+        def name(inputs: dict[str, Any]) -> Any:
+            tags = inputs.get("tags")
+            return tags.get("Name") if isinstance(tags, dict) else inputs.get("name")
+
+        (found,) = [r.inputs for r in self.resources
+                    if r.typ.endswith("/instance:Instance") and name(r.inputs) == host]
+        return found
+
     @property
     def names(self) -> list[str]:
         """Every resource's name, in registration order."""

@@ -14,30 +14,11 @@ from fabric.cli import main
 from fabric.components.aws import AwsCluster
 from fabric.spec import SKIP_RULES, ClusterSpec, SpecError
 
+from conftest import Mocks, build_component, mock_stack
+
 EXAMPLE = Path(__file__).parents[2] / "Pulumi.aws-efa.example.yaml"
 SPECS = Path(__file__).parent / "specs"
 
-
-class Mocks(pulumi.runtime.Mocks):
-    """Records every resource; gives instances an address and templates a version."""
-
-    def __init__(self) -> None:
-        self.resources: list[pulumi.runtime.MockResourceArgs] = []
-
-    def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str, dict[str, Any]]:
-        self.resources.append(args)
-        outs = dict(args.inputs)
-        if args.typ == "aws:ec2/launchTemplate:LaunchTemplate":
-            outs["latestVersion"] = 1
-        if args.typ == "aws:ec2/instance:Instance":
-            outs["privateIp"] = f"10.0.0.{len(self.resources)}"
-        return f"{args.name}-id", outs
-
-    def call(self, args: pulumi.runtime.MockCallArgs) -> dict[str, Any]:
-        return {}
-
-    def of(self, typ: str) -> list[pulumi.runtime.MockResourceArgs]:
-        return [r for r in self.resources if r.typ == typ]
 
 
 def example(**aws: Any) -> dict[str, Any]:
@@ -48,21 +29,7 @@ def example(**aws: Any) -> dict[str, Any]:
 
 def build(spec: ClusterSpec) -> tuple[Mocks, dict[str, Any]]:
     """Run the component under fresh mocks; return the mocks and its resolved outputs."""
-    mocks = Mocks()
-    pulumi.runtime.set_mocks(mocks, project="railyard", stack="awstest", preview=False)
-    result: dict[str, Any] = {}
-
-    @pulumi.runtime.test
-    def run() -> pulumi.Output[Any]:
-        cluster = AwsCluster("c", spec)
-        return pulumi.Output.all(cluster.hosts, cluster.inventory).apply(
-            lambda v: result.update(hosts=v[0], inventory=v[1])
-        )
-
-    run()
-    monitor = pulumi.runtime.settings.get_monitor()
-    result["urns"] = list(monitor.get_registered_resources())  # type: ignore[union-attr]
-    return mocks, result
+    return build_component(lambda: AwsCluster("c", spec), "awstest")
 
 
 @pytest.fixture(scope="module")
@@ -212,8 +179,7 @@ def unchecked(data: dict[str, Any]) -> ClusterSpec:
 def test_wrong_spec_refused_before_any_resource(
     change: dict[str, Any], path: str, words: str
 ) -> None:
-    mocks = Mocks()
-    pulumi.runtime.set_mocks(mocks, project="railyard", stack="awstest", preview=False)
+    mocks = mock_stack("awstest")
     with pytest.raises(SpecError) as error:
         AwsCluster("c", unchecked(change))
     assert path in dict(error.value.problems)
@@ -238,7 +204,7 @@ def refusals(data: dict[str, Any], tmp_path: Path, capsys: pytest.CaptureFixture
     path.write_text(yaml.safe_dump(data))
     code = main(["validate", "--json", str(path)])
     found = [(p["path"], p["message"]) for p in json.loads(capsys.readouterr().out)["problems"]]
-    pulumi.runtime.set_mocks(Mocks(), project="railyard", stack="awstest", preview=False)
+    mock_stack("awstest")
     with pytest.raises(SpecError) as error:
         AwsCluster("c", ClusterSpec.model_validate(data, context={SKIP_RULES: True}))
     return code, found, [(p.path, p.message) for p in error.value.problems]

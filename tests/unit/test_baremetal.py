@@ -24,32 +24,11 @@ from fabric.spec import (
     provision_problems,
 )
 
+from conftest import DYNAMIC, Mocks, build_component, mock_stack
+
 EXAMPLE = Path(__file__).parents[2] / "Pulumi.baremetal-ib.example.yaml"
 SPECS = Path(__file__).parent / "specs"
-DYNAMIC = "pulumi-python:dynamic:Resource"
 
-
-class Mocks(pulumi.runtime.Mocks):
-    """Records every resource; a dynamic node 'provisions' to fixed facts."""
-
-    def __init__(self) -> None:
-        self.resources: list[pulumi.runtime.MockResourceArgs] = []
-
-    def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str, dict[str, Any]]:
-        self.resources.append(args)
-        outs = dict(args.inputs)
-        if args.typ == DYNAMIC:
-            outs.update(serial=f"SN-{args.inputs['node']}", macs=["aa:bb:cc:00:00:01"],
-                        power_state="On", boot_override_target="Pxe",
-                        boot_override_enabled="Once", boot_note="", ssh_banner="SSH-2.0-x")
-            outs.pop("password", None)
-        return f"{args.name}-id", outs
-
-    def call(self, args: pulumi.runtime.MockCallArgs) -> dict[str, Any]:
-        return {}
-
-    def of(self, typ: str) -> list[pulumi.runtime.MockResourceArgs]:
-        return [r for r in self.resources if r.typ == typ]
 
 
 def example() -> dict[str, Any]:
@@ -67,21 +46,8 @@ def secret_config() -> Iterator[None]:
 
 
 def build(spec: ClusterSpec) -> tuple[Mocks, dict[str, Any]]:
-    mocks = Mocks()
-    pulumi.runtime.set_mocks(mocks, project="railyard", stack="bmtest", preview=False)
-    result: dict[str, Any] = {}
-
-    @pulumi.runtime.test
-    def run() -> pulumi.Output[Any]:
-        cluster = BaremetalCluster("c", spec)
-        return pulumi.Output.all(cluster.hosts, cluster.inventory, cluster.switches).apply(
-            lambda v: result.update(hosts=v[0], inventory=v[1], switches=v[2])
-        )
-
-    run()
-    monitor = pulumi.runtime.settings.get_monitor()
-    result["urns"] = list(monitor.get_registered_resources())  # type: ignore[union-attr]
-    return mocks, result
+    """Run the component under fresh mocks; return the mocks and its resolved outputs."""
+    return build_component(lambda: BaremetalCluster("c", spec), "bmtest")
 
 
 def test_one_redfish_node_per_host(secret_config: None) -> None:
@@ -124,7 +90,7 @@ def test_inventory_uses_fixed_addresses(secret_config: None) -> None:
 
 
 def test_missing_secret_names_the_config_key() -> None:
-    pulumi.runtime.set_mocks(Mocks(), project="railyard", stack="bmtest", preview=False)
+    mock_stack("bmtest")
     with pytest.raises(pulumi.ConfigMissingError, match="railyard:bmcPassword"):
         BaremetalCluster("c", ClusterSpec.model_validate(example()))
 
@@ -167,8 +133,7 @@ def test_unknown_boot_target_refused() -> None:
 def test_refused_before_any_resource(secret_config: None) -> None:
     data = example()
     data["bmc"]["endpoints"]["gpu01"]["url"] = "http://10.10.1.11"
-    mocks = Mocks()
-    pulumi.runtime.set_mocks(mocks, project="railyard", stack="bmtest", preview=False)
+    mocks = mock_stack("bmtest")
     with pytest.raises(SpecError, match=r"bmc\.endpoints\.gpu01\.url"):
         BaremetalCluster("c", ClusterSpec.model_validate(data, context={SKIP_RULES: True}))
     assert mocks.resources == []
@@ -198,7 +163,7 @@ def refusals(data: dict[str, Any], tmp_path: Path, capsys: pytest.CaptureFixture
     path.write_text(yaml.safe_dump(data))
     code = main(["validate", "--json", str(path)])
     found = [(p["path"], p["message"]) for p in json.loads(capsys.readouterr().out)["problems"]]
-    pulumi.runtime.set_mocks(Mocks(), project="railyard", stack="bmtest", preview=False)
+    mock_stack("bmtest")
     with pytest.raises(SpecError) as error:
         BaremetalCluster("c", ClusterSpec.model_validate(data, context={SKIP_RULES: True}))
     return code, found, [(p.path, p.message) for p in error.value.problems]

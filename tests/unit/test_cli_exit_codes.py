@@ -56,6 +56,7 @@ def state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 # -- conventions -------------------------------------------------------------------------
 
+
 def _handlers(parser: argparse.ArgumentParser, path: tuple[str, ...] = ()) -> dict[str, str]:
     found = {}
     for action in parser._actions:
@@ -70,7 +71,16 @@ def _handlers(parser: argparse.ArgumentParser, path: tuple[str, ...] = ()) -> di
 def test_every_handler_is_cmd_command() -> None:
     handlers = _handlers(build_parser())
     assert handlers == {name: "cmd_" + name.replace(" ", "_") for name in handlers}
-    assert set(handlers) == {"validate", "schema", "topology", "parse", "lab image", "lab status", "run", "check"}
+    assert set(handlers) == {
+        "validate",
+        "schema",
+        "topology",
+        "parse",
+        "lab image",
+        "lab status",
+        "run",
+        "check",
+    }
 
 
 def test_help_shows_the_exit_codes(capsys: pytest.CaptureFixture[str]) -> None:
@@ -83,9 +93,9 @@ def test_help_shows_the_exit_codes(capsys: pytest.CaptureFixture[str]) -> None:
 def test_readme_has_the_same_exit_codes() -> None:
     readme = (ROOT / "README.md").read_text()
     table = readme.split("### Exit codes", 1)[1].split("\n## ", 1)[0]
-    assert [row.split("|")[1].strip(" `") for row in table.splitlines() if row.startswith("| `")] == [
-        str(int(code)) for code in Exit
-    ]
+    assert [
+        row.split("|")[1].strip(" `") for row in table.splitlines() if row.startswith("| `")
+    ] == [str(int(code)) for code in Exit]
 
 
 def test_help_imports_nothing_heavy() -> None:
@@ -96,17 +106,27 @@ def test_help_imports_nothing_heavy() -> None:
         "heavy = ('pydantic', 'pulumi', 'ansible_runner', 'rich', 'yaml', 'fabric.spec', 'fabric.parsers')\n"
         "print(sorted(m for m in heavy if m in sys.modules))\n"
     )
-    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=ROOT, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-c", probe],
+        check=False,
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=60,
+    )
     assert (proc.returncode, proc.stdout) == (0, "[]\n"), proc.stderr
 
 
 # -- usage errors: 2 ---------------------------------------------------------------------
 
+
 def test_no_command(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = outcome(capsys)
     assert (code, out) == (2, "")
-    assert err == ("python -m fabric: error: the following arguments are required: COMMAND; "
-                   "see python -m fabric --help\n")
+    assert err == (
+        "python -m fabric: error: the following arguments are required: COMMAND; "
+        "see python -m fabric --help\n"
+    )
 
 
 def test_unknown_command(capsys: pytest.CaptureFixture[str]) -> None:
@@ -137,7 +157,10 @@ def test_bad_stack_name(capsys: pytest.CaptureFixture[str], command: list[str]) 
 
 # -- validate: 1 for a spec with problems, 2 for one that cannot be read --------------------
 
-def test_validate_bad_spec_is_1_with_every_problem(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+
+def test_validate_bad_spec_is_1_with_every_problem(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
     spec = broken_spec(tmp_path)
     code, out, err = outcome(capsys, "validate", str(spec))
     assert (code, err) == (1, "")
@@ -151,6 +174,7 @@ def test_validate_unreadable_is_2(capsys: pytest.CaptureFixture[str], tmp_path: 
 
 
 # -- a bad spec anywhere else: 2, one line naming the first problem -------------------------
+
 
 def test_topology_bad_spec_is_2(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     spec = broken_spec(tmp_path)
@@ -169,45 +193,78 @@ def test_run_bad_spec_is_2(capsys: pytest.CaptureFixture[str], tmp_path: Path, s
     assert f"{spec}: fabric.mtu:" in err
 
 
-def test_run_bad_spec_under_json(capsys: pytest.CaptureFixture[str], tmp_path: Path, state: Path) -> None:
+def test_run_bad_spec_under_json(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, state: Path
+) -> None:
     spec = broken_spec(tmp_path)
-    code, out, err = outcome(capsys, "run", "site.yml", "--stack", "t", "--spec", str(spec), "--json")
+    code, out, err = outcome(
+        capsys, "run", "site.yml", "--stack", "t", "--spec", str(spec), "--json"
+    )
     doc = json.loads(out)
     assert (code, err, doc["exit_code"]) == (2, "", 2)
     assert [p["path"] for p in doc["problems"]] == [
-        "fabric.mtu", "fabric.infiniband.subnet_managers[1].priority", "slurm.controller"]
+        "fabric.mtu",
+        "fabric.infiniband.subnet_managers[1].priority",
+        "slurm.controller",
+    ]
 
 
-def test_run_missing_spec_is_2(capsys: pytest.CaptureFixture[str], tmp_path: Path, state: Path) -> None:
-    code, _, err = outcome(capsys, "run", "site.yml", "--stack", "t", "--spec", str(tmp_path / "none.yaml"))
+def test_run_missing_spec_is_2(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, state: Path
+) -> None:
+    code, _, err = outcome(
+        capsys, "run", "site.yml", "--stack", "t", "--spec", str(tmp_path / "none.yaml")
+    )
     assert code == 2 and "none.yaml: no such file" in err
     assert_one_error_line(err, "run")
 
 
 def test_run_unknown_playbook_is_2(capsys: pytest.CaptureFixture[str], state: Path) -> None:
-    code, _, err = outcome(capsys, "run", "no-such-book.yml", "--stack", "t",
-                           "--spec", str(SPECS / "valid" / "lab.yaml"))
+    code, _, err = outcome(
+        capsys,
+        "run",
+        "no-such-book.yml",
+        "--stack",
+        "t",
+        "--spec",
+        str(SPECS / "valid" / "lab.yaml"),
+    )
     assert code == 2 and "no playbook 'no-such-book.yml'" in err
     assert_one_error_line(err, "run")
 
 
 def test_run_without_inventory_is_2(capsys: pytest.CaptureFixture[str], state: Path) -> None:
-    code, _, err = outcome(capsys, "run", "site.yml", "--stack", "t", "--spec", str(SPECS / "valid" / "lab.yaml"))
+    code, _, err = outcome(
+        capsys, "run", "site.yml", "--stack", "t", "--spec", str(SPECS / "valid" / "lab.yaml")
+    )
     assert code == 2 and "no inventory at" in err and "pulumi up --stack t" in err
     assert_one_error_line(err, "run")
 
 
 def _fake_playbook(ok: bool) -> Any:
     def run_playbook(*_: Any, **__: Any) -> SimpleNamespace:
-        return SimpleNamespace(ok=ok, status="successful" if ok else "failed", rc=0 if ok else 2,
-                               recap=lambda: "recap", summary=lambda: "summary line",
-                               artifacts=Path("/tmp/artifacts"), hosts={})
+        return SimpleNamespace(
+            ok=ok,
+            status="successful" if ok else "failed",
+            rc=0 if ok else 2,
+            recap=lambda: "recap",
+            summary=lambda: "summary line",
+            artifacts=Path("/tmp/artifacts"),
+            hosts={},
+        )
+
     return run_playbook
 
 
 @pytest.mark.parametrize(("ok", "code"), [(True, 0), (False, 1)])
-def test_run_playbook_result(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
-                             tmp_path: Path, state: Path, ok: bool, code: int) -> None:
+def test_run_playbook_result(
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    state: Path,
+    ok: bool,
+    code: int,
+) -> None:
     monkeypatch.setattr("fabric.handoff.runner.run_playbook", _fake_playbook(ok))
     result = tmp_path / "result.json"
     argv = ["run", "site.yml", "--stack", "t", "--spec", str(SPECS / "valid" / "lab.yaml")]
@@ -224,11 +281,14 @@ def test_check_without_inventory_is_2(capsys: pytest.CaptureFixture[str], state:
     assert "inventory.yml not found" in err
 
 
-def test_check_bad_spec_is_2_before_any_check(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
-                                              tmp_path: Path, state: Path) -> None:
+def test_check_bad_spec_is_2_before_any_check(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path, state: Path
+) -> None:
     (state / "t").mkdir()
     (state / "t" / "inventory.yml").write_text(INVENTORY)
-    monkeypatch.setattr("fabric.verify.runner.run_checks", lambda *a, **k: pytest.fail("checks ran"))
+    monkeypatch.setattr(
+        "fabric.verify.runner.run_checks", lambda *a, **k: pytest.fail("checks ran")
+    )
     spec = broken_spec(tmp_path)
     code, out, err = outcome(capsys, "check", "--stack", "t", "--spec", str(spec))
     assert (code, out) == (2, "")
@@ -239,17 +299,25 @@ def test_check_bad_spec_is_2_before_any_check(capsys: pytest.CaptureFixture[str]
 
 
 @pytest.mark.parametrize(("ok", "code"), [(True, 0), (False, 1)])
-def test_check_result(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, state: Path,
-                      ok: bool, code: int) -> None:
+def test_check_result(
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    state: Path,
+    ok: bool,
+    code: int,
+) -> None:
     (state / "t").mkdir()
     (state / "t" / "inventory.yml").write_text(INVENTORY)
     fake = SimpleNamespace(ok=ok, model_dump=lambda: {"ok": ok})
     monkeypatch.setattr("fabric.verify.runner.run_checks", lambda *a, **k: fake)
-    got, out, _ = outcome(capsys, "check", "--stack", "t", "--spec", str(SPECS / "valid" / "lab.yaml"), "--json")
+    got, out, _ = outcome(
+        capsys, "check", "--stack", "t", "--spec", str(SPECS / "valid" / "lab.yaml"), "--json"
+    )
     assert (got, json.loads(out)) == (code, {"ok": ok})
 
 
 # -- the lab: 1 when it is not up or unhealthy, or the image cannot be built ----------------
+
 
 def test_lab_status_not_up_is_1(capsys: pytest.CaptureFixture[str], state: Path) -> None:
     code, out, err = outcome(capsys, "lab", "status", "--stack", "t")
@@ -260,7 +328,9 @@ def test_lab_status_not_up_is_1(capsys: pytest.CaptureFixture[str], state: Path)
     assert (code, json.loads(out)["exit_code"], err) == (1, 1, "")
 
 
-def test_lab_image_failure_is_1(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_lab_image_failure_is_1(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     from fabric.lab import image
 
     def ensure_image() -> str:
@@ -269,12 +339,17 @@ def test_lab_image_failure_is_1(capsys: pytest.CaptureFixture[str], monkeypatch:
     monkeypatch.setattr(image, "ensure_image", ensure_image)
     code, out, err = outcome(capsys, "lab", "image")
     assert (code, out) == (1, "")
-    assert err == "python -m fabric lab image: error: podman build failed: no space left on device\n"
+    assert (
+        err == "python -m fabric lab image: error: podman build failed: no space left on device\n"
+    )
 
 
 # -- Ctrl-C and bugs -----------------------------------------------------------------------
 
-def test_interrupt_is_130(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+
+def test_interrupt_is_130(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     def interrupted(args: argparse.Namespace) -> int:
         raise KeyboardInterrupt
 
@@ -294,7 +369,13 @@ def test_a_bug_keeps_its_traceback(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_entry_point_exit_code_and_no_traceback(tmp_path: Path) -> None:
-    proc = subprocess.run([sys.executable, "-m", "fabric", "topology", "--from-spec", str(broken_spec(tmp_path))],
-                          capture_output=True, text=True, cwd=ROOT, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-m", "fabric", "topology", "--from-spec", str(broken_spec(tmp_path))],
+        check=False,
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=60,
+    )
     assert (proc.returncode, proc.stdout) == (2, "")
     assert_one_error_line(proc.stderr, "topology")

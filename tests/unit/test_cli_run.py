@@ -9,10 +9,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from localplay import local_stack
 
 from fabric.cli.run import _extra_var
 from fabric.handoff.runner import REPO_ROOT, run_playbook
-from localplay import local_stack
 
 PLAYBOOK = """\
 - name: Write what the play was given
@@ -29,30 +29,42 @@ PLAYBOOK = """\
 
 def test_extra_var_reaches_the_play(tmp_path: Path) -> None:
     book, out = local_stack(tmp_path, PLAYBOOK)
-    result = run_playbook(book, stack="t", emit=lambda _: None, state_root=tmp_path / "state",
-                          artifacts_root=tmp_path / "artifacts", extra_vars={"railyard_new_nodes": "gpu[09-10]"})
+    result = run_playbook(
+        book,
+        stack="t",
+        emit=lambda _: None,
+        state_root=tmp_path / "state",
+        artifacts_root=tmp_path / "artifacts",
+        extra_vars={"railyard_new_nodes": "gpu[09-10]"},
+    )
     assert result.ok, result.summary()
     assert out.read_text() == "gpu[09-10]"
 
 
-@pytest.mark.parametrize(("text", "pair"), [
-    ("railyard_new_nodes=gpu09", ("railyard_new_nodes", "gpu09")),
-    ("railyard_upgrade_batch=2", ("railyard_upgrade_batch", "2")),
-    ("x=a=b", ("x", "a=b")),
-    ("empty=", ("empty", "")),
-])
+@pytest.mark.parametrize(
+    ("text", "pair"),
+    [
+        ("railyard_new_nodes=gpu09", ("railyard_new_nodes", "gpu09")),
+        ("railyard_upgrade_batch=2", ("railyard_upgrade_batch", "2")),
+        ("x=a=b", ("x", "a=b")),
+        ("empty=", ("empty", "")),
+    ],
+)
 def test_key_value_pairs(text: str, pair: tuple[str, str]) -> None:
     assert _extra_var(text) == pair
 
 
-@pytest.mark.parametrize(("text", "says"), [
-    ("railyard_new_nodes", "not KEY=VALUE"),
-    ("new-nodes=gpu09", "not KEY=VALUE"),
-    ("=gpu09", "not KEY=VALUE"),
-    ("bmc_password=hunter2", "looks like a secret"),
-    ("slurm_munge_key=abc", "looks like a secret"),
-    ("API_TOKEN=abc", "looks like a secret"),
-])
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        ("railyard_new_nodes", "not KEY=VALUE"),
+        ("new-nodes=gpu09", "not KEY=VALUE"),
+        ("=gpu09", "not KEY=VALUE"),
+        ("bmc_password=hunter2", "looks like a secret"),
+        ("slurm_munge_key=abc", "looks like a secret"),
+        ("API_TOKEN=abc", "looks like a secret"),
+    ],
+)
 def test_bad_pairs_are_refused(text: str, says: str) -> None:
     with pytest.raises(argparse.ArgumentTypeError, match=says):
         _extra_var(text)
@@ -61,9 +73,24 @@ def test_bad_pairs_are_refused(text: str, says: str) -> None:
 def test_cli_refuses_a_secret_before_running_anything(tmp_path: Path) -> None:
     result_json = tmp_path / "result.json"
     proc = subprocess.run(
-        [sys.executable, "-m", "fabric", "run", "playbooks/site.yml", "--stack", "nonexistent-stack",
-         "-e", "bmc_password=hunter2", "--result-json", str(result_json)],
-        capture_output=True, text=True, cwd=REPO_ROOT, timeout=120,
+        [
+            sys.executable,
+            "-m",
+            "fabric",
+            "run",
+            "playbooks/site.yml",
+            "--stack",
+            "nonexistent-stack",
+            "-e",
+            "bmc_password=hunter2",
+            "--result-json",
+            str(result_json),
+        ],
+        check=False,
+        capture_output=True,
+        text=True,
+        cwd=REPO_ROOT,
+        timeout=120,
     )
     assert proc.returncode == 2
     assert "bmc_password looks like a secret" in proc.stderr

@@ -120,27 +120,37 @@ def test_validate_json_mixed(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     assert (result["valid"], [p["path"] for p in result["problems"]]) == (False, MIXED_PATHS)
 
 
-def test_validate_missing_file_is_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_validate_missing_file_is_bad_input(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert main(["validate", str(tmp_path / "none.yaml")]) == 2
     captured = capsys.readouterr()
     assert captured.out == ""
-    assert captured.err == (f"python -m fabric validate: error: cannot read {tmp_path / 'none.yaml'}: "
-                            "No such file or directory; pass a spec YAML or Pulumi.<stack>.yaml\n")
+    assert captured.err == (
+        f"python -m fabric validate: error: cannot read {tmp_path / 'none.yaml'}: "
+        "No such file or directory; pass a spec YAML or Pulumi.<stack>.yaml\n"
+    )
 
 
-def test_validate_directory_is_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_validate_directory_is_bad_input(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert main(["validate", str(tmp_path)]) == 2
     assert "Is a directory" in capsys.readouterr().err
 
 
-def test_validate_json_missing_file_is_a_json_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_validate_json_missing_file_is_a_json_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert main(["validate", "--json", str(tmp_path / "none.yaml")]) == 2
     captured = capsys.readouterr()
     doc = json.loads(captured.out)
     assert (doc["exit_code"], "cannot read" in doc["error"], captured.err) == (2, True, "")
 
 
-def test_validate_invalid_yaml_is_a_problem(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_validate_invalid_yaml_is_a_problem(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     path = tmp_path / "bad.yaml"
     path.write_text("name: [lab\n")
     assert main(["validate", str(path)]) == 1
@@ -189,7 +199,9 @@ def test_validate_requires_spec(capsys: pytest.CaptureFixture[str]) -> None:
     )
 
 
-def test_schema_unwritable_output_is_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_schema_unwritable_output_is_bad_input(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert main(["schema", "--output", str(tmp_path / "no" / "dir" / "schema.json")]) == 2
     err = capsys.readouterr().err
     assert err.startswith("python -m fabric schema: error: cannot access ") and "schema.json" in err

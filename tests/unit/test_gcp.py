@@ -12,7 +12,10 @@ import yaml
 
 from fabric.cli import main
 from fabric.components.gcp import GcpCluster
+from fabric.components.target import TARGET_OUTPUTS
 from fabric.spec import SKIP_RULES, ClusterSpec, SpecError
+
+from conftest import Mocks, build_component, mock_stack
 
 EXAMPLE = Path(__file__).parents[2] / "Pulumi.gcp-a3.example.yaml"
 SPECS = Path(__file__).parent / "specs"
@@ -20,33 +23,6 @@ INSTANCE = "gcp:compute/instance:Instance"
 NETWORK = "gcp:compute/network:Network"
 SUBNET = "gcp:compute/subnetwork:Subnetwork"
 
-
-class Mocks(pulumi.runtime.Mocks):
-    """Records every resource; gives instances a NIC-0 address and policies a self link."""
-
-    def __init__(self) -> None:
-        self.resources: list[pulumi.runtime.MockResourceArgs] = []
-
-    def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str, dict[str, Any]]:
-        self.resources.append(args)
-        outs = dict(args.inputs)
-        if args.typ == "gcp:compute/resourcePolicy:ResourcePolicy":
-            outs["selfLink"] = f"projects/p/regions/r/resourcePolicies/{args.inputs['name']}"
-        if args.typ == INSTANCE:
-            nics = [dict(n) for n in args.inputs["networkInterfaces"]]
-            nics[0]["networkIp"] = f"10.128.0.{len(self.resources)}"
-            outs["networkInterfaces"] = nics
-        return f"{args.name}-id", outs
-
-    def call(self, args: pulumi.runtime.MockCallArgs) -> dict[str, Any]:
-        return {}
-
-    def of(self, typ: str) -> list[pulumi.runtime.MockResourceArgs]:
-        return [r for r in self.resources if r.typ == typ]
-
-    def instance(self, host: str) -> dict[str, Any]:
-        (found,) = [r.inputs for r in self.of(INSTANCE) if r.inputs["name"] == host]
-        return found
 
 
 def example() -> dict[str, Any]:
@@ -62,21 +38,7 @@ def mega() -> dict[str, Any]:
 
 def build(spec: ClusterSpec) -> tuple[Mocks, dict[str, Any]]:
     """Run the component under fresh mocks; return the mocks and its resolved outputs."""
-    mocks = Mocks()
-    pulumi.runtime.set_mocks(mocks, project="railyard", stack="gcptest", preview=False)
-    result: dict[str, Any] = {}
-
-    @pulumi.runtime.test
-    def run() -> pulumi.Output[Any]:
-        cluster = GcpCluster("c", spec)
-        return pulumi.Output.all(cluster.hosts, cluster.inventory, cluster.networks).apply(
-            lambda v: result.update(hosts=v[0], inventory=v[1], networks=v[2])
-        )
-
-    run()
-    monitor = pulumi.runtime.settings.get_monitor()
-    result["urns"] = list(monitor.get_registered_resources())  # type: ignore[union-attr]
-    return mocks, result
+    return build_component(lambda: GcpCluster("c", spec), "gcptest", (*TARGET_OUTPUTS, "networks"))
 
 
 @pytest.fixture(scope="module")
@@ -180,8 +142,7 @@ def test_children_are_parented_to_the_component(a3: tuple[Mocks, dict[str, Any]]
 def test_wrong_subnet_count_refused_before_any_resource() -> None:
     valid = ClusterSpec.model_validate(example())
     gcp = valid.gcp.model_copy(update={"gpu_subnet_cidrs": valid.gcp.gpu_subnet_cidrs[:2]})  # type: ignore[union-attr]
-    mocks = Mocks()
-    pulumi.runtime.set_mocks(mocks, project="railyard", stack="gcptest", preview=False)
+    mocks = mock_stack("gcptest")
     with pytest.raises(SpecError) as error:
         GcpCluster("c", valid.model_copy(update={"gcp": gcp}))
     assert "has 4 GPU NICs" in dict(error.value.problems)["gcp.gpu_subnet_cidrs"]
@@ -192,8 +153,7 @@ def test_head_without_machine_type_refused() -> None:
     data = example()
     del data["nodes"][1]["instance_type"]
     spec = ClusterSpec.model_validate(data, context={SKIP_RULES: True})  # rules bypassed
-    mocks = Mocks()
-    pulumi.runtime.set_mocks(mocks, project="railyard", stack="gcptest", preview=False)
+    mocks = mock_stack("gcptest")
     with pytest.raises(SpecError, match=r"nodes\[1\]\.instance_type"):
         GcpCluster("c", spec)
     assert mocks.resources == []
@@ -238,7 +198,7 @@ def refusals(data: dict[str, Any], tmp_path: Path, capsys: pytest.CaptureFixture
     path.write_text(yaml.safe_dump(data))
     code = main(["validate", "--json", str(path)])
     found = [(p["path"], p["message"]) for p in json.loads(capsys.readouterr().out)["problems"]]
-    pulumi.runtime.set_mocks(Mocks(), project="railyard", stack="gcptest", preview=False)
+    mock_stack("gcptest")
     with pytest.raises(SpecError) as error:
         GcpCluster("c", ClusterSpec.model_validate(data, context={SKIP_RULES: True}))
     return code, found, [(p.path, p.message) for p in error.value.problems]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pulumi
@@ -14,6 +14,7 @@ from fabric.components.munge import KEY_BYTES, MIN_KEY_LENGTH, MungeKeyProvider,
 from fabric.handoff import secrets as handoff_secrets
 from fabric.handoff.runner import run_playbook, secret_vars_file, without_sensitive_env
 from fabric.spec import ClusterSpec
+from conftest import Mocks
 from localplay import local_stack
 
 KEY = "railyard-unit-test-munge-key-0123456789abcdef"
@@ -95,14 +96,6 @@ def test_short_configured_key_names_the_field_and_the_fix() -> None:
         _checked("short", "slurm.munge_key.config")
 
 
-class _NoResources(pulumi.runtime.Mocks):
-    def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str, dict]:
-        raise AssertionError(f"a configured munge key creates no resource, got {args.typ}")
-
-    def call(self, args: pulumi.runtime.MockCallArgs) -> dict:
-        return {}
-
-
 SPEC = {
     "name": "k", "target": "lab",
     "nodes": [{"names": "n1", "role": "compute"}],
@@ -113,25 +106,24 @@ SPEC = {
 
 
 @pytest.fixture()
-def mocked() -> Iterator[None]:
-    pulumi.runtime.set_mocks(_NoResources(), project="railyard", stack="t", preview=False)
-    yield
-    pulumi.runtime.set_all_config({}, [])
+def mocked(mock_pulumi: Callable[..., Mocks]) -> Mocks:
+    return mock_pulumi("t")
 
 
-def test_missing_configured_munge_key_names_the_field_and_the_fix(mocked: None) -> None:
+def test_missing_configured_munge_key_names_the_field_and_the_fix(mocked: Mocks) -> None:
     pulumi.runtime.set_all_config({}, [])
     with pytest.raises(ValueError, match=r"slurm.munge_key.config: no config value 'mungeKey'.*--secret mungeKey"):
         munge_key("k", ClusterSpec.model_validate(SPEC))
 
 
 @pulumi.runtime.test
-def test_configured_munge_key_is_the_secret_value(mocked: None):  # type: ignore[no-untyped-def]
+def test_configured_munge_key_is_the_secret_value(mocked: Mocks):  # type: ignore[no-untyped-def]
     pulumi.runtime.set_all_config({"railyard:mungeKey": KEY}, ["railyard:mungeKey"])
     out = munge_key("k", ClusterSpec.model_validate(SPEC))
 
     def check(args: list) -> None:
         value, secret = args
         assert value == KEY and secret is True, (value, secret)
+        assert mocked.resources == [], "a configured munge key creates no resource"
 
     return pulumi.Output.all(out, pulumi.Output.from_input(out).is_secret()).apply(check)

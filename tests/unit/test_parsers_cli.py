@@ -48,7 +48,10 @@ def test_unknown_tool_lists_valid_ones(capsys: pytest.CaptureFixture[str]) -> No
 def test_missing_file_exits_2(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     code = main(["parse", "ibstat", str(tmp_path / "absent.txt")])
     err = capsys.readouterr().err
-    assert (code, err.startswith(f"python -m fabric parse: error: cannot read {tmp_path / 'absent.txt'}:")) == (2, True)
+    assert (
+        code,
+        err.startswith(f"python -m fabric parse: error: cannot read {tmp_path / 'absent.txt'}:"),
+    ) == (2, True)
 
 
 def test_help_lists_every_tool(capsys: pytest.CaptureFixture[str]) -> None:

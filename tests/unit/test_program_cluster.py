@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -9,38 +10,22 @@ import pulumi
 import pytest
 import yaml
 
+from fabric.components.target import TARGET_OUTPUTS
+from fabric.inventory import inventory_text
 from fabric.spec import ClusterSpec
+
+from conftest import Mocks
 
 LAB = yaml.safe_load((Path(__file__).parents[2] / "Pulumi.lab.yaml").read_text())["config"]["railyard:cluster"]
 
 
-class Mocks(pulumi.runtime.Mocks):
-    """Record every resource with its parent; dynamic resources echo their inputs."""
-
-    def __init__(self) -> None:
-        self.created: list[pulumi.runtime.MockResourceArgs] = []
-
-    def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str, dict[str, Any]]:
-        self.created.append(args)
-        outs = dict(args.inputs)
-        outs.update({"tag": "localhost/railyard-node:0123456789ab", "public_key": "ssh-ed25519 AAAA x",
-                     "private_key": "PRIVATE", "out_endpoints": {}, "recap": "ok=1 changed=0"})
-        return f"{args.name}-id", outs
-
-    def call(self, args: pulumi.runtime.MockCallArgs) -> tuple[dict[str, Any], list[tuple[str, str]] | None]:
-        return {}, None
-
-
 @pytest.fixture
-def mocks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Mocks:
-    monkeypatch.setenv("RAILYARD_STATE_DIR", str(tmp_path))
-    m = Mocks()
-    pulumi.runtime.set_mocks(m, project="railyard", stack="lab", preview=False)
-    return m
+def mocks(mock_pulumi: Callable[..., Mocks], state_root: Path) -> Mocks:
+    return mock_pulumi("lab")
 
 
 def _names(mocks: Mocks) -> list[str]:
-    return [args.name for args in mocks.created]
+    return mocks.names
 
 
 @pulumi.runtime.test
@@ -49,11 +34,14 @@ def test_cluster_runs_handoff_then_verification(mocks: Mocks) -> pulumi.Output:
 
     cluster = Cluster("lab", ClusterArgs(spec=ClusterSpec.model_validate(LAB), stack="lab"))
 
-    def check(_: Any) -> None:
-        by_name = {args.name: args for args in mocks.created}
+    def check(values: list[Any]) -> None:
+        by_name = {args.name: args for args in mocks.resources}
         assert by_name["lab-handoff"].inputs["playbook"] == "playbooks/site.yml"
         assert by_name["lab-verify"].inputs["after"] == "ok=1 changed=0"
         assert "gpu01" in by_name["lab-handoff"].inputs["inventory"]
+        assert by_name["lab-handoff"].inputs["inventory"] == inventory_text(values[1])
+        # The hand-off writes the very text the lab's own inventory file has.
+        assert by_name["lab-handoff"].inputs["inventory"] == by_name["lab-inventory"].inputs["content"]
 
     return pulumi.Output.all(cluster.outputs["verification"], cluster.inventory).apply(check)
 
@@ -65,7 +53,7 @@ def test_target_component_is_a_child_of_the_cluster(mocks: Mocks) -> pulumi.Outp
     cluster = Cluster("lab", ClusterArgs(spec=ClusterSpec.model_validate(LAB), stack="lab"))
 
     def check(_: Any) -> None:
-        types = [args.typ for args in mocks.created]
+        types = [args.typ for args in mocks.resources]
         assert types.count("railyard:index:Cluster") == 1
         assert types.count("railyard:lab:LabCluster") == 1
 
@@ -82,6 +70,6 @@ def test_handoff_and_verification_can_be_switched_off(mocks: Mocks) -> pulumi.Ou
     def check(_: Any) -> None:
         assert "lab-handoff" not in _names(mocks)
         assert "lab-verify" not in _names(mocks)
-        assert set(cluster.outputs) == {"inventory", "hosts"}
+        assert set(cluster.outputs) == set(TARGET_OUTPUTS)
 
     return cluster.inventory.apply(check)

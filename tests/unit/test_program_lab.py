@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -14,37 +15,19 @@ from fabric.components.dynamic_lab import AddressPoolProvider
 from fabric.lab.plan import LabPlanError, allocate, plan_lab
 from fabric.spec import ClusterSpec
 
+from conftest import Mocks
+
 LAB = yaml.safe_load((Path(__file__).parents[2] / "Pulumi.lab.yaml").read_text())["config"]["railyard:cluster"]
 
 
-class Mocks(pulumi.runtime.Mocks):
-    """Record every resource; dynamic resources echo their inputs with an image tag / keys filled in.
-
-    Mocks skip ``check``; address pools run the real provider's ``check`` (no previous state).
-    """
-
-    def __init__(self) -> None:
-        self.created: list[tuple[str, str, dict[str, Any]]] = []
-
-    def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str, dict[str, Any]]:
-        self.created.append((args.typ, args.name, dict(args.inputs)))
-        outs = dict(args.inputs)
-        if args.name.endswith("-addresses"):
-            outs = AddressPoolProvider().check({}, outs).inputs
-        outs.update({"tag": "localhost/railyard-node:0123456789ab", "public_key": "ssh-ed25519 AAAA x",
-                     "private_key": "PRIVATE", "out_endpoints": {}})
-        return f"{args.name}-id", outs
-
-    def call(self, args: pulumi.runtime.MockCallArgs) -> tuple[dict[str, Any], list[tuple[str, str]] | None]:
-        return {}, None
-
-
 @pytest.fixture
-def mocks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Mocks:
-    monkeypatch.setenv("RAILYARD_STATE_DIR", str(tmp_path))
-    m = Mocks()
-    pulumi.runtime.set_mocks(m, project="railyard", stack="lab", preview=False)
-    return m
+def mocks(mock_pulumi: Callable[..., Mocks], state_root: Path) -> Mocks:
+    return mock_pulumi("lab")
+
+
+def created(mocks: Mocks) -> list[tuple[str, str, dict[str, Any]]]:
+    """(type, name, inputs) of every resource registered."""
+    return [(r.typ, r.name, dict(r.inputs)) for r in mocks.resources]
 
 
 @pulumi.runtime.test
@@ -54,9 +37,9 @@ def test_lab_graph(mocks: Mocks) -> pulumi.Output:
     cluster = cluster_component("lab", ClusterSpec.model_validate(LAB))
 
     def check(inventory: dict[str, Any]) -> None:
-        names = [name for typ, name, _ in mocks.created if typ == "pulumi-python:dynamic:Resource"]
+        names = [name for typ, name, _ in created(mocks) if typ == "pulumi-python:dynamic:Resource"]
         kinds = Counter(name.split("-", 1)[1].rsplit("-", 1)[0] if name.endswith("host-key") else name for name in names)
-        components = [name for typ, name, _ in mocks.created if typ == "railyard:lab:LabCluster"]
+        components = [name for typ, name, _ in created(mocks) if typ == "railyard:lab:LabCluster"]
         assert components == ["lab"]
         nodes = [f"lab-{h}" for h in ClusterSpec.model_validate(LAB).hosts]
         assert set(nodes) <= set(names)
@@ -68,7 +51,7 @@ def test_lab_graph(mocks: Mocks) -> pulumi.Output:
         assert "lab-fabric" not in names  # InfiniBand spec: no RoCE network
         assert len(names) == 11 + 11 + 12, kinds  # nodes + host keys + the twelve singletons
         assert sorted(inventory["all"]["children"]["subnet_managers"]["hosts"]) == ["sm1", "sm2"]
-        containers = {i["config"]["container"] for t, n, i in mocks.created if n in nodes}
+        containers = {i["config"]["container"] for t, n, i in created(mocks) if n in nodes}
         assert containers == {f"railyard-lab-{h}" for h in ClusterSpec.model_validate(LAB).hosts}
 
     return pulumi.Output.all(cluster.inventory, cluster.bmc_endpoints).apply(lambda v: check(v[0]))
@@ -81,7 +64,7 @@ def test_lab_node_environment_points_at_ibsim(mocks: Mocks) -> pulumi.Output:
     cluster = cluster_component("lab", ClusterSpec.model_validate(LAB))
 
     def check(_: Any) -> None:
-        configs = {n: i["config"] for t, n, i in mocks.created if n in ("lab-gpu01", "lab-ctl1")}
+        configs = {n: i["config"] for t, n, i in created(mocks) if n in ("lab-gpu01", "lab-ctl1")}
         env = configs["lab-gpu01"]["environment"]
         assert env["IBSIM_SERVER_NAME"] == "198.18.0.1"
         assert env["IBSIM_SERVER_PORT"] == "7070"
@@ -100,15 +83,15 @@ def test_lab_addresses_flow_from_the_pool(mocks: Mocks) -> pulumi.Output:
     cluster = cluster_component("lab", spec)
 
     def check(hosts: list[dict[str, Any]]) -> None:
-        pool = next(i for _, n, i in mocks.created if n == "lab-mgmt-addresses")
+        pool = next(i for _, n, i in created(mocks) if n == "lab-mgmt-addresses")
         assert pool["hosts"] == list(spec.hosts) and pool["subnet"] == "198.18.0.0/24"
         expected = allocate({}, list(spec.hosts), "198.18.0.0/24", "198.18.0.1")
         # a fresh pool gives the spec-order addresses the lab had before: an existing stack keeps its nodes
         assert expected == {h: f"198.18.0.{10 + i}" for i, h in enumerate(spec.hosts)}
         assert {h["name"]: h["address"] for h in hosts} == expected
-        nodes = {n: i for _, n, i in mocks.created if n.removeprefix("lab-") in spec.hosts}
+        nodes = {n: i for _, n, i in created(mocks) if n.removeprefix("lab-") in spec.hosts}
         assert {n.removeprefix("lab-"): i["address"] for n, i in nodes.items()} == expected
-        lab_json = next(i for _, n, i in mocks.created if n == "lab-lab-json")["content"]
+        lab_json = next(i for _, n, i in created(mocks) if n == "lab-lab-json")["content"]
         assert {n["name"]: n["address"] for n in yaml.safe_load(lab_json)["nodes"]} == expected
 
     return pulumi.Output.all(cluster.hosts, cluster.bmc_endpoints).apply(lambda v: check(v[0]))
