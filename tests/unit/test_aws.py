@@ -6,15 +6,13 @@ import json
 from pathlib import Path
 from typing import Any
 
-import pulumi
 import pytest
 import yaml
+from conftest import Mocks, build_component, mock_stack
 
 from fabric.cli import main
 from fabric.components.aws import AwsCluster
 from fabric.spec import SKIP_RULES, ClusterSpec, SpecError
-
-from conftest import Mocks, build_component, mock_stack
 
 EXAMPLE = Path(__file__).parents[2] / "Pulumi.aws-efa.example.yaml"
 SPECS = Path(__file__).parent / "specs"

@@ -12,6 +12,7 @@ from typing import Any
 import pulumi
 import pytest
 import yaml
+from conftest import DYNAMIC, Mocks, build_component, mock_stack
 
 from fabric.cli import main
 from fabric.components.baremetal import BaremetalCluster, BareMetalSettings
@@ -23,8 +24,6 @@ from fabric.spec import (
     baremetal_settings_problems,
     provision_problems,
 )
-
-from conftest import DYNAMIC, Mocks, build_component, mock_stack
 
 EXAMPLE = Path(__file__).parents[2] / "Pulumi.baremetal-ib.example.yaml"
 SPECS = Path(__file__).parent / "specs"

@@ -9,13 +9,12 @@ from typing import Any
 import pulumi
 import pytest
 import yaml
+from conftest import Mocks, build_component, mock_stack
 
 from fabric.cli import main
 from fabric.components.gcp import GcpCluster
 from fabric.components.target import TARGET_OUTPUTS
 from fabric.spec import SKIP_RULES, ClusterSpec, SpecError
-
-from conftest import Mocks, build_component, mock_stack
 
 EXAMPLE = Path(__file__).parents[2] / "Pulumi.gcp-a3.example.yaml"
 SPECS = Path(__file__).parent / "specs"

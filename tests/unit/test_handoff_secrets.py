@@ -9,13 +9,13 @@ from pathlib import Path
 
 import pulumi
 import pytest
+from conftest import Mocks
+from localplay import local_stack
 
 from fabric.components.munge import KEY_BYTES, MIN_KEY_LENGTH, MungeKeyProvider, _checked, munge_key
 from fabric.handoff import secrets as handoff_secrets
 from fabric.handoff.runner import run_playbook, secret_vars_file, without_sensitive_env
 from fabric.spec import ClusterSpec
-from conftest import Mocks
-from localplay import local_stack
 
 KEY = "railyard-unit-test-munge-key-0123456789abcdef"
 PASSPHRASE = "railyard-unit-test-passphrase"

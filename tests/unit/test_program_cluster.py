@@ -9,12 +9,11 @@ from typing import Any
 import pulumi
 import pytest
 import yaml
+from conftest import Mocks
 
 from fabric.components.target import TARGET_OUTPUTS
 from fabric.inventory import inventory_text
 from fabric.spec import ClusterSpec
-
-from conftest import Mocks
 
 LAB = yaml.safe_load((Path(__file__).parents[2] / "Pulumi.lab.yaml").read_text())["config"]["railyard:cluster"]
 

@@ -10,12 +10,11 @@ from typing import Any
 import pulumi
 import pytest
 import yaml
+from conftest import Mocks
 
 from fabric.components.dynamic_lab import AddressPoolProvider
 from fabric.lab.plan import LabPlanError, allocate, plan_lab
 from fabric.spec import ClusterSpec
-
-from conftest import Mocks
 
 LAB = yaml.safe_load((Path(__file__).parents[2] / "Pulumi.lab.yaml").read_text())["config"]["railyard:cluster"]
 

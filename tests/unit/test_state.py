@@ -68,7 +68,7 @@ def test_lab_status_does_not_import_pulumi(tmp_path: Path) -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, env=env,
                           timeout=120, check=False)
     assert done.stdout.strip().splitlines()[-1] == "1 False", done.stdout + done.stderr
-    assert f"{tmp_path}/nope/lab.json not found" in done.stdout
+    assert f"{tmp_path}/nope/lab.json not found" in done.stdout + done.stderr
 
 
 class _Counting(RerunProvider):

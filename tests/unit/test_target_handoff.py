@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 import yaml
+from conftest import Mocks
 
 from fabric.components.handoff import AnsibleHandoffProvider
 from fabric.components.target import TARGET_OUTPUTS
@@ -22,8 +23,6 @@ from fabric.handoff import runner
 from fabric.inventory import inventory_text
 from fabric.spec import ClusterSpec
 from fabric.state import StateLayout
-
-from conftest import Mocks
 
 ROOT = Path(__file__).resolve().parents[2]
 SPECS = Path(__file__).parent / "specs" / "valid"
@@ -136,11 +135,11 @@ def test_handoff_writes_the_inventory_the_runner_and_ansible_read(
         runner.inventory_path(stack)  # nothing provisioned it yet
 
     seen: dict[str, Any] = {}
-    monkeypatch.setattr(subprocess, "run", _fake_fabric_run(seen))
     props = {"stack": stack, "spec_json": spec.model_dump_json(), "inventory": text,
              "playbook": "playbooks/site.yml", "limit": None, "munge_key": None, "content_hash": "h"}
-    created = AnsibleHandoffProvider().create(props)
-    monkeypatch.undo()
+    with monkeypatch.context() as patch:
+        patch.setattr(subprocess, "run", _fake_fabric_run(seen))
+        created = AnsibleHandoffProvider().create(props)
 
     path = StateLayout(stack).inventory
     assert created.id == f"handoff-{stack}" and created.outs["status"] == "successful"
