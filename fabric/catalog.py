@@ -69,15 +69,27 @@ _AWS: tuple[AwsInstanceType, ...] = (
 
 _GCP: tuple[GcpMachineType, ...] = (
     GcpMachineType(
-        "a3-highgpu-8g", gpus=8, gpu_type="h100", gpu_nics=4, gpu_nic_mtu=8244,
+        "a3-highgpu-8g",
+        gpus=8,
+        gpu_type="h100",
+        gpu_nics=4,
+        gpu_nic_mtu=8244,
         transport="gpudirect-tcpx",
     ),
     GcpMachineType(
-        "a3-megagpu-8g", gpus=8, gpu_type="h100", gpu_nics=8, gpu_nic_mtu=8244,
+        "a3-megagpu-8g",
+        gpus=8,
+        gpu_type="h100",
+        gpu_nics=8,
+        gpu_nic_mtu=8244,
         transport="gpudirect-tcpxo",
     ),
     GcpMachineType(
-        "a3-ultragpu-8g", gpus=8, gpu_type="h200", gpu_nics=8, gpu_nic_mtu=8896,
+        "a3-ultragpu-8g",
+        gpus=8,
+        gpu_type="h200",
+        gpu_nics=8,
+        gpu_nic_mtu=8896,
         transport="rdma-roce",
     ),
 )

@@ -33,8 +33,13 @@ def build_inventory(
     """Return the YAML inventory (as a dict) for ``spec`` with each host at ``addresses[host]``."""
     missing = [h for h in spec.hosts if h not in addresses]
     if missing:
-        raise InventoryError(f"no address for host(s) {missing}: provision them before building the inventory")
-    for path, what in ((private_key_file, "private_key_file"), (known_hosts_file, "known_hosts_file")):
+        raise InventoryError(
+            f"no address for host(s) {missing}: provision them before building the inventory"
+        )
+    for path, what in (
+        (private_key_file, "private_key_file"),
+        (known_hosts_file, "known_hosts_file"),
+    ):
         if not Path(path).is_absolute():
             raise InventoryError(f"{what} must be an absolute path, got {path!r}")
     hosts = {h: {"ansible_host": addresses[h]} for h in spec.hosts}
@@ -46,7 +51,9 @@ def build_inventory(
     unknown = [sm.host for sm in sms if sm.host not in spec.hosts]
     if unknown:
         raise InventoryError(f"fabric.infiniband.subnet_managers names unknown host(s) {unknown}")
-    children["subnet_managers"] = {"hosts": {sm.host: {"subnet_manager_priority": sm.priority} for sm in sms}}
+    children["subnet_managers"] = {
+        "hosts": {sm.host: {"subnet_manager_priority": sm.priority} for sm in sms}
+    }
     children["fabric_hosts"] = {"hosts": {h: {} for h, g in spec.hosts.items() if g.hcas}}
     controller = spec.slurm.controller or next(iter(spec.hosts_with_role("controller")), None)
     children["slurm_controller"] = {"hosts": {controller: {}} if controller else {}}

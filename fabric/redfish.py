@@ -26,8 +26,15 @@ BootEnabled = Literal["Disabled", "Once", "Continuous"]
 
 #: The ResetType values DMTF defines for ComputerSystem.Reset.
 RESET_TYPES = (
-    "On", "ForceOff", "GracefulShutdown", "GracefulRestart", "ForceRestart",
-    "Nmi", "ForceOn", "PushPowerButton", "PowerCycle",
+    "On",
+    "ForceOff",
+    "GracefulShutdown",
+    "GracefulRestart",
+    "ForceRestart",
+    "Nmi",
+    "ForceOn",
+    "PushPowerButton",
+    "PowerCycle",
 )
 
 

@@ -23,7 +23,7 @@ import statistics
 import subprocess
 import tempfile
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -161,7 +161,11 @@ def leftovers(prefix: str, state: Path) -> dict[str, list[str]]:
         "processes": [
             p
             for p in subprocess.run(
-                ["pgrep", "-af", str(state)], capture_output=True, text=True
+                ["pgrep", "-af", str(state)],
+                capture_output=True,
+                text=True,
+                check=False,
+                timeout=30,
             ).stdout.splitlines()
             if p
         ],
@@ -312,7 +316,7 @@ def report(r: dict[str, Any]) -> str:
     lines = [
         f"## {n} compute nodes + 2 SMs + 1 controller ({r['nodes']} containers)",
         "",
-        f"{datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC; {platform.node()}: {cpu} cores, {mem:.0f} GiB, "
+        f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC; {platform.node()}: {cpu} cores, {mem:.0f} GiB, "
         f"Linux {platform.release()}; the default `lab` stack (11 nodes) was running alongside.",
         "",
         "| step | wall time | Pulumi summary |",

@@ -55,8 +55,17 @@ def measure(path: str, scanner: str) -> dict[str, float | str]:
     conf = tree_conf(fabric)
     t2 = time.process_time()
     rss1 = peak_rss_mib()
-    return {"parse_s": t1 - t0, "conf_s": t2 - t1, "cpu_s": t2 - t0, "rss_before_mib": rss0,
-            "rss_peak_mib": rss1, "scanner": scanner, "cas": len(fabric.cas), "links": len(fabric.links), "conf_lines": conf.count("\n")}
+    return {
+        "parse_s": t1 - t0,
+        "conf_s": t2 - t1,
+        "cpu_s": t2 - t0,
+        "rss_before_mib": rss0,
+        "rss_peak_mib": rss1,
+        "scanner": scanner,
+        "cas": len(fabric.cas),
+        "links": len(fabric.links),
+        "conf_lines": conf.count("\n"),
+    }
 
 
 def ibsim_text(hosts: int, workdir: str) -> str:
@@ -76,11 +85,18 @@ def ibsim_text(hosts: int, workdir: str) -> str:
 
 def same_fabric(a: FabricGraph, b: FabricGraph) -> bool:
     """Same nodes (GUID, description, ports) and the same links, in any order."""
+
     def links(g: FabricGraph) -> set[tuple[object, ...]]:
-        return {tuple(sorted([(k.a_guid, k.a_port), (k.b_guid, k.b_port)])) + (k.width, k.speed) for k in g.links}
+        return {
+            tuple(sorted([(k.a_guid, k.a_port), (k.b_guid, k.b_port)])) + (k.width, k.speed)
+            for k in g.links
+        }
+
     return (
-        {(c.guid, c.description, c.ports) for c in a.cas.values()} == {(c.guid, c.description, c.ports) for c in b.cas.values()}
-        and {(s.guid, s.description) for s in a.switches.values()} == {(s.guid, s.description) for s in b.switches.values()}
+        {(c.guid, c.description, c.ports) for c in a.cas.values()}
+        == {(c.guid, c.description, c.ports) for c in b.cas.values()}
+        and {(s.guid, s.description) for s in a.switches.values()}
+        == {(s.guid, s.description) for s in b.switches.values()}
         and links(a) == links(b)
     )
 
@@ -90,9 +106,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.topology")
     parser.add_argument("--sizes", default="2048,16384")
     parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--ibsim", action="store_true", help="use ibsim's ibnetdiscover for sizes <= 2048")
-    parser.add_argument("--scanner", choices=("compiled", "regex"), default="compiled",
-                        help="ibnetdiscover scanner: the C one (default) or the pure-Python fallback")
+    parser.add_argument(
+        "--ibsim", action="store_true", help="use ibsim's ibnetdiscover for sizes <= 2048"
+    )
+    parser.add_argument(
+        "--scanner",
+        choices=("compiled", "regex"),
+        default="compiled",
+        help="ibnetdiscover scanner: the C one (default) or the pure-Python fallback",
+    )
     parser.add_argument("--measure", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.measure:
@@ -100,26 +122,50 @@ def main() -> None:
         return
     with tempfile.TemporaryDirectory() as tmp:
         print(f"# scanner: {args.scanner}")
-        print("hosts  CAs     links   source  MB    parse_s  conf_s  cpu_s  median_cpu_s  cpu_us/CA  peak_RSS_MiB")
+        print(
+            "hosts  CAs     links   source  MB    parse_s  conf_s  cpu_s  median_cpu_s  cpu_us/CA  peak_RSS_MiB"
+        )
         for hosts in (int(s) for s in args.sizes.split(",")):
             path = Path(tmp) / f"ibnetdiscover_{hosts}.txt"
             source = "ibsim" if args.ibsim and hosts <= 2048 else "render"
             if source == "ibsim":
                 text = ibsim_text(hosts, f"{tmp}/sim{hosts}")
-                same = same_fabric(parse(text), parse(render_ibnetdiscover(simulated(graph(hosts)))))
-                print(f"# {hosts} hosts: ibsim's ibnetdiscover and render_ibnetdiscover parse to the same fabric: {same}")
+                same = same_fabric(
+                    parse(text), parse(render_ibnetdiscover(simulated(graph(hosts))))
+                )
+                print(
+                    f"# {hosts} hosts: ibsim's ibnetdiscover and render_ibnetdiscover parse to the same fabric: {same}"
+                )
             else:
                 text = render_ibnetdiscover(graph(hosts))
             path.write_text(text)
-            runs = [json.loads(subprocess.run([sys.executable, "-m", "bench.topology", "--scanner", args.scanner,
-                                               "--measure", str(path)],
-                                              capture_output=True, text=True, check=True).stdout)
-                    for _ in range(args.repeat)]
+            runs = [
+                json.loads(
+                    subprocess.run(
+                        [
+                            sys.executable,
+                            "-m",
+                            "bench.topology",
+                            "--scanner",
+                            args.scanner,
+                            "--measure",
+                            str(path),
+                        ],
+                        capture_output=True,
+                        text=True,
+                        check=True,
+                    ).stdout
+                )
+                for _ in range(args.repeat)
+            ]
             best = min(runs, key=lambda r: r["cpu_s"])
             median = statistics.median(r["cpu_s"] for r in runs)
-            print(f"{hosts:<6} {best['cas']:<7} {best['links']:<7} {source:<7} {len(text) / 1e6:<5.1f} "
-                  f"{best['parse_s']:<8.3f} {best['conf_s']:<7.3f} {best['cpu_s']:<6.3f} {median:<13.3f} "
-                  f"{best['cpu_s'] / best['cas'] * 1e6:<10.2f} {best['rss_peak_mib']:.0f}", flush=True)
+            print(
+                f"{hosts:<6} {best['cas']:<7} {best['links']:<7} {source:<7} {len(text) / 1e6:<5.1f} "
+                f"{best['parse_s']:<8.3f} {best['conf_s']:<7.3f} {best['cpu_s']:<6.3f} {median:<13.3f} "
+                f"{best['cpu_s'] / best['cas'] * 1e6:<10.2f} {best['rss_peak_mib']:.0f}",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

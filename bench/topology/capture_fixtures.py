@@ -51,7 +51,9 @@ def faulty(graph: FabricGraph) -> FabricGraph:
         elif link.b_guid == by_host["gpu07"]:
             continue
         links.append(link)
-    links.append(links[0]._replace(a_guid=leaf["leaf01"], a_port=20, b_guid=leaf["leaf02"], b_port=20))
+    links.append(
+        links[0]._replace(a_guid=leaf["leaf01"], a_port=20, b_guid=leaf["leaf02"], b_port=20)
+    )
     return dataclasses.replace(graph, links=links)
 
 
@@ -72,14 +74,24 @@ def main(outdir: str) -> None:
     lab = lab_graph()
     sm = sim_host("sm1", "mlx5_0")
     capture(render_net(lab), {"ibnetdiscover__ibsim_lab__1.txt": (sm, ["ibnetdiscover"])}, out, sm)
-    capture(render_net(faulty(lab)), {"ibnetdiscover__ibsim_lab__2.txt": (sm, ["ibnetdiscover"])}, out, sm)
+    capture(
+        render_net(faulty(lab)),
+        {"ibnetdiscover__ibsim_lab__2.txt": (sm, ["ibnetdiscover"])},
+        out,
+        sm,
+    )
     quirks = (ROOT / "tests/fixtures/ibsim/quirks.net").read_text()
     first = "a08-p1-dgx-04-c01:mlx5_0"
-    capture(quirks, {
-        "ibnetdiscover__ibsim_quirks__1.txt": (first, ["ibnetdiscover"]),
-        "ibnetdiscover_p__ibsim_quirks__1.txt": (first, ["ibnetdiscover", "-p"]),
-        "ibnetdiscover__ibsim_quirks__2.txt": ("lonely:mlx5_3", ["ibnetdiscover"]),
-    }, out, first)
+    capture(
+        quirks,
+        {
+            "ibnetdiscover__ibsim_quirks__1.txt": (first, ["ibnetdiscover"]),
+            "ibnetdiscover_p__ibsim_quirks__1.txt": (first, ["ibnetdiscover", "-p"]),
+            "ibnetdiscover__ibsim_quirks__2.txt": ("lonely:mlx5_3", ["ibnetdiscover"]),
+        },
+        out,
+        first,
+    )
 
 
 if __name__ == "__main__":

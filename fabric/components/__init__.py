@@ -25,11 +25,15 @@ TARGETS = {
 }
 
 
-def cluster_component(name: str, spec: ClusterSpec, opts: pulumi.ResourceOptions | None = None) -> TargetCluster:
+def cluster_component(
+    name: str, spec: ClusterSpec, opts: pulumi.ResourceOptions | None = None
+) -> TargetCluster:
     """Return the component that builds ``spec`` on ``spec.target`` (a ``TargetCluster``)."""
     module, cls = TARGETS[spec.target]
     try:
         factory = getattr(importlib.import_module(module), cls)
     except (ImportError, AttributeError) as exc:
-        raise RuntimeError(f"target {spec.target!r} needs {module}.{cls}, which could not be loaded: {exc}") from exc
+        raise RuntimeError(
+            f"target {spec.target!r} needs {module}.{cls}, which could not be loaded: {exc}"
+        ) from exc
     return factory(name, spec, opts)

@@ -95,7 +95,8 @@ class AwsCluster(TargetCluster):
                     "role": group.role,
                     "instance_type": group.instance_type or self._aws.head_instance_type,
                     "efa_interfaces": efa_interface_count(group, self._aws)
-                    if group.role == "compute" else 0,
+                    if group.role == "compute"
+                    else 0,
                 }
 
         hosts = pulumi.Output.all(
@@ -221,14 +222,14 @@ class AwsCluster(TargetCluster):
         reservation = None
         if settings.capacity_reservation_id:
             reservation = aws.ec2.LaunchTemplateCapacityReservationSpecificationArgs(
-                capacity_reservation_target=aws.ec2.
-                LaunchTemplateCapacityReservationSpecificationCapacityReservationTargetArgs(
+                capacity_reservation_target=aws.ec2.LaunchTemplateCapacityReservationSpecificationCapacityReservationTargetArgs(
                     capacity_reservation_id=settings.capacity_reservation_id
                 )
             )
         market = (
             aws.ec2.LaunchTemplateInstanceMarketOptionsArgs(market_type="capacity-block")
-            if settings.capacity_block else None
+            if settings.capacity_block
+            else None
         )
         return aws.ec2.LaunchTemplate(
             f"{self._name}-lt-{index}",
@@ -287,4 +288,3 @@ class AwsCluster(TargetCluster):
             tags={**self._tags, TAG_ROLE: group.role, "Name": host},
             opts=self._child,
         )
-

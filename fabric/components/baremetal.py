@@ -154,7 +154,8 @@ class BaremetalCluster(TargetCluster):
             **{
                 host: node.system_path.apply(
                     lambda path, e=spec.bmc.endpoints[host], user=spec.bmc.username: {
-                        "url": e.url, "system_id": e.system_id or _last_part(path),
+                        "url": e.url,
+                        "system_id": e.system_id or _last_part(path),
                         "username": user,
                     }
                 )
@@ -163,7 +164,9 @@ class BaremetalCluster(TargetCluster):
         )
         addresses = {h: str(a) for h, a in spec.management.addresses.items()}
         # Depends on every node, so the hand-off runs only once SSH answers everywhere.
-        ready = pulumi.Output.all(*[n.ssh_banner for n in nodes.values()]).apply(lambda _: addresses)
+        ready = pulumi.Output.all(*[n.ssh_banner for n in nodes.values()]).apply(
+            lambda _: addresses
+        )
         self.export(
             spec,
             inventory=target_inventory(spec, ready, config),

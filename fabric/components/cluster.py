@@ -39,7 +39,9 @@ class Cluster(pulumi.ComponentResource):
     inventory: pulumi.Output[dict]
     hosts: pulumi.Output[list]
 
-    def __init__(self, name: str, args: ClusterArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+    def __init__(
+        self, name: str, args: ClusterArgs, opts: pulumi.ResourceOptions | None = None
+    ) -> None:
         super().__init__("railyard:index:Cluster", name, None, opts)
         self.target = cluster_component(name, args.spec, pulumi.ResourceOptions(parent=self))
         self.inventory = self.target.inventory

@@ -14,6 +14,8 @@ def config_secret(key: str, field: str, fix: str) -> pulumi.Output[str]:
     namespace, _, name = key.rpartition(":")
     value = pulumi.Config(namespace or None).get_secret(name)
     if value is None:
-        raise ValueError(f"{field}: no config value {key!r} in this stack; set it with "
-                         f"`pulumi config set --secret {key} {fix}")
+        raise ValueError(
+            f"{field}: no config value {key!r} in this stack; set it with "
+            f"`pulumi config set --secret {key} {fix}"
+        )
     return value

@@ -14,14 +14,23 @@ from typing import Any
 
 import pulumi
 from pulumi.dynamic import (
-    CheckFailure, CheckResult, CreateResult, DiffResult, ReadResult, Resource, ResourceProvider, UpdateResult,
+    CheckFailure,
+    CheckResult,
+    CreateResult,
+    DiffResult,
+    ReadResult,
+    Resource,
+    ResourceProvider,
+    UpdateResult,
 )
 
 #: Inputs that are bookkeeping, never compared.
 _IGNORED = {"__provider"}
 
 
-def _changed(olds: dict[str, Any], news: dict[str, Any], keys: list[str] | None = None) -> list[str]:
+def _changed(
+    olds: dict[str, Any], news: dict[str, Any], keys: list[str] | None = None
+) -> list[str]:
     names = keys if keys is not None else sorted((set(olds) | set(news)) - _IGNORED)
     return [k for k in names if olds.get(k) != news.get(k)]
 
@@ -58,7 +67,11 @@ class _ReplaceOnChange(ResourceProvider):
     outputs: frozenset[str] = frozenset()
 
     def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
-        keys = [k for k in news if k not in _IGNORED and k not in self.outputs and not k.startswith("out_")]
+        keys = [
+            k
+            for k in news
+            if k not in _IGNORED and k not in self.outputs and not k.startswith("out_")
+        ]
         changes = _changed(olds, news, keys)
         return DiffResult(changes=bool(changes), replaces=changes, delete_before_replace=True)
 
@@ -89,7 +102,9 @@ class NodeImage(Resource):
 
     tag: pulumi.Output[str]
 
-    def __init__(self, name: str, image_hash: str, opts: pulumi.ResourceOptions | None = None) -> None:
+    def __init__(
+        self, name: str, image_hash: str, opts: pulumi.ResourceOptions | None = None
+    ) -> None:
         super().__init__(NodeImageProvider(), name, {"image_hash": image_hash, "tag": None}, opts)
 
 
@@ -125,10 +140,21 @@ class LabNetwork(Resource):
     bridge: pulumi.Output[str]
 
     def __init__(
-        self, name: str, network: str, subnet: str, gateway: str, mtu: int | None = None,
+        self,
+        name: str,
+        network: str,
+        subnet: str,
+        gateway: str,
+        mtu: int | None = None,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
-        args = {"network": network, "subnet": subnet, "gateway": gateway, "mtu": mtu, "bridge": None}
+        args = {
+            "network": network,
+            "subnet": subnet,
+            "gateway": gateway,
+            "mtu": mtu,
+            "bridge": None,
+        }
         super().__init__(LabNetworkProvider(), name, args, opts)
 
 
@@ -146,14 +172,22 @@ class AddressPoolProvider(ResourceProvider):
 
         previous = olds.get("assignment") if isinstance(olds.get("assignment"), dict) else {}
         try:
-            assignment = allocate(previous, list(news["hosts"]), news["subnet"], news["gateway"],
-                                  news.get("fixed") or {}, news["field"])
+            assignment = allocate(
+                previous,
+                list(news["hosts"]),
+                news["subnet"],
+                news["gateway"],
+                news.get("fixed") or {},
+                news["field"],
+            )
         except LabPlanError as exc:
             return CheckResult(news, [CheckFailure("hosts", str(exc))])
         return CheckResult({**news, "assignment": assignment}, [])
 
     def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
-        changes = _changed(olds, news, ["network", "subnet", "gateway", "hosts", "fixed", "field", "assignment"])
+        changes = _changed(
+            olds, news, ["network", "subnet", "gateway", "hosts", "fixed", "field", "assignment"]
+        )
         return DiffResult(changes=bool(changes), replaces=[])
 
     def create(self, props: dict[str, Any]) -> CreateResult:
@@ -179,13 +213,27 @@ class AddressPool(Resource):
     assignment: pulumi.Output[dict[str, str]]
 
     def __init__(
-        self, name: str, network: str, subnet: str, gateway: str, hosts: list[str], fixed: dict[str, str],
-        field: str, opts: pulumi.ResourceOptions | None = None,
+        self,
+        name: str,
+        network: str,
+        subnet: str,
+        gateway: str,
+        hosts: list[str],
+        fixed: dict[str, str],
+        field: str,
+        opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         from fabric.lab.plan import allocate
 
-        args = {"network": network, "subnet": subnet, "gateway": gateway, "hosts": hosts, "fixed": fixed,
-                "field": field, "assignment": allocate({}, hosts, subnet, gateway, fixed, field)}
+        args = {
+            "network": network,
+            "subnet": subnet,
+            "gateway": gateway,
+            "hosts": hosts,
+            "fixed": fixed,
+            "field": field,
+            "assignment": allocate({}, hosts, subnet, gateway, fixed, field),
+        }
         super().__init__(AddressPoolProvider(), name, args, opts)
 
 
@@ -215,8 +263,15 @@ class SshKey(Resource):
     private_key: pulumi.Output[str]
 
     def __init__(self, name: str, comment: str, opts: pulumi.ResourceOptions | None = None) -> None:
-        opts = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(additional_secret_outputs=["private_key"]))
-        super().__init__(SshKeyProvider(), name, {"comment": comment, "public_key": None, "private_key": None}, opts)
+        opts = pulumi.ResourceOptions.merge(
+            opts, pulumi.ResourceOptions(additional_secret_outputs=["private_key"])
+        )
+        super().__init__(
+            SshKeyProvider(),
+            name,
+            {"comment": comment, "public_key": None, "private_key": None},
+            opts,
+        )
 
 
 # ---------------------------------------------------------------- state files
@@ -240,7 +295,11 @@ class LabFileProvider(ResourceProvider):
 
     def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
         changes = _changed(olds, news, ["path", "content", "mode"])
-        return DiffResult(changes=bool(changes), replaces=[c for c in changes if c == "path"], delete_before_replace=True)
+        return DiffResult(
+            changes=bool(changes),
+            replaces=[c for c in changes if c == "path"],
+            delete_before_replace=True,
+        )
 
     def update(self, _id: str, _olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
         return UpdateResult(self.create(news).outs)
@@ -255,12 +314,25 @@ class LabFile(Resource):
     """A state file (key, known_hosts, inventory, ibsim net file)."""
 
     def __init__(
-        self, name: str, path: str, content: pulumi.Input[str], root: str, mode: str = "644",
-        secret: bool = False, opts: pulumi.ResourceOptions | None = None,
+        self,
+        name: str,
+        path: str,
+        content: pulumi.Input[str],
+        root: str,
+        mode: str = "644",
+        secret: bool = False,
+        opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         if secret:
-            opts = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(additional_secret_outputs=["content"]))
-        super().__init__(LabFileProvider(), name, {"path": path, "content": content, "mode": mode, "root": root}, opts)
+            opts = pulumi.ResourceOptions.merge(
+                opts, pulumi.ResourceOptions(additional_secret_outputs=["content"])
+            )
+        super().__init__(
+            LabFileProvider(),
+            name,
+            {"path": path, "content": content, "mode": mode, "root": root},
+            opts,
+        )
 
 
 # ---------------------------------------------------------------- helper processes
@@ -270,19 +342,24 @@ class IbSimProvider(_ReplaceOnChange):
     def create(self, props: dict[str, Any]) -> CreateResult:
         from fabric.lab.ibsim import start_ibsim
 
-        helper = start_ibsim(Path(props["net_file"]), int(props["port"]), list(props["limits"]), Path(props["log"]))
-        return CreateResult(f"ibsim-{helper.pid}", {**_plain(props), "out_helper": helper.model_dump()})
+        helper = start_ibsim(
+            Path(props["net_file"]), int(props["port"]), list(props["limits"]), Path(props["log"])
+        )
+        return CreateResult(
+            f"ibsim-{helper.pid}", {**_plain(props), "out_helper": helper.model_dump()}
+        )
 
     def read(self, id_: str, props: dict[str, Any]) -> ReadResult:
         from fabric.lab.process import Helper, alive
 
         helper = props.get("out_helper")
-        return ReadResult(id_ if helper and alive(Helper(**helper)) else None, props if helper else {})
+        return ReadResult(
+            id_ if helper and alive(Helper(**helper)) else None, props if helper else {}
+        )
 
     def delete(self, _id: str, props: dict[str, Any]) -> None:
-        from fabric.lab.process import Helper, stop
-
         from fabric.lab.ibsim import remove_console, stop_mad_senders
+        from fabric.lab.process import Helper, stop
 
         stop_mad_senders(list(props.get("clients") or []))
         if props.get("out_helper"):
@@ -298,11 +375,25 @@ class IbSim(Resource):
     their subnet managers are stopped before it is (``fabric.lab.ibsim.stop_mad_senders``)."""
 
     def __init__(
-        self, name: str, net_file: str, net_hash: pulumi.Input[str], port: int, limits: list[str], log: str,
-        clients: list[str], opts: pulumi.ResourceOptions | None = None,
+        self,
+        name: str,
+        net_file: str,
+        net_hash: pulumi.Input[str],
+        port: int,
+        limits: list[str],
+        log: str,
+        clients: list[str],
+        opts: pulumi.ResourceOptions | None = None,
     ) -> None:
-        args = {"net_file": net_file, "net_hash": net_hash, "port": port, "limits": limits, "log": log,
-                "clients": clients, "out_helper": None}
+        args = {
+            "net_file": net_file,
+            "net_hash": net_hash,
+            "port": port,
+            "limits": limits,
+            "log": log,
+            "clients": clients,
+            "out_helper": None,
+        }
         super().__init__(IbSimProvider(), name, args, opts)
 
 
@@ -320,8 +411,12 @@ class RedfishEmulatorProvider(_ReplaceOnChange):
         cfg = BmcConfig(**props["config"])
         password = props.get("password") or generate_password()
         procs = start_bmc(cfg, password)
-        outs = {**_plain(props), "out_helpers": procs.model_dump(), "out_endpoints": endpoints(cfg),
-                "out_password": password}
+        outs = {
+            **_plain(props),
+            "out_helpers": procs.model_dump(),
+            "out_endpoints": endpoints(cfg),
+            "out_password": password,
+        }
         return CreateResult(f"bmc-{procs.emulator.pid}", outs)
 
     def read(self, id_: str, props: dict[str, Any]) -> ReadResult:
@@ -356,13 +451,23 @@ class RedfishEmulator(Resource):
     out_password: pulumi.Output[str]
 
     def __init__(
-        self, name: str, config: dict[str, Any], password: pulumi.Input[str] | None = None,
+        self,
+        name: str,
+        config: dict[str, Any],
+        password: pulumi.Input[str] | None = None,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         secret = pulumi.ResourceOptions(additional_secret_outputs=["password", "out_password"])
-        args = {"config": config, "password": password, "out_helpers": None, "out_endpoints": None,
-                "out_password": None}
-        super().__init__(RedfishEmulatorProvider(), name, args, pulumi.ResourceOptions.merge(opts, secret))
+        args = {
+            "config": config,
+            "password": password,
+            "out_helpers": None,
+            "out_endpoints": None,
+            "out_password": None,
+        }
+        super().__init__(
+            RedfishEmulatorProvider(), name, args, pulumi.ResourceOptions.merge(opts, secret)
+        )
 
 
 # ---------------------------------------------------------------- nodes
@@ -378,7 +483,9 @@ class LabNodeProvider(_ReplaceOnChange):
         address = props["address"]
         try:
             wait_ssh(
-                address, user=props["ssh_user"], private_key=props["login_private_key"],
+                address,
+                user=props["ssh_user"],
+                private_key=props["login_private_key"],
                 host_keys=host_keys_from(entries={address: cfg.host_key_public}),
             )
         except Exception:
@@ -426,8 +533,18 @@ class LabNode(Resource):
     """A lab node (container ``<prefix>-<node>``)."""
 
     def __init__(
-        self, name: str, config: pulumi.Input[dict[str, Any]], address: pulumi.Input[str], ssh_user: str,
-        login_private_key: pulumi.Input[str], opts: pulumi.ResourceOptions | None = None,
+        self,
+        name: str,
+        config: pulumi.Input[dict[str, Any]],
+        address: pulumi.Input[str],
+        ssh_user: str,
+        login_private_key: pulumi.Input[str],
+        opts: pulumi.ResourceOptions | None = None,
     ) -> None:
-        args = {"config": config, "address": address, "ssh_user": ssh_user, "login_private_key": login_private_key}
+        args = {
+            "config": config,
+            "address": address,
+            "ssh_user": ssh_user,
+            "login_private_key": login_private_key,
+        }
         super().__init__(LabNodeProvider(), name, args, opts)

@@ -22,11 +22,31 @@ from fabric.redfish import RedfishClient, RedfishError
 #: Inputs whose change means a different machine: replace, do not update.
 REPLACE_ON = ("node", "url", "system_id")
 #: Inputs that may change in place (re-checked by update).
-UPDATE_ON = ("username", "password", "verify_tls", "address", "ssh_port", "ssh_timeout",
-             "power_timeout", "boot_target", "settle_target", "restart_if_on")
+UPDATE_ON = (
+    "username",
+    "password",
+    "verify_tls",
+    "address",
+    "ssh_port",
+    "ssh_timeout",
+    "power_timeout",
+    "boot_target",
+    "settle_target",
+    "restart_if_on",
+)
 #: Outputs the provider reports (declared so that they are attributes of the resource).
-OUTPUTS = ("system_path", "serial", "uuid", "macs", "power_state", "boot_override_target",
-           "boot_override_enabled", "boot_note", "ssh_banner", "ssh_seconds")
+OUTPUTS = (
+    "system_path",
+    "serial",
+    "uuid",
+    "macs",
+    "power_state",
+    "boot_override_target",
+    "boot_override_enabled",
+    "boot_note",
+    "ssh_banner",
+    "ssh_seconds",
+)
 
 
 class SshWaitError(RuntimeError):
@@ -197,10 +217,18 @@ class RedfishNode(pulumi.dynamic.Resource):
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         props: dict[str, Any] = {
-            "node": node, "url": url, "system_id": system_id, "username": username,
-            "password": pulumi.Output.secret(password), "verify_tls": verify_tls,
-            "address": address, "boot_target": boot_target, "settle_target": settle_target,
-            "ssh_port": ssh_port, "ssh_timeout": ssh_timeout, "power_timeout": power_timeout,
+            "node": node,
+            "url": url,
+            "system_id": system_id,
+            "username": username,
+            "password": pulumi.Output.secret(password),
+            "verify_tls": verify_tls,
+            "address": address,
+            "boot_target": boot_target,
+            "settle_target": settle_target,
+            "ssh_port": ssh_port,
+            "ssh_timeout": ssh_timeout,
+            "power_timeout": power_timeout,
             "restart_if_on": restart_if_on,
             **{k: None for k in OUTPUTS},
         }

@@ -72,8 +72,9 @@ class GcpCluster(TargetCluster):
         for group in spec.nodes:
             count = gpu_nic_count(group)
             for host in group.hosts:
-                instances[host] = self._instance(host, group, system[1], gpus[:count], policy,
-                                                 config)
+                instances[host] = self._instance(
+                    host, group, system[1], gpus[:count], policy, config
+                )
                 facts[host] = {
                     "role": group.role,
                     "machine_type": group.instance_type,
@@ -85,21 +86,23 @@ class GcpCluster(TargetCluster):
         networks = pulumi.Output.all(
             **{
                 net_name: pulumi.Output.all(name=net.name, mtu=net.mtu, cidr=sub.ip_cidr_range)
-                for net_name, (net, sub) in {"sys": system, **{
-                    f"gpu-{i}": pair for i, pair in enumerate(gpus)}}.items()
+                for net_name, (net, sub) in {
+                    "sys": system,
+                    **{f"gpu-{i}": pair for i, pair in enumerate(gpus)},
+                }.items()
             }
         )
         hosts = pulumi.Output.all(
             **{
-                host: inst.network_interfaces.apply(
-                    lambda n, f=facts[host]: {**f, **_addresses(n)}
-                )
+                host: inst.network_interfaces.apply(lambda n, f=facts[host]: {**f, **_addresses(n)})
                 for host, inst in instances.items()
             }
         )
         addresses = pulumi.Output.all(
-            **{h: i.network_interfaces.apply(lambda n: _addresses(n)["private_ip"])
-               for h, i in instances.items()}
+            **{
+                h: i.network_interfaces.apply(lambda n: _addresses(n)["private_ip"])
+                for h, i in instances.items()
+            }
         )
         self.export(
             spec,
@@ -193,9 +196,9 @@ class GcpCluster(TargetCluster):
             gcp.compute.InstanceNetworkInterfaceArgs(
                 subnetwork=system_subnet.id,
                 nic_type="GVNIC",
-                access_configs=None if compute else [
-                    gcp.compute.InstanceNetworkInterfaceAccessConfigArgs()
-                ],
+                access_configs=None
+                if compute
+                else [gcp.compute.InstanceNetworkInterfaceAccessConfigArgs()],
             ),
             *(
                 gcp.compute.InstanceNetworkInterfaceArgs(subnetwork=subnet.id, nic_type="GVNIC")
@@ -221,7 +224,9 @@ class GcpCluster(TargetCluster):
             network_interfaces=interfaces,
             scheduling=gcp.compute.InstanceSchedulingArgs(
                 on_host_maintenance="TERMINATE", automatic_restart=True
-            ) if compute else None,
+            )
+            if compute
+            else None,
             resource_policies=policy.self_link if compute and policy else None,
             tags=None if compute else [HEAD_TAG],
             metadata=metadata,
@@ -235,4 +240,3 @@ def _addresses(interfaces: list[dict[str, Any]] | None) -> dict[str, str | None]
     first = (interfaces or [{}])[0] or {}
     access = (first.get("access_configs") or [{}])[0] or {}
     return {"private_ip": first.get("network_ip"), "public_ip": access.get("nat_ip")}
-

@@ -35,8 +35,13 @@ OUTPUTS = ("status", "rc", "recap", "artifacts", "changed_hosts")
 
 def content_hash(root: Path = REPO_ROOT, dirs: tuple[str, ...] = ("roles", "playbooks")) -> str:
     """sha256 over the relative paths and bytes of every file that Ansible runs."""
-    return rerun.content_hash(root, dirs, ignored_parts=IGNORED_PARTS,
-                              ignored_suffixes=frozenset({".md", ".pyc"}), end=b"\0")
+    return rerun.content_hash(
+        root,
+        dirs,
+        ignored_parts=IGNORED_PARTS,
+        ignored_suffixes=frozenset({".md", ".pyc"}),
+        end=b"\0",
+    )
 
 
 def run(props: dict[str, Any]) -> dict[str, Any]:
@@ -60,19 +65,43 @@ def run(props: dict[str, Any]) -> dict[str, Any]:
         spec_file = Path(tmp) / "spec.json"
         spec_file.write_text(props["spec_json"])
         result_file = Path(tmp) / "result.json"
-        argv = [sys.executable, "-m", "fabric", "run", props["playbook"], "--stack", props["stack"],
-                "--spec", str(spec_file), "--result-json", str(result_file)]
+        argv = [
+            sys.executable,
+            "-m",
+            "fabric",
+            "run",
+            props["playbook"],
+            "--stack",
+            props["stack"],
+            "--spec",
+            str(spec_file),
+            "--result-json",
+            str(result_file),
+        ]
         if props.get("limit"):
             argv += ["--limit", props["limit"]]
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(
-            p for p in (str(REPO_ROOT), os.environ.get("PYTHONPATH", "")) if p)}
+        env = {
+            **os.environ,
+            "PYTHONPATH": os.pathsep.join(
+                p for p in (str(REPO_ROOT), os.environ.get("PYTHONPATH", "")) if p
+            ),
+        }
         if props.get("munge_key"):
             env[MUNGE_KEY_ENV] = props["munge_key"]
-        proc = subprocess.run(argv, cwd=REPO_ROOT, env=env, stdout=subprocess.PIPE, stderr=None,
-                              text=True, check=False)
+        proc = subprocess.run(
+            argv,
+            cwd=REPO_ROOT,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=None,
+            text=True,
+            check=False,
+        )
         if not result_file.is_file():
-            raise RuntimeError(f"python -m fabric run exited {proc.returncode} without a result: "
-                               f"{proc.stdout.strip()[-1500:]}")
+            raise RuntimeError(
+                f"python -m fabric run exited {proc.returncode} without a result: "
+                f"{proc.stdout.strip()[-1500:]}"
+            )
         result = json.loads(result_file.read_text())
     if not result["ok"]:
         raise RuntimeError(result["summary"])
@@ -144,4 +173,10 @@ class AnsibleHandoff(rerun.RerunResource):
             "content_hash": content_hash(),
         }
         secret = pulumi.ResourceOptions(additional_secret_outputs=["munge_key"])
-        super().__init__(AnsibleHandoffProvider(), name, props, OUTPUTS, pulumi.ResourceOptions.merge(opts, secret))
+        super().__init__(
+            AnsibleHandoffProvider(),
+            name,
+            props,
+            OUTPUTS,
+            pulumi.ResourceOptions.merge(opts, secret),
+        )

@@ -17,7 +17,14 @@ import pulumi
 
 from fabric.components.config_secret import config_secret
 from fabric.components.dynamic_lab import (
-    AddressPool, IbSim, LabFile, LabNetwork, LabNode, NodeImage, RedfishEmulator, SshKey,
+    AddressPool,
+    IbSim,
+    LabFile,
+    LabNetwork,
+    LabNode,
+    NodeImage,
+    RedfishEmulator,
+    SshKey,
 )
 from fabric.components.target import TargetCluster
 from fabric.inventory import build_inventory, inventory_text
@@ -36,8 +43,11 @@ def bmc_password(spec: ClusterSpec) -> pulumi.Output[str] | None:
     """Return the secret named by ``bmc.password.config``, or None (the emulator generates one)."""
     if spec.bmc is None or spec.bmc.password is None:
         return None
-    return config_secret(spec.bmc.password.config, "bmc.password.config",
-                         "<password>` or drop bmc.password to let the lab generate one")
+    return config_secret(
+        spec.bmc.password.config,
+        "bmc.password.config",
+        "<password>` or drop bmc.password to let the lab generate one",
+    )
 
 
 class LabCluster(TargetCluster):
@@ -46,7 +56,9 @@ class LabCluster(TargetCluster):
     hosts: pulumi.Output[list[dict[str, Any]]]
     bmc_password: pulumi.Output[str]
 
-    def __init__(self, name: str, spec: ClusterSpec, opts: pulumi.ResourceOptions | None = None) -> None:
+    def __init__(
+        self, name: str, spec: ClusterSpec, opts: pulumi.ResourceOptions | None = None
+    ) -> None:
         super().__init__("railyard:lab:LabCluster", name, None, opts)
         stack = pulumi.get_stack()
         prefix = pulumi.Config("railyard").get("prefix") or f"railyard-{stack}"
@@ -59,30 +71,66 @@ class LabCluster(TargetCluster):
         bmc_net = self._network(f"{name}-bmc", plan.bmc)
         fabric_net = self._network(f"{name}-fabric", plan.fabric) if plan.fabric else None
         hosts = [n.name for n in plan.nodes]
-        addresses = AddressPool(f"{name}-mgmt-addresses", plan.mgmt.network, plan.mgmt.subnet, plan.mgmt.gateway,
-                                hosts, plan.fixed, "management.addresses", child).assignment
+        addresses = AddressPool(
+            f"{name}-mgmt-addresses",
+            plan.mgmt.network,
+            plan.mgmt.subnet,
+            plan.mgmt.gateway,
+            hosts,
+            plan.fixed,
+            "management.addresses",
+            child,
+        ).assignment
         fabric_addresses: pulumi.Output[dict[str, str]] = (
-            AddressPool(f"{name}-fabric-addresses", plan.fabric.network, plan.fabric.subnet, plan.fabric.gateway,
-                        hosts, {}, "fabric (RoCE)", child).assignment
-            if plan.fabric else pulumi.Output.from_input({})
+            AddressPool(
+                f"{name}-fabric-addresses",
+                plan.fabric.network,
+                plan.fabric.subnet,
+                plan.fabric.gateway,
+                hosts,
+                {},
+                "fabric (RoCE)",
+                child,
+            ).assignment
+            if plan.fabric
+            else pulumi.Output.from_input({})
         )
 
         login = SshKey(f"{name}-login-key", f"railyard-{stack}", child)
         key_file = layout.ssh_key
-        LabFile(f"{name}-login-key-file", str(key_file), login.private_key, plan.state_dir, "600", True, child)
-        host_keys = {n.name: SshKey(f"{name}-{n.name}-host-key", f"root@{n.name}", child) for n in plan.nodes}
+        LabFile(
+            f"{name}-login-key-file",
+            str(key_file),
+            login.private_key,
+            plan.state_dir,
+            "600",
+            True,
+            child,
+        )
+        host_keys = {
+            n.name: SshKey(f"{name}-{n.name}-host-key", f"root@{n.name}", child) for n in plan.nodes
+        }
         known_hosts = layout.known_hosts
-        kh_content = pulumi.Output.all(addresses, *[host_keys[n.name].public_key for n in plan.nodes]).apply(
+        kh_content = pulumi.Output.all(
+            addresses, *[host_keys[n.name].public_key for n in plan.nodes]
+        ).apply(
             lambda v: "".join(
-                known_hosts_line([n.name, v[0][n.name]], key) + "\n" for n, key in zip(plan.nodes, v[1:])
+                known_hosts_line([n.name, v[0][n.name]], key) + "\n"
+                for n, key in zip(plan.nodes, v[1:], strict=True)
             )
         )
-        LabFile(f"{name}-known-hosts", str(known_hosts), kh_content, plan.state_dir, "644", False, child)
+        LabFile(
+            f"{name}-known-hosts", str(known_hosts), kh_content, plan.state_dir, "644", False, child
+        )
 
         ibsim = self._ibsim(name, spec, plan, mgmt) if plan.ibsim else None
         deps = [r for r in (image, mgmt, fabric_net, ibsim) if r is not None]
-        nodes = [self._node(name, plan, n, addresses, fabric_addresses, image, login, host_keys[n.name], deps)
-                 for n in plan.nodes]
+        nodes = [
+            self._node(
+                name, plan, n, addresses, fabric_addresses, image, login, host_keys[n.name], deps
+            )
+            for n in plan.nodes
+        ]
         emulator = RedfishEmulator(
             f"{name}-bmc-emulator",
             {
@@ -99,68 +147,154 @@ class LabCluster(TargetCluster):
         )
 
         bmc_url = f"http://{plan.bmc.gateway}:{plan.bmc_port}"
-        lab_json = addresses.apply(lambda a: json.dumps({"stack": stack, "prefix": prefix, "nodes": [
-            {"name": n.name, "address": a[n.name], "container": n.container, "sim_host": n.sim_host,
-             "bmc_url": bmc_url, "system_id": system_uuid(stack, n.name)}
-            for n in plan.nodes], "bmc_credentials": str(layout.bmc_credentials)}, indent=1))
-        LabFile(f"{name}-lab-json", str(layout.lab_json), lab_json, plan.state_dir, "644", False, child)
-        inventory = addresses.apply(lambda a: build_inventory(
-            spec, a, ssh_user=plan.ssh_user, private_key_file=str(key_file), known_hosts_file=str(known_hosts),
-        ))
-        LabFile(f"{name}-inventory", str(layout.inventory), inventory.apply(inventory_text), plan.state_dir,
-                "644", False, pulumi.ResourceOptions(parent=self, depends_on=nodes))
+        lab_json = addresses.apply(
+            lambda a: json.dumps(
+                {
+                    "stack": stack,
+                    "prefix": prefix,
+                    "nodes": [
+                        {
+                            "name": n.name,
+                            "address": a[n.name],
+                            "container": n.container,
+                            "sim_host": n.sim_host,
+                            "bmc_url": bmc_url,
+                            "system_id": system_uuid(stack, n.name),
+                        }
+                        for n in plan.nodes
+                    ],
+                    "bmc_credentials": str(layout.bmc_credentials),
+                },
+                indent=1,
+            )
+        )
+        LabFile(
+            f"{name}-lab-json", str(layout.lab_json), lab_json, plan.state_dir, "644", False, child
+        )
+        inventory = addresses.apply(
+            lambda a: build_inventory(
+                spec,
+                a,
+                ssh_user=plan.ssh_user,
+                private_key_file=str(key_file),
+                known_hosts_file=str(known_hosts),
+            )
+        )
+        LabFile(
+            f"{name}-inventory",
+            str(layout.inventory),
+            inventory.apply(inventory_text),
+            plan.state_dir,
+            "644",
+            False,
+            pulumi.ResourceOptions(parent=self, depends_on=nodes),
+        )
         self.bmc_password = pulumi.Output.secret(emulator.out_password)
         self.export(
             spec,
             inventory=inventory,
-            hosts=pulumi.Output.all(addresses, fabric_addresses).apply(lambda v: [
-                {"name": n.name, "address": v[0][n.name], "container": n.container, "sim_host": n.sim_host,
-                 "fabric_address": v[1].get(n.name)} for n in plan.nodes
-            ]),
-            fabric={"kind": spec.fabric.kind, "ibsim_server": plan.mgmt.gateway if plan.ibsim else None,
-                    "ibsim_port": plan.ibsim_port if plan.ibsim else None,
-                    "net_file": str(layout.ibsim_net) if plan.ibsim else None,
-                    "roce_network": plan.fabric.model_dump() if plan.fabric else None},
+            hosts=pulumi.Output.all(addresses, fabric_addresses).apply(
+                lambda v: [
+                    {
+                        "name": n.name,
+                        "address": v[0][n.name],
+                        "container": n.container,
+                        "sim_host": n.sim_host,
+                        "fabric_address": v[1].get(n.name),
+                    }
+                    for n in plan.nodes
+                ]
+            ),
+            fabric={
+                "kind": spec.fabric.kind,
+                "ibsim_server": plan.mgmt.gateway if plan.ibsim else None,
+                "ibsim_port": plan.ibsim_port if plan.ibsim else None,
+                "net_file": str(layout.ibsim_net) if plan.ibsim else None,
+                "roce_network": plan.fabric.model_dump() if plan.fabric else None,
+            },
             bmc_endpoints=emulator.out_endpoints,
             state_dir=plan.state_dir,
         )
 
     def _network(self, name: str, net: NetPlan) -> LabNetwork:
-        return LabNetwork(name, net.network, net.subnet, net.gateway, net.mtu, pulumi.ResourceOptions(parent=self))
+        return LabNetwork(
+            name, net.network, net.subnet, net.gateway, net.mtu, pulumi.ResourceOptions(parent=self)
+        )
 
     def _ibsim(self, name: str, spec: ClusterSpec, plan: LabPlan, mgmt: LabNetwork) -> IbSim:
         graph = graph_from_spec(spec)
         net_text = render_net(graph)
         layout = StateLayout.at(plan.state_dir)
         net_file = layout.ibsim_net
-        netfile = LabFile(f"{name}-ibsim-net", str(net_file), net_text, plan.state_dir, "644", False,
-                          pulumi.ResourceOptions(parent=self))
+        netfile = LabFile(
+            f"{name}-ibsim-net",
+            str(net_file),
+            net_text,
+            plan.state_dir,
+            "644",
+            False,
+            pulumi.ResourceOptions(parent=self),
+        )
         return IbSim(
-            f"{name}-ibsim", str(net_file), net_hash(net_text), plan.ibsim_port,
-            ibsim_limits(graph), str(layout.ibsim_log),
+            f"{name}-ibsim",
+            str(net_file),
+            net_hash(net_text),
+            plan.ibsim_port,
+            ibsim_limits(graph),
+            str(layout.ibsim_log),
             [n.container for n in plan.nodes if n.sim_host],
             pulumi.ResourceOptions(parent=self, depends_on=[netfile, mgmt]),
         )
 
-    def _node(self, name: str, plan: LabPlan, node: NodePlan, addresses: pulumi.Output[dict[str, str]],
-              fabric_addresses: pulumi.Output[dict[str, str]], image: NodeImage, login: SshKey, host_key: SshKey,
-              deps: list[pulumi.Resource]) -> LabNode:
+    def _node(
+        self,
+        name: str,
+        plan: LabPlan,
+        node: NodePlan,
+        addresses: pulumi.Output[dict[str, str]],
+        fabric_addresses: pulumi.Output[dict[str, str]],
+        image: NodeImage,
+        login: SshKey,
+        host_key: SshKey,
+        deps: list[pulumi.Resource],
+    ) -> LabNode:
         def networks(mgmt: dict[str, str], fabric: dict[str, str]) -> dict[str, str]:
             nets = {plan.mgmt.network: mgmt[node.name]}
             if plan.fabric and node.name in fabric:
                 nets[plan.fabric.network] = fabric[node.name]
             return nets
 
-        env = ibsim_environment(plan.mgmt.gateway, plan.ibsim_port, node.sim_host) if node.sim_host else {}
+        env = (
+            ibsim_environment(plan.mgmt.gateway, plan.ibsim_port, node.sim_host)
+            if node.sim_host
+            else {}
+        )
         config = pulumi.Output.all(
-            image.tag, login.public_key, host_key.private_key, host_key.public_key, addresses, fabric_addresses
+            image.tag,
+            login.public_key,
+            host_key.private_key,
+            host_key.public_key,
+            addresses,
+            fabric_addresses,
         ).apply(
             lambda v: {
-                "name": node.name, "container": node.container, "image": v[0], "networks": networks(v[4], v[5]),
-                "authorized_key": v[1], "host_key_private": v[2], "host_key_public": v[3], "environment": env,
+                "name": node.name,
+                "container": node.container,
+                "image": v[0],
+                "networks": networks(v[4], v[5]),
+                "authorized_key": v[1],
+                "host_key_private": v[2],
+                "host_key_public": v[3],
+                "environment": env,
                 "labels": {"railyard.stack": plan.stack, "railyard.prefix": plan.prefix},
             }
         )
         address = addresses.apply(lambda a: a[node.name])
-        return LabNode(f"{name}-{node.name}", config, address, plan.ssh_user, login.private_key,
-                       pulumi.ResourceOptions(parent=self, depends_on=deps))
+        return LabNode(
+            f"{name}-{node.name}",
+            config,
+            address,
+            plan.ssh_user,
+            login.private_key,
+            pulumi.ResourceOptions(parent=self, depends_on=deps),
+        )

@@ -27,7 +27,9 @@ class MungeKeyProvider(ResourceProvider):
     """Generates the key once; it never changes while the resource exists."""
 
     def create(self, props: dict[str, Any]) -> CreateResult:
-        return CreateResult(id_=f"munge-key-{secrets.token_hex(4)}", outs={"key": secrets.token_urlsafe(KEY_BYTES)})
+        return CreateResult(
+            id_=f"munge-key-{secrets.token_hex(4)}", outs={"key": secrets.token_urlsafe(KEY_BYTES)}
+        )
 
     def diff(self, _id: str, _olds: dict[str, Any], _news: dict[str, Any]) -> DiffResult:
         return DiffResult(changes=False)
@@ -40,21 +42,30 @@ class MungeKey(pulumi.dynamic.Resource):
 
     def __init__(self, name: str, opts: pulumi.ResourceOptions | None = None) -> None:
         secret = pulumi.ResourceOptions(additional_secret_outputs=["key"])
-        super().__init__(MungeKeyProvider(), name, {"key": None}, pulumi.ResourceOptions.merge(opts, secret))
+        super().__init__(
+            MungeKeyProvider(), name, {"key": None}, pulumi.ResourceOptions.merge(opts, secret)
+        )
 
 
 def _checked(key: str, where: str) -> str:
     if len(key.encode()) < MIN_KEY_LENGTH:
-        raise ValueError(f"{where}: the munge key is {len(key.encode())} bytes; munge needs at least "
-                         f"{MIN_KEY_LENGTH} (e.g. `pulumi config set --secret KEY \"$(openssl rand -base64 96)\"`)")
+        raise ValueError(
+            f"{where}: the munge key is {len(key.encode())} bytes; munge needs at least "
+            f'{MIN_KEY_LENGTH} (e.g. `pulumi config set --secret KEY "$(openssl rand -base64 96)"`)'
+        )
     return key
 
 
-def munge_key(name: str, spec: ClusterSpec, opts: pulumi.ResourceOptions | None = None) -> pulumi.Output[str]:
+def munge_key(
+    name: str, spec: ClusterSpec, opts: pulumi.ResourceOptions | None = None
+) -> pulumi.Output[str]:
     """The stack's munge key as a secret Output: ``slurm.munge_key``'s config secret, or generated."""
     ref = spec.slurm.munge_key
     if ref is None:
         return pulumi.Output.secret(MungeKey(f"{name}-munge-key", opts=opts).key)
-    value = config_secret(ref.config, "slurm.munge_key.config",
-                          '"$(openssl rand -base64 96)"` or drop slurm.munge_key to let the stack generate one')
+    value = config_secret(
+        ref.config,
+        "slurm.munge_key.config",
+        '"$(openssl rand -base64 96)"` or drop slurm.munge_key to let the stack generate one',
+    )
     return pulumi.Output.secret(value.apply(lambda k: _checked(k, "slurm.munge_key.config")))

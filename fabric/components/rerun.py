@@ -60,7 +60,9 @@ class RerunProvider(ResourceProvider):
         return [k for k in self.RERUN_ON if olds.get(k) != news.get(k)]
 
     def create(self, props: dict[str, Any]) -> CreateResult:
-        return CreateResult(id_=f"{self.ID_PREFIX}-{props['stack']}", outs={**props, **self.run(props)})
+        return CreateResult(
+            id_=f"{self.ID_PREFIX}-{props['stack']}", outs={**props, **self.run(props)}
+        )
 
     def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
         return DiffResult(changes=bool(self.changed_inputs(olds, news)), replaces=[])

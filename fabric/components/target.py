@@ -54,8 +54,12 @@ class TargetCluster(pulumi.ComponentResource):
         self.inventory = pulumi.Output.from_input(inventory)
         self.hosts = pulumi.Output.from_input(hosts)
         self.switches = pulumi.Output.from_input(switches if switches is not None else {})
-        self.fabric = pulumi.Output.from_input(fabric if fabric is not None else {"kind": spec.fabric.kind})
-        self.bmc_endpoints = pulumi.Output.from_input(bmc_endpoints if bmc_endpoints is not None else {})
+        self.fabric = pulumi.Output.from_input(
+            fabric if fabric is not None else {"kind": spec.fabric.kind}
+        )
+        self.bmc_endpoints = pulumi.Output.from_input(
+            bmc_endpoints if bmc_endpoints is not None else {}
+        )
         self.state_dir = pulumi.Output.from_input(
             state_dir if state_dir is not None else str(StateLayout(pulumi.get_stack()).dir)
         )
@@ -84,5 +88,7 @@ def target_inventory(
     layout = StateLayout(pulumi.get_stack())
     key, known = config.get("sshPrivateKeyFile"), config.get("knownHostsFile")
     return pulumi.Output.from_input(addresses).apply(
-        lambda a: provisioned_inventory(spec, a, layout, private_key_file=key, known_hosts_file=known)
+        lambda a: provisioned_inventory(
+            spec, a, layout, private_key_file=key, known_hosts_file=known
+        )
     )

@@ -38,7 +38,9 @@ def run(props: dict[str, Any]) -> dict[str, Any]:
         spec_file.write_text(props["spec_json"])
         outcome = run_checks(props["stack"], limit=props.get("limit"), quiet=True, spec=spec_file)
     if not outcome.ok:
-        raise RuntimeError(f"verification failed: {outcome.summary()}\nreports: {outcome.report_dir}")
+        raise RuntimeError(
+            f"verification failed: {outcome.summary()}\nreports: {outcome.report_dir}"
+        )
     return {
         "passed": sum(1 for r in outcome.results if r.outcome == "passed"),
         "failed": 0,

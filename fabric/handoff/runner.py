@@ -70,7 +70,9 @@ def inventory_path(stack: str, state_root: Path | None = None) -> Path:
     """``state/<stack>/inventory.yml``; a HandoffError saying how to make it when absent."""
     path = StateLayout(stack, state_root).inventory
     if not path.is_file():
-        raise HandoffError(f"no inventory at {path}: provision the stack first (pulumi up --stack {stack})")
+        raise HandoffError(
+            f"no inventory at {path}: provision the stack first (pulumi up --stack {stack})"
+        )
     return path
 
 
@@ -100,7 +102,9 @@ def resolve_playbook(playbook: str | Path) -> Path:
     for candidate in (Path(playbook), REPO_ROOT / playbook, REPO_ROOT / "playbooks" / playbook):
         if candidate.is_file():
             return candidate.resolve()
-    raise HandoffError(f"no playbook {playbook!r} (looked in . , {REPO_ROOT} and {REPO_ROOT / 'playbooks'})")
+    raise HandoffError(
+        f"no playbook {playbook!r} (looked in . , {REPO_ROOT} and {REPO_ROOT / 'playbooks'})"
+    )
 
 
 def new_artifacts_dir(stack: str, artifacts_root: Path = ARTIFACTS_ROOT) -> Path:
@@ -158,8 +162,10 @@ def run_playbook(
     if spec is not None and spec.target == "lab":
         env.setdefault("ANSIBLE_FORKS", str(LAB_FORKS))
     summary = EventSummary(emit=emit)
-    emit(f"running {book.relative_to(REPO_ROOT) if book.is_relative_to(REPO_ROOT) else book} "
-         f"on stack {stack}{f' (limit {limit})' if limit else ''}; artifacts in {private}")
+    emit(
+        f"running {book.relative_to(REPO_ROOT) if book.is_relative_to(REPO_ROOT) else book} "
+        f"on stack {stack}{f' (limit {limit})' if limit else ''}; artifacts in {private}"
+    )
     with secret_vars_file(secret_vars or {}) as secrets_file, without_sensitive_env():
         runner = ansible_runner.run(
             private_data_dir=str(private),
@@ -180,11 +186,15 @@ def run_playbook(
 
 
 #: What the hand-off writes next to a stack's inventory (relative to ``state/<stack>/``).
-HANDOFF_FILES = tuple(p.relative_to(StateLayout("_", Path("/")).dir).as_posix()
-                      for p in StateLayout("_", Path("/")).handoff_files)
+HANDOFF_FILES = tuple(
+    p.relative_to(StateLayout("_", Path("/")).dir).as_posix()
+    for p in StateLayout("_", Path("/")).handoff_files
+)
 
 
-def remove_handoff_files(stack: str, state_root: Path | None = None, *, inventory: bool = False) -> list[Path]:
+def remove_handoff_files(
+    stack: str, state_root: Path | None = None, *, inventory: bool = False
+) -> list[Path]:
     """Delete the files the hand-off wrote for ``stack`` (and folders left empty); return them.
 
     ``inventory``: the inventory too (a target whose inventory only the hand-off writes)."""

@@ -25,7 +25,11 @@ def stack_output(stack: str, name: str, cwd: Path) -> str | None:
         return None
     proc = subprocess.run(
         [pulumi, "stack", "output", "--json", "--show-secrets", "--stack", stack],
-        cwd=cwd, capture_output=True, text=True, check=False, timeout=120,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
     )
     if proc.returncode != 0:
         return None

@@ -134,7 +134,9 @@ class EventSummary:
     def _flush_task(self) -> None:
         """Emit the finished task's one line (nothing for a task skipped everywhere)."""
         tally, self._task_hosts = self._task_hosts, {}
-        if not self._task or not any(tally.get(k) for k in ("changed", "ok", "failed", "unreachable")):
+        if not self._task or not any(
+            tally.get(k) for k in ("changed", "ok", "failed", "unreachable")
+        ):
             return
         parts = []
         for outcome in ("failed", "unreachable", "changed"):
@@ -208,8 +210,13 @@ class EventSummary:
     def _recap(self, data: Mapping[str, Any]) -> None:
         """Take Ansible's own PLAY RECAP counts, which are authoritative."""
         self._recap_seen = True
-        keys = {"ok": "ok", "changed": "changed", "failures": "failed", "dark": "unreachable",
-                "skipped": "skipped"}
+        keys = {
+            "ok": "ok",
+            "changed": "changed",
+            "failures": "failed",
+            "dark": "unreachable",
+            "skipped": "skipped",
+        }
         recap: dict[str, HostCounts] = {}
         for src, dst in keys.items():
             for h, n in (data.get(src) or {}).items():
@@ -222,5 +229,11 @@ class EventSummary:
 
     def result(self, playbook: str, status: str, rc: int, artifacts: Path) -> PlaybookResult:
         """The typed result of the run."""
-        return PlaybookResult(playbook=playbook, status=status, rc=rc, hosts=dict(self.hosts),
-                              failures=list(self.failures), artifacts=artifacts)
+        return PlaybookResult(
+            playbook=playbook,
+            status=status,
+            rc=rc,
+            hosts=dict(self.hosts),
+            failures=list(self.failures),
+            artifacts=artifacts,
+        )

@@ -16,8 +16,8 @@ import yaml
 
 from fabric.hostlist import compress
 from fabric.spec import ClusterSpec
-from fabric.topology.render import render
 from fabric.topology.from_spec import graph_from_spec
+from fabric.topology.render import render
 
 #: OpenSM partition member keywords (man opensm, PARTITION CONFIGURATION).
 SM_MEMBER_KEYWORDS = ("ALL", "ALL_CAS", "ALL_SWITCHES", "SELF")
@@ -147,8 +147,13 @@ def subnet_manager_vars(spec: ClusterSpec) -> dict[str, Any]:
                 f"{', '.join(SM_MEMBER_KEYWORDS)}."
             )
         partitions.append(
-            {"name": p.name, "pkey": p.pkey, "members": p.members, "membership": p.membership,
-             "ipoib": p.ipoib}
+            {
+                "name": p.name,
+                "pkey": p.pkey,
+                "members": p.members,
+                "membership": p.membership,
+                "ipoib": p.ipoib,
+            }
         )
     out: dict[str, Any] = {
         "subnet_manager_routing_engine": ib.routing_engine,
@@ -190,7 +195,9 @@ def slurm_vars(spec: ClusterSpec) -> dict[str, Any]:
     compute = spec.hosts_with_role("compute")
     controller = spec.slurm.controller or next(iter(spec.hosts_with_role("controller")), None)
     if controller is None:
-        raise HandoffError("slurm.controller: no controller host declared (and no node has role controller)")
+        raise HandoffError(
+            "slurm.controller: no controller host declared (and no node has role controller)"
+        )
     if controller not in spec.hosts:
         raise HandoffError(f"slurm.controller: {controller!r} is not a declared host")
     nodes = []
@@ -238,8 +245,11 @@ def slurm_topology_vars(spec: ClusterSpec, slurm_nodes: list[str]) -> dict[str, 
             "distribution's Slurm (22.05 on Debian 12). Use tree."
         )
     if spec.fabric.topology is None:
-        return {"slurm_topology_plugin": "none", "slurm_topology_conf": "",
-                "railyard_topology_discover": False}
+        return {
+            "slurm_topology_plugin": "none",
+            "slurm_topology_conf": "",
+            "railyard_topology_discover": False,
+        }
     conf = render(graph_from_spec(spec), "tree", slurm_nodes)
     return {
         "slurm_topology_plugin": "tree",
@@ -255,7 +265,9 @@ def write_group_vars(spec: ClusterSpec, state_dir: Path) -> Path:
 
     path = StateLayout.at(state_dir).group_vars_all
     path.parent.mkdir(parents=True, exist_ok=True)
-    header = "# Generated from the cluster spec by fabric.handoff.vars; edit the spec, not this file.\n"
+    header = (
+        "# Generated from the cluster spec by fabric.handoff.vars; edit the spec, not this file.\n"
+    )
     text = header + yaml.dump(
         role_vars_from_spec(spec), Dumper=_Dumper, sort_keys=True, default_flow_style=False
     )

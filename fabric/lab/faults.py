@@ -24,8 +24,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from fabric.topology.ibsim import SPEED_MASKS, sim_host
 from fabric.lab.ibsim_clients import SimClient, dead_clients, parse_attached
+from fabric.topology.ibsim import SPEED_MASKS, sim_host
 
 PROMPT = "sim> "
 #: The label every lab node container carries (``fabric.components.lab``): the lab made it.
@@ -49,7 +49,9 @@ class IbsimConsole:
     def send(self, command: str, timeout: float = 5.0) -> str:
         """Send one command; return ibsim's reply (what it appended to its log up to the prompt)."""
         if not self.available():
-            raise FaultError(f"{self.fifo} is not an ibsim console FIFO (is the lab's ibsim running?)")
+            raise FaultError(
+                f"{self.fifo} is not an ibsim console FIFO (is the lab's ibsim running?)"
+            )
         if self.log is None or not self.log.exists():
             raise FaultError(f"ibsim log {self.log} not found: replies cannot be read")
         with open(self.log, "rb") as lock:
@@ -75,7 +77,9 @@ class IbsimConsole:
             if PROMPT in text:
                 return text.split(PROMPT, 1)[0]
             if time.monotonic() > deadline:
-                raise FaultError(f"ibsim gave no prompt after {command!r} within {timeout:.0f}s; see {self.log}")
+                raise FaultError(
+                    f"ibsim gave no prompt after {command!r} within {timeout:.0f}s; see {self.log}"
+                )
             time.sleep(0.05)
 
     def attached(self) -> list[SimClient]:
@@ -145,13 +149,17 @@ def set_link_speed(host, hca_port: int, switch_port: int, speed: str) -> None:  
     try:
         mask = SPEED_MASKS[speed][1]
     except KeyError:
-        raise FaultError(f"speed {speed!r} has no extended-speed mask; use one of FDR, EDR, HDR") from None
+        raise FaultError(
+            f"speed {speed!r} has no extended-speed mask; use one of FDR, EDR, HDR"
+        ) from None
     if not mask:
         raise FaultError(f"speed {speed!r} is not an extended speed; use one of FDR, EDR, HDR")
     for path, port in (("0", hca_port), (f"0,{hca_port}", switch_port)):
         result = host.run(f"ibportstate -D {path} {port} espeed {mask}")
         if result.rc != 0:
-            raise FaultError(f"ibportstate -D {path} {port} espeed {mask} failed: {(result.stdout + result.stderr).strip()[-300:]}")
+            raise FaultError(
+                f"ibportstate -D {path} {port} espeed {mask} failed: {(result.stdout + result.stderr).strip()[-300:]}"
+            )
 
 
 def parse_container_pid(inspect_json: str, container: str) -> int:
@@ -163,14 +171,20 @@ def parse_container_pid(inspect_json: str, container: str) -> int:
     try:
         data = json.loads(inspect_json)[0]
     except (ValueError, IndexError, TypeError) as exc:
-        raise FaultError(f"podman container inspect {container}: unreadable output ({exc})") from None
+        raise FaultError(
+            f"podman container inspect {container}: unreadable output ({exc})"
+        ) from None
     labels = (data.get("Config") or {}).get("Labels") or {}
     if LAB_LABEL not in labels:
-        raise FaultError(f"container {container} has no {LAB_LABEL} label: not a lab node, its namespace is left alone")
+        raise FaultError(
+            f"container {container} has no {LAB_LABEL} label: not a lab node, its namespace is left alone"
+        )
     state = data.get("State") or {}
     pid = int(state.get("Pid") or 0)
     if not state.get("Running") or pid <= 0:
-        raise FaultError(f"container {container} is not running (state {state.get('Status', '?')}): no network namespace")
+        raise FaultError(
+            f"container {container} is not running (state {state.get('Status', '?')}): no network namespace"
+        )
     return pid
 
 
@@ -183,16 +197,20 @@ def parse_link_mtu(ip_json: str, netdev: str) -> int:
     for link in links if isinstance(links, list) else []:
         if link.get("ifname") == netdev and isinstance(link.get("mtu"), int):
             return int(link["mtu"])
-    raise FaultError(f"ip -j link show dev {netdev}: no MTU for {netdev} in {ip_json.strip()[:200]!r}")
+    raise FaultError(
+        f"ip -j link show dev {netdev}: no MTU for {netdev} in {ip_json.strip()[:200]!r}"
+    )
 
 
 def _host_run(args: list[str], what: str) -> str:
     try:
-        proc = subprocess.run(args, capture_output=True, text=True, timeout=30)
+        proc = subprocess.run(args, capture_output=True, text=True, timeout=30, check=False)
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise FaultError(f"{what}: {' '.join(args)}: {exc}") from None
     if proc.returncode != 0:
-        raise FaultError(f"{what}: {' '.join(args)} exited {proc.returncode}: {(proc.stderr or proc.stdout).strip()[-300:]}")
+        raise FaultError(
+            f"{what}: {' '.join(args)} exited {proc.returncode}: {(proc.stderr or proc.stdout).strip()[-300:]}"
+        )
     return proc.stdout
 
 
@@ -214,9 +232,13 @@ def set_container_mtu(container: str, netdev: str, mtu: int) -> int:
         raise FaultError(f"{where}: no container {container}: {proc.stderr.strip()[-200:]}")
     pid = parse_container_pid(proc.stdout, container)
     netns = ["nsenter", "-t", str(pid), "-n"]
-    before = parse_link_mtu(_host_run([*netns, "ip", "-j", "link", "show", "dev", netdev], where), netdev)
+    before = parse_link_mtu(
+        _host_run([*netns, "ip", "-j", "link", "show", "dev", netdev], where), netdev
+    )
     _host_run([*netns, "ip", "link", "set", "dev", netdev, "mtu", str(mtu)], where)
-    after = parse_link_mtu(_host_run([*netns, "ip", "-j", "link", "show", "dev", netdev], where), netdev)
+    after = parse_link_mtu(
+        _host_run([*netns, "ip", "-j", "link", "show", "dev", netdev], where), netdev
+    )
     if after != mtu:
         raise FaultError(f"{where}: the MTU reads {after} after setting it")
     return before

@@ -47,9 +47,17 @@ def parse_attached(text: str) -> list[SimClient]:
     for line in text.splitlines():
         match = _CLIENT.match(line.strip().removeprefix("sim> ").strip())
         if match:
-            out.append(SimClient(id=int(match["id"]), pid=int(match["pid"]), node=match["node"],
-                                 port_guid="0x" + match["guid"].lower().rjust(16, "0"), lid=int(match["lid"]),
-                                 qp=int(match["qp"]), sm=bool(match["sm"])))
+            out.append(
+                SimClient(
+                    id=int(match["id"]),
+                    pid=int(match["pid"]),
+                    node=match["node"],
+                    port_guid="0x" + match["guid"].lower().rjust(16, "0"),
+                    lid=int(match["lid"]),
+                    qp=int(match["qp"]),
+                    sm=bool(match["sm"]),
+                )
+            )
     return out
 
 
@@ -63,7 +71,9 @@ def bound_udp_ports(ss_output: str) -> set[int]:
     return ports
 
 
-def dead_clients(clients: list[SimClient], host: str, alive_pids: Callable[[str, list[int]], set[int]]) -> list[SimClient]:
+def dead_clients(
+    clients: list[SimClient], host: str, alive_pids: Callable[[str, list[int]], set[int]]
+) -> list[SimClient]:
     """Clients registered for ``host`` whose process no longer runs there.
 
     ``alive_pids(host, pids)`` returns the subset of ``pids`` (UDP ports in remote mode) that

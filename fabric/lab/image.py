@@ -63,8 +63,11 @@ def cache_dir() -> Path:
     return Path(base) / "railyard" / "images"
 
 
-def _run(cmd: list[str], step: str, fix: str) -> None:
-    proc = subprocess.run(cmd, capture_output=True, text=True)
+def _run(cmd: list[str], step: str, fix: str, timeout: float = 3600) -> None:
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, check=False, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise ImageError(f"{step} did not finish in {timeout:.0f} s\nfix: {fix}") from None
     if proc.returncode != 0:
         tail = "\n".join((proc.stderr or proc.stdout).strip().splitlines()[-15:])
         raise ImageError(f"{step} failed ({proc.returncode}): {tail}\nfix: {fix}")
@@ -74,7 +77,13 @@ def _build_rootfs(rootfs: Path) -> None:
     if shutil.which("debootstrap") is None:
         raise ImageError("debootstrap is not installed: apt-get install debootstrap")
     _run(
-        ["debootstrap", "--variant=minbase", f"--include={','.join(packages())}", SUITE, str(rootfs)],
+        [
+            "debootstrap",
+            "--variant=minbase",
+            f"--include={','.join(packages())}",
+            SUITE,
+            str(rootfs),
+        ],
         "debootstrap",
         "check that the Debian mirror configured for debootstrap is reachable and that every name "
         f"in {PACKAGES_FILE} exists in {SUITE}",
@@ -142,5 +151,7 @@ def _ensure_image() -> str:
         try:
             podman(["import", "--change", "CMD=/sbin/init", str(tarball), tag], timeout=900)
         except PodmanError as exc:
-            raise ImageError(f"podman import of {tarball} failed: {exc}\nfix: delete {tarball} and retry") from exc
+            raise ImageError(
+                f"podman import of {tarball} failed: {exc}\nfix: delete {tarball} and retry"
+            ) from exc
     return tag

@@ -24,10 +24,16 @@ def generate(comment: str, kind: str = "ed25519") -> KeyPair:
             ["ssh-keygen", "-q", "-t", kind, "-N", "", "-C", comment, "-f", str(path)],
             capture_output=True,
             text=True,
+            check=False,
+            timeout=60,
         )
         if proc.returncode != 0:
-            raise RuntimeError(f"ssh-keygen failed: {proc.stderr.strip()} (apt-get install openssh-client)")
-        return KeyPair(private_key=path.read_text(), public_key=path.with_suffix(".pub").read_text().strip())
+            raise RuntimeError(
+                f"ssh-keygen failed: {proc.stderr.strip()} (apt-get install openssh-client)"
+            )
+        return KeyPair(
+            private_key=path.read_text(), public_key=path.with_suffix(".pub").read_text().strip()
+        )
 
 
 def known_hosts_line(names: list[str], public_key: str) -> str:

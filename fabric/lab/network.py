@@ -33,7 +33,7 @@ class NetworkInfo(BaseModel):
 
 
 def _ip(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-    proc = subprocess.run(["ip", *args], capture_output=True, text=True)
+    proc = subprocess.run(["ip", *args], capture_output=True, text=True, check=False, timeout=30)
     if check and proc.returncode != 0:
         raise NetworkError(f"ip {' '.join(args)} failed: {proc.stderr.strip()}")
     return proc
@@ -98,7 +98,17 @@ def _ensure_bridge(info: NetworkInfo) -> None:
     if not bridge_up(info):
         _ip("addr", "replace", f"{info.gateway}/{prefix}", "dev", info.bridge)
     if not _link_exists(port):
-        _ip("link", "add", port, *(["mtu", str(info.mtu)] if info.mtu else []), "type", "veth", "peer", "name", peer)
+        _ip(
+            "link",
+            "add",
+            port,
+            *(["mtu", str(info.mtu)] if info.mtu else []),
+            "type",
+            "veth",
+            "peer",
+            "name",
+            peer,
+        )
     _ip("link", "set", port, "master", info.bridge, "up")
     _ip("link", "set", peer, "up")
     _ip("link", "set", info.bridge, "up")
@@ -109,7 +119,9 @@ def ensure_network(name: str, subnet: str, gateway: str, mtu: int | None = None)
     mtu = int(mtu) if mtu else None  # a dynamic provider's inputs hold numbers as floats (9000.0)
     net = ipaddress.ip_network(subnet)
     if ipaddress.ip_address(gateway) not in net:
-        raise NetworkError(f"gateway {gateway} is not inside {subnet}: fix the spec's network gateway")
+        raise NetworkError(
+            f"gateway {gateway} is not inside {subnet}: fix the spec's network gateway"
+        )
     info = inspect(name)
     if info is None:
         clashes = _overlapping(net, name)
@@ -118,7 +130,16 @@ def ensure_network(name: str, subnet: str, gateway: str, mtu: int | None = None)
                 f"subnet {subnet} for network {name} overlaps podman network(s) {', '.join(clashes)}: "
                 "choose another subnet inside 198.18.0.0/15 in the spec, or remove that network"
             )
-        args = ["network", "create", "--internal", "--disable-dns", "--subnet", subnet, "--gateway", gateway]
+        args = [
+            "network",
+            "create",
+            "--internal",
+            "--disable-dns",
+            "--subnet",
+            subnet,
+            "--gateway",
+            gateway,
+        ]
         if mtu:
             args += ["-o", f"mtu={mtu}"]
         try:
@@ -141,7 +162,9 @@ def remove_network(name: str, bridge: str | None = None) -> None:
     info = inspect(name)
     if info is not None:
         bridge = info.bridge
-        users = podman(["ps", "-a", "--filter", f"network={name}", "--format", "{{.Names}}"]).stdout.split()
+        users = podman(
+            ["ps", "-a", "--filter", f"network={name}", "--format", "{{.Names}}"]
+        ).stdout.split()
         if users:
             raise NetworkError(f"network {name} still has containers {users}: remove them first")
         podman(["network", "rm", name])

@@ -60,12 +60,22 @@ def _files(cfg: NodeConfig) -> list[tuple[str, str, int]]:
         default = " ".join(f"{k}={v}" for k, v in cfg.environment.items())
         files += [
             ("etc/environment", env_lines, 0o644),
-            (IBSIM_DROPIN, f"# ibsim client environment (railyard lab)\n[Manager]\nDefaultEnvironment={default}\n", 0o644),
+            (
+                IBSIM_DROPIN,
+                f"# ibsim client environment (railyard lab)\n[Manager]\nDefaultEnvironment={default}\n",
+                0o644,
+            ),
         ]
         # PID 1 is not preloaded, so it cannot see the simulated /sys/class/infiniband_mad:
         # drop the unit condition; the units' own commands run preloaded and find the HCA.
         for unit in SIM_CONDITION_UNITS:
-            files.append((f"etc/systemd/system/{unit}.d/railyard-ibsim.conf", "[Unit]\nConditionPathExists=\n", 0o644))
+            files.append(
+                (
+                    f"etc/systemd/system/{unit}.d/railyard-ibsim.conf",
+                    "[Unit]\nConditionPathExists=\n",
+                    0o644,
+                )
+            )
     return files
 
 
@@ -89,7 +99,9 @@ def _tar(files: list[tuple[str, str, int]]) -> bytes:
 def create_node(cfg: NodeConfig) -> None:
     """Create the node's container, copy its keys and environment in, then start it."""
     if exists("container", cfg.container):
-        raise NodeError(f"container {cfg.container} already exists: remove it or run the stack's destroy")
+        raise NodeError(
+            f"container {cfg.container} already exists: remove it or run the stack's destroy"
+        )
     args = ["create", "--name", cfg.container, "--hostname", cfg.name, "--systemd=always"]
     # Interfaces are named in network-name order (eth0, eth1 ...): podman would number a
     # container's networks in a random order, and a RoCE spec names its fabric netdev.

@@ -61,10 +61,14 @@ class LabPlan(BaseModel):
     notifier_port: int
 
 
-def _net(field: str, name: str, subnet: str, gateway: str | None, mtu: int | None = None) -> NetPlan:
+def _net(
+    field: str, name: str, subnet: str, gateway: str | None, mtu: int | None = None
+) -> NetPlan:
     net = ipaddress.ip_network(subnet)
     if not net.subnet_of(LAB_RANGE):  # type: ignore[arg-type]
-        raise LabPlanError(f"{field}: {net} is outside the lab range {LAB_RANGE}; pick a subnet inside it")
+        raise LabPlanError(
+            f"{field}: {net} is outside the lab range {LAB_RANGE}; pick a subnet inside it"
+        )
     if net.num_addresses < 16:
         raise LabPlanError(f"{field}: {net} is too small; use a /28 or larger")
     gw = gateway or str(next(net.hosts()))
@@ -79,8 +83,12 @@ def _in(address: str, net: ipaddress.IPv4Network | ipaddress.IPv6Network) -> boo
 
 
 def allocate(
-    previous: Mapping[str, str], hosts: Sequence[str], subnet: str, gateway: str,
-    fixed: Mapping[str, str] | None = None, field: str = "management.addresses",
+    previous: Mapping[str, str],
+    hosts: Sequence[str],
+    subnet: str,
+    gateway: str,
+    fixed: Mapping[str, str] | None = None,
+    field: str = "management.addresses",
 ) -> dict[str, str]:
     """Return host -> address for ``hosts`` in ``subnet``, keeping ``previous`` where it can.
 
@@ -93,14 +101,20 @@ def allocate(
     net = ipaddress.ip_network(subnet)
     gw = ipaddress.ip_address(gateway)
     fixed = dict(fixed or {})
-    reserved = {str(a) for a in (net.network_address, net.broadcast_address) if net.num_addresses > 2}
+    reserved = {
+        str(a) for a in (net.network_address, net.broadcast_address) if net.num_addresses > 2
+    }
     owners: dict[str, str] = {}
     for host, address in fixed.items():
         ip = ipaddress.ip_address(address)
         if ip not in net or str(ip) in reserved or ip == gw:
-            raise LabPlanError(f"{field}.{host}: {address} is not a usable address of {net} (gateway {gw})")
+            raise LabPlanError(
+                f"{field}.{host}: {address} is not a usable address of {net} (gateway {gw})"
+            )
         if str(ip) in owners:
-            raise LabPlanError(f"{field}.{host}: {address} is already the address of {owners[str(ip)]!r}")
+            raise LabPlanError(
+                f"{field}.{host}: {address} is already the address of {owners[str(ip)]!r}"
+            )
         owners[str(ip)] = host
     out: dict[str, str] = {h: str(ipaddress.ip_address(fixed[h])) for h in hosts if h in fixed}
     taken = set(owners) | {str(gw)}
@@ -112,12 +126,18 @@ def allocate(
             out[host] = old
             taken.add(old)
     taken |= set(previous.values())
-    free = (str(a) for i, a in enumerate(net.hosts(), start=1) if i >= FIRST_HOST_OFFSET and str(a) not in taken)
+    free = (
+        str(a)
+        for i, a in enumerate(net.hosts(), start=1)
+        if i >= FIRST_HOST_OFFSET and str(a) not in taken
+    )
     for host in hosts:
         if host not in out:
             address = next(free, None)
             if address is None:
-                raise LabPlanError(f"{field}: {net} has no free address left for {host}; use a larger subnet")
+                raise LabPlanError(
+                    f"{field}: {net} has no free address left for {host}; use a larger subnet"
+                )
             out[host] = address
     return {h: out[h] for h in hosts}
 
@@ -129,8 +149,12 @@ def plan_lab(spec: ClusterSpec, stack: str, prefix: str, state_dir: str) -> LabP
     if spec.management.ssh_user != "root":
         raise LabPlanError("management.ssh_user: lab nodes log in as root; set ssh_user: root")
     lab = spec.lab or LabSpec()
-    mgmt = _net("management.subnet", f"{prefix}-mgmt", str(spec.management.subnet),
-                str(spec.management.gateway) if spec.management.gateway else None)
+    mgmt = _net(
+        "management.subnet",
+        f"{prefix}-mgmt",
+        str(spec.management.subnet),
+        str(spec.management.gateway) if spec.management.gateway else None,
+    )
     bmc_subnet = str(spec.bmc.subnet) if spec.bmc and spec.bmc.subnet else DEFAULT_BMC_SUBNET
     bmc = _net("bmc.subnet", f"{prefix}-bmc", bmc_subnet, None)
     fabric = None
@@ -139,9 +163,13 @@ def plan_lab(spec: ClusterSpec, stack: str, prefix: str, state_dir: str) -> LabP
         fabric = _net("lab.roce_subnet", f"{prefix}-fabric", roce_subnet, None, spec.fabric.mtu)
     subnets = [ipaddress.ip_network(n.subnet) for n in (mgmt, bmc, fabric) if n]
     if any(a.overlaps(b) for i, a in enumerate(subnets) for b in subnets[i + 1 :]):
-        raise LabPlanError(f"lab subnets overlap: {[str(s) for s in subnets]}; give each network its own subnet")
+        raise LabPlanError(
+            f"lab subnets overlap: {[str(s) for s in subnets]}; give each network its own subnet"
+        )
     fixed = {h: str(a) for h, a in spec.management.addresses.items()}
-    allocate({}, list(spec.hosts), mgmt.subnet, mgmt.gateway, fixed)  # fail early on a bad pin or a full subnet
+    allocate(
+        {}, list(spec.hosts), mgmt.subnet, mgmt.gateway, fixed
+    )  # fail early on a bad pin or a full subnet
     ib = spec.fabric.kind == "infiniband"
     nodes = []
     for host, group in spec.hosts.items():
@@ -154,7 +182,17 @@ def plan_lab(spec: ClusterSpec, stack: str, prefix: str, state_dir: str) -> LabP
             )
         )
     return LabPlan(
-        stack=stack, prefix=prefix, state_dir=state_dir, ssh_user=spec.management.ssh_user,
-        mgmt=mgmt, bmc=bmc, fabric=fabric, nodes=nodes, fixed=fixed, ibsim=ib and any(n.sim_host for n in nodes),
-        ibsim_port=lab.ibsim_port, bmc_port=lab.bmc_port, notifier_port=lab.bmc_port + 1,
+        stack=stack,
+        prefix=prefix,
+        state_dir=state_dir,
+        ssh_user=spec.management.ssh_user,
+        mgmt=mgmt,
+        bmc=bmc,
+        fabric=fabric,
+        nodes=nodes,
+        fixed=fixed,
+        ibsim=ib and any(n.sim_host for n in nodes),
+        ibsim_port=lab.ibsim_port,
+        bmc_port=lab.bmc_port,
+        notifier_port=lab.bmc_port + 1,
     )

@@ -33,17 +33,31 @@ def podman(
     if exe is None:
         raise PodmanError("podman is not installed: apt-get install podman runc")
     raw = subprocess.run(
-        [exe, *args], input=input, capture_output=True, env=podman_env(), timeout=timeout
+        [exe, *args],
+        input=input,
+        capture_output=True,
+        env=podman_env(),
+        timeout=timeout,
+        check=False,
     )
     proc = subprocess.CompletedProcess(
-        raw.args, raw.returncode, raw.stdout.decode(errors="replace"), raw.stderr.decode(errors="replace")
+        raw.args,
+        raw.returncode,
+        raw.stdout.decode(errors="replace"),
+        raw.stderr.decode(errors="replace"),
     )
     if check and proc.returncode != 0:
-        raise PodmanError(f"podman {' '.join(args)} failed ({proc.returncode}): {proc.stderr.strip()}")
+        raise PodmanError(
+            f"podman {' '.join(args)} failed ({proc.returncode}): {proc.stderr.strip()}"
+        )
     return proc
 
 
 def exists(kind: str, name: str) -> bool:
     """Return whether a podman object of ``kind`` (image, container, network) named ``name`` exists."""
-    sub = {"image": ["image", "exists"], "container": ["container", "exists"], "network": ["network", "exists"]}
+    sub = {
+        "image": ["image", "exists"],
+        "container": ["container", "exists"],
+        "network": ["network", "exists"],
+    }
     return podman([*sub[kind], name], check=False).returncode == 0

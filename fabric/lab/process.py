@@ -43,7 +43,10 @@ def alive(helper: Helper) -> bool:
 
 
 def start(
-    argv: Sequence[str], log: Path, env: dict[str, str] | None = None, stdin_fifo: Path | None = None
+    argv: Sequence[str],
+    log: Path,
+    env: dict[str, str] | None = None,
+    stdin_fifo: Path | None = None,
 ) -> Helper:
     """Start ``argv`` detached (new session, output appended to ``log``).
 
@@ -107,4 +110,6 @@ def wait_log(helper: Helper, needle: str, timeout: float = 20.0) -> None:
         if not alive(helper):
             raise RuntimeError(f"{helper.argv[0]} exited while starting; see {helper.log}")
         time.sleep(0.2)
-    raise RuntimeError(f"{helper.argv[0]} did not report {needle!r} within {timeout:.0f}s; see {helper.log}")
+    raise RuntimeError(
+        f"{helper.argv[0]} did not report {needle!r} within {timeout:.0f}s; see {helper.log}"
+    )

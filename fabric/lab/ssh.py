@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import io
-import socket
 import time
 from pathlib import Path
 
@@ -18,12 +17,16 @@ def _private_key(text: str) -> paramiko.PKey:
     return paramiko.Ed25519Key.from_private_key(io.StringIO(text))
 
 
-def host_keys_from(known_hosts: Path | None = None, entries: dict[str, str] | None = None) -> paramiko.HostKeys:
+def host_keys_from(
+    known_hosts: Path | None = None, entries: dict[str, str] | None = None
+) -> paramiko.HostKeys:
     """Return host keys from a known_hosts file and/or ``{address: "ssh-ed25519 AAAA..."}``."""
     keys = paramiko.HostKeys(str(known_hosts)) if known_hosts else paramiko.HostKeys()
     for host, public in (entries or {}).items():
         kind, blob = public.split()[:2]
-        keys.add(host, kind, paramiko.PKey.from_type_string(kind, __import__("base64").b64decode(blob)))
+        keys.add(
+            host, kind, paramiko.PKey.from_type_string(kind, __import__("base64").b64decode(blob))
+        )
     return keys
 
 
@@ -47,7 +50,7 @@ def connect(
             allow_agent=False,
             look_for_keys=False,
         )
-    except (OSError, socket.timeout, paramiko.SSHException) as exc:
+    except (TimeoutError, OSError, paramiko.SSHException) as exc:
         client.close()
         raise SshError(f"ssh {user}@{address}: {exc}") from exc
     return client
@@ -61,7 +64,12 @@ def run(client: paramiko.SSHClient, command: str, timeout: float = 60.0) -> tupl
 
 
 def wait_ssh(
-    address: str, *, user: str, private_key: str, host_keys: paramiko.HostKeys, timeout: float = 90.0
+    address: str,
+    *,
+    user: str,
+    private_key: str,
+    host_keys: paramiko.HostKeys,
+    timeout: float = 90.0,
 ) -> None:
     """Wait until ``address`` accepts our key and proves the expected host key."""
     deadline = time.monotonic() + timeout

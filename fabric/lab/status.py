@@ -61,7 +61,12 @@ def node_status(
     ssh, ports, error = False, [], None
     if running:
         try:
-            client = connect(str(node["address"]), user="root", private_key=key, host_keys=host_keys_from(known_hosts))
+            client = connect(
+                str(node["address"]),
+                user="root",
+                private_key=key,
+                host_keys=host_keys_from(known_hosts),
+            )
         except SshError as exc:
             error = str(exc)
         else:
@@ -72,13 +77,21 @@ def node_status(
                     if rc == 0:
                         report = parse(out)
                         ports = [
-                            PortStatus(device=d.name, port=p.port, state=p.state,
-                                       physical_state=p.physical_state, rate_gbps=float(p.rate_gbps))
-                            for d in report.devices for p in d.ports
+                            PortStatus(
+                                device=d.name,
+                                port=p.port,
+                                state=p.state,
+                                physical_state=p.physical_state,
+                                rate_gbps=float(p.rate_gbps),
+                            )
+                            for d in report.devices
+                            for p in d.ports
                         ]
                     else:
                         error = f"ibstat failed ({rc}): {err.strip()[:200]}"
-    return NodeStatus(name=str(node["name"]), running=running, ssh=ssh, power=power, ports=ports, error=error)
+    return NodeStatus(
+        name=str(node["name"]), running=running, ssh=ssh, power=power, ports=ports, error=error
+    )
 
 
 def lab_status(state_dir: Path) -> LabStatus:
@@ -86,7 +99,9 @@ def lab_status(state_dir: Path) -> LabStatus:
     layout = StateLayout.at(state_dir)
     described = layout.lab_json
     if not described.is_file():
-        raise FileNotFoundError(f"{described} not found: bring the lab up first (make up / pulumi up)")
+        raise FileNotFoundError(
+            f"{described} not found: bring the lab up first (make up / pulumi up)"
+        )
     lab = json.loads(described.read_text())
     key = layout.ssh_key.read_text()
     creds = Path(lab.get("bmc_credentials") or layout.bmc_credentials)

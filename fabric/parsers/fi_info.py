@@ -44,7 +44,9 @@ class FiInfoReport(ToolResult):
         """Distinct reliable-datagram domains of the ``efa`` provider itself, one per EFA
         device (``rdmap0s31-rdm``, ``efa_0-rdm``); layered providers are not devices."""
         return list(
-            dict.fromkeys(e.domain for e in self.entries if e.provider == "efa" and e.type == "FI_EP_RDM")
+            dict.fromkeys(
+                e.domain for e in self.entries if e.provider == "efa" and e.type == "FI_EP_RDM"
+            )
         )
 
 

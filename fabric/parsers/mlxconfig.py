@@ -149,7 +149,9 @@ def value_matches(current: str | None, wanted: object) -> bool:
 def diff(current: Mapping[str, str], wanted: Mapping[str, object]) -> dict[str, object]:
     """The ``wanted`` settings whose ``current`` cell (:meth:`MlxconfigReport.params`) does not
     hold them, or that the device does not report."""
-    return {name: value for name, value in wanted.items() if not value_matches(current.get(name), value)}
+    return {
+        name: value for name, value in wanted.items() if not value_matches(current.get(name), value)
+    }
 
 
 def parse(text: str) -> MlxconfigReport:

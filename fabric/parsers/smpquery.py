@@ -67,7 +67,9 @@ def parse(text: str) -> PortInfoReport:
         elif match := _FIELD.match(stripped):
             fields[match["key"]] = match["value"].strip()
     if not fields:
-        if reason := find_failure(text, [re.compile(r"^smpquery: iberror: .*"), re.compile(r"^ibwarn: .*")]):
+        if reason := find_failure(
+            text, [re.compile(r"^smpquery: iberror: .*"), re.compile(r"^ibwarn: .*")]
+        ):
             failures = [ln.strip() for _, ln in lines(text) if "iberror" in ln]
             return PortInfoReport(ok=False, reason=failures[0] if failures else reason)
         lineno, line = first_content_line(text)
@@ -79,7 +81,9 @@ def parse(text: str) -> PortInfoReport:
         lid=_int(fields, "Lid"),
         sm_lid=_int(fields, "SMLid"),
         state=normalize_state(fields["LinkState"]) if "LinkState" in fields else None,
-        phys_state=normalize_phys_state(fields["PhysLinkState"]) if "PhysLinkState" in fields else None,
+        phys_state=normalize_phys_state(fields["PhysLinkState"])
+        if "PhysLinkState" in fields
+        else None,
         width_active=width.lower() if width else None,
         speed_active=_speed(fields),
         neighbor_mtu=_int(fields, "NeighborMTU"),

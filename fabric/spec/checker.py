@@ -30,7 +30,9 @@ def _prefix(short: tuple[str, ...], long: tuple[str, ...]) -> bool:
     """Whether ``short`` starts ``long``; ``[*]`` on either side matches any index."""
     if len(short) > len(long):
         return False
-    return all(a == b or "[*]" in (a, b) and a[0] == b[0] == "[" for a, b in zip(short, long, strict=False))
+    return all(
+        a == b or "[*]" in (a, b) and a[0] == b[0] == "[" for a, b in zip(short, long, strict=False)
+    )
 
 
 @dataclass

@@ -28,7 +28,11 @@ from fabric.spec.problems import Problem, SpecError
 from fabric.spec.rules import cross_field_problems
 
 __all__ = [
-    "STACK_KEY", "cluster_mapping", "format_path", "load_spec", "problems_of",
+    "STACK_KEY",
+    "cluster_mapping",
+    "format_path",
+    "load_spec",
+    "problems_of",
     "spec_from_mapping",
 ]
 
@@ -45,8 +49,10 @@ class _UniqueKeyLoader(yaml.SafeLoader):
             key = self.construct_object(key_node, deep=deep)  # type: ignore[no-untyped-call]
             if key in seen:
                 raise yaml.constructor.ConstructorError(
-                    "while reading a mapping", node.start_mark,
-                    f"found the key {key!r} twice; keep one", key_node.start_mark,
+                    "while reading a mapping",
+                    node.start_mark,
+                    f"found the key {key!r} twice; keep one",
+                    key_node.start_mark,
                 )
             seen.add(key)
         return super().construct_mapping(node, deep=deep)
@@ -157,8 +163,14 @@ class _Repair:
         if get_origin(kind) is Literal:
             return get_args(kind)[0]
         if get_origin(kind) is list:
-            least = next((m.min_length for m in (field.metadata if field else ())
-                          if isinstance(m, annotated_types.MinLen)), 0)
+            least = next(
+                (
+                    m.min_length
+                    for m in (field.metadata if field else ())
+                    if isinstance(m, annotated_types.MinLen)
+                ),
+                0,
+            )
             return [self.placeholder(get_args(kind)[0]) for _ in range(least)]
         if get_origin(kind) is dict:
             return {}
@@ -277,7 +289,9 @@ def _read_yaml(path: Path) -> Any:
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise SpecError([Problem(where, "no such file; pass a spec or Pulumi.<stack>.yaml")]) from None
+        raise SpecError(
+            [Problem(where, "no such file; pass a spec or Pulumi.<stack>.yaml")]
+        ) from None
     except IsADirectoryError:
         raise SpecError([Problem(where, "is a directory; pass a spec YAML file")]) from None
     except (OSError, UnicodeDecodeError) as error:
@@ -301,7 +315,12 @@ def cluster_mapping(data: Any, source: str) -> Any:
         if not isinstance(config, Mapping) or STACK_KEY not in config:
             keys = ", ".join(map(str, config)) if isinstance(config, Mapping) else "none"
             raise SpecError(
-                [Problem(f"config.{STACK_KEY}", f"missing from this Pulumi stack; config keys: {keys}")],
+                [
+                    Problem(
+                        f"config.{STACK_KEY}",
+                        f"missing from this Pulumi stack; config keys: {keys}",
+                    )
+                ],
                 source,
             )
         return config[STACK_KEY]

@@ -37,16 +37,37 @@ from fabric.spec.constants import (
 from fabric.spec.problems import SpecError
 
 __all__ = [
-    "AwsSpec", "BmcNetwork", "ClusterSpec", "FabricKind", "FabricSpec", "FatTree", "GcpSpec",
-    "HcaSpec", "InfinibandSpec", "LabSpec", "LinkWidth", "ManagementNetwork",
-    "Model", "NodeGroup", "NodeRole", "Partition", "RedfishEndpoint", "RoceSpec", "SecretRef",
-    "SlurmPartition", "SlurmSpec", "SubnetManager", "Switch", "Target",
+    "AwsSpec",
+    "BmcNetwork",
+    "ClusterSpec",
+    "FabricKind",
+    "FabricSpec",
+    "FatTree",
+    "GcpSpec",
+    "HcaSpec",
+    "InfinibandSpec",
+    "LabSpec",
+    "LinkWidth",
+    "ManagementNetwork",
+    "Model",
+    "NodeGroup",
+    "NodeRole",
+    "Partition",
+    "RedfishEndpoint",
+    "RoceSpec",
+    "SecretRef",
+    "SlurmPartition",
+    "SlurmSpec",
+    "SubnetManager",
+    "Switch",
+    "Target",
 ]
 
 Target = Literal["lab", "baremetal", "aws", "gcp"]
 NodeRole = Literal["compute", "controller", "login", "sm"]
 FabricKind = Literal["infiniband", "roce", "efa", "gcp-gpudirect"]
 LinkWidth = Literal["1x", "2x", "4x", "8x", "12x"]
+
 
 def _range_schema(bounds: tuple[int, int]) -> dict[str, int]:
     """JSON Schema bounds for a field whose range is checked by ClusterSpec's rules."""
@@ -256,7 +277,8 @@ class LabSpec(Model):
     bmc_port: int = Field(default=8000, ge=1024, le=65535, description="Redfish emulator port")
     ibsim_port: int = Field(default=7070, ge=1024, le=65535, description="ibsim remote port")
     roce_subnet: ipaddress.IPv4Network | None = Field(
-        default=None, description="the RoCE/Ethernet fabric network of a roce lab (default 198.18.2.0/24)"
+        default=None,
+        description="the RoCE/Ethernet fabric network of a roce lab (default 198.18.2.0/24)",
     )
 
 

@@ -33,12 +33,22 @@ from fabric.spec.problems import Problem
 from fabric.spec.targets import TARGET_RULES
 
 __all__ = [
-    "GENERAL_RULES", "RULES", "Checker", "cross_field_problems", "path_parts",
+    "GENERAL_RULES",
+    "RULES",
+    "Checker",
+    "cross_field_problems",
+    "path_parts",
     "provision_problems",
 ]
 
-_TREE_FIELDS = ("leaves", "spines", "nodes_per_leaf", "uplinks_per_leaf", "ports_per_switch",
-                "rail_optimized")
+_TREE_FIELDS = (
+    "leaves",
+    "spines",
+    "nodes_per_leaf",
+    "uplinks_per_leaf",
+    "ports_per_switch",
+    "rail_optimized",
+)
 
 
 # --- nodes ---------------------------------------------------------------------------------

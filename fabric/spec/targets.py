@@ -18,8 +18,14 @@ from fabric.spec.constants import BOOT_TARGETS
 from fabric.spec.problems import Problem
 
 __all__ = [
-    "TARGET_RULES", "BootSettings", "baremetal_settings_problems", "check_aws",
-    "check_aws_instance_types", "check_baremetal", "check_gcp", "check_lab",
+    "TARGET_RULES",
+    "BootSettings",
+    "baremetal_settings_problems",
+    "check_aws",
+    "check_aws_instance_types",
+    "check_baremetal",
+    "check_gcp",
+    "check_lab",
 ]
 
 #: Where a node group's role is read.
@@ -62,9 +68,7 @@ def check_baremetal(c: Checker) -> None:
             if host not in bmc.endpoints:
                 c.add(f"bmc.endpoints.{host}", "every node needs a Redfish endpoint url")
             if host not in spec.management.addresses:
-                c.add(
-                    f"management.addresses.{host}", "every bare-metal node needs a fixed address"
-                )
+                c.add(f"management.addresses.{host}", "every bare-metal node needs a fixed address")
         for host, endpoint in bmc.endpoints.items():
             if endpoint.url.startswith("http://") and bmc.verify_tls:
                 c.add(
@@ -96,11 +100,15 @@ class BootSettings(Protocol):
 def baremetal_settings_problems(settings: BootSettings) -> list[Problem]:
     """Problems of the bare-metal stack config: boot targets Redfish does not know."""
     problems = []
-    for key, value in (("bootTarget", settings.boot_target),
-                       ("settleBootTarget", settings.settle_target)):
+    for key, value in (
+        ("bootTarget", settings.boot_target),
+        ("settleBootTarget", settings.settle_target),
+    ):
         if value not in BOOT_TARGETS:
             problems.append(
-                Problem(f"config railyard:{key}", f"{value!r}; use one of {', '.join(BOOT_TARGETS)}")
+                Problem(
+                    f"config railyard:{key}", f"{value!r}; use one of {', '.join(BOOT_TARGETS)}"
+                )
             )
     return problems
 
@@ -143,8 +151,11 @@ def check_aws(c: Checker) -> None:
             reads=["aws.capacity_block"],
         )
     if aws.subnet_id and not aws.vpc_id:
-        c.add("aws.vpc_id", "subnet_id is set: also set the vpc_id it belongs to",
-              reads=["aws.subnet_id"])
+        c.add(
+            "aws.vpc_id",
+            "subnet_id is set: also set the vpc_id it belongs to",
+            reads=["aws.subnet_id"],
+        )
     if not any(group.role != "compute" for group in c.spec.nodes) and c.known(_ROLES):
         c.add(
             "nodes",
@@ -222,7 +233,8 @@ def check_gcp(c: Checker) -> None:
         machine = [f"{path}.instance_type"]
         if group.gpus and group.gpus != known.gpus:
             c.add(
-                f"{path}.gpus", f"{group.gpus} GPUs, but {known.name} has {known.gpus}",
+                f"{path}.gpus",
+                f"{group.gpus} GPUs, but {known.name} has {known.gpus}",
                 reads=machine,
             )
         subnets = len(gcp.gpu_subnet_cidrs)

@@ -62,7 +62,9 @@ def _ports(graph: FabricGraph) -> dict[tuple[NodeKey, int], tuple[NodeKey, int, 
     return out
 
 
-def _where(local: NodeKey, lport: int, remote: NodeKey, rport: int) -> tuple[str | None, int | None, str | None, str | None]:
+def _where(
+    local: NodeKey, lport: int, remote: NodeKey, rport: int
+) -> tuple[str | None, int | None, str | None, str | None]:
     """(switch, switch port, host, hca) of a link seen from ``local``."""
     for end, port, other in ((local, lport, remote), (remote, rport, local)):
         if end[0] == "sw":
@@ -81,41 +83,95 @@ def diff(declared: FabricGraph, discovered: FabricGraph) -> list[Discrepancy]:
     for link in declared.links:
         a, b = dkeys[link.a_guid], dkeys[link.b_guid]
         # Look the link up from its CA end: a miscabled HCA is named by host, not by switch port.
-        local, lport, remote, rport = (b, link.b_port, a, link.a_port) if b[0] == "ca" else (a, link.a_port, b, link.b_port)
+        local, lport, remote, rport = (
+            (b, link.b_port, a, link.a_port) if b[0] == "ca" else (a, link.a_port, b, link.b_port)
+        )
         switch, sport, host, hca = _where(local, lport, remote, rport)
         want = f"{_label(remote)} port {rport}"
         where = f"{_label(local)} port {lport}"
         seen = found_ports.get((local, lport))
         if seen is None:
-            out.append(Discrepancy(kind="missing", switch=switch, port=sport, host=host, hca=hca, expected=want, found=None,
-                                   message=f"missing link: {where} should reach {want} ({link.width}{link.speed}); "
-                                   "check the cable, both ports' state and the node description"))
+            out.append(
+                Discrepancy(
+                    kind="missing",
+                    switch=switch,
+                    port=sport,
+                    host=host,
+                    hca=hca,
+                    expected=want,
+                    found=None,
+                    message=f"missing link: {where} should reach {want} ({link.width}{link.speed}); "
+                    "check the cable, both ports' state and the node description",
+                )
+            )
             continue
         got_node, got_port, got = seen
         matched.add((local, lport))
         matched.add((got_node, got_port))
         if (got_node, got_port) != (remote, rport):
-            out.append(Discrepancy(kind="miscabled", switch=switch, port=sport, host=host, hca=hca, expected=want,
-                                   found=f"{_label(got_node)} port {got_port}",
-                                   message=f"miscabled: {where} reaches {_label(got_node)} port {got_port}, declared "
-                                   f"{want}; move the cable to {want}"))
+            out.append(
+                Discrepancy(
+                    kind="miscabled",
+                    switch=switch,
+                    port=sport,
+                    host=host,
+                    hca=hca,
+                    expected=want,
+                    found=f"{_label(got_node)} port {got_port}",
+                    message=f"miscabled: {where} reaches {_label(got_node)} port {got_port}, declared "
+                    f"{want}; move the cable to {want}",
+                )
+            )
             continue
         if got.speed != link.speed:
-            out.append(Discrepancy(kind="wrong_speed", switch=switch, port=sport, host=host, hca=hca, expected=link.speed,
-                                   found=got.speed, message=f"wrong speed: {where} <-> {want} runs {got.width}{got.speed}, "
-                                   f"declared {link.width}{link.speed}; check cable type, firmware and port speed settings"))
+            out.append(
+                Discrepancy(
+                    kind="wrong_speed",
+                    switch=switch,
+                    port=sport,
+                    host=host,
+                    hca=hca,
+                    expected=link.speed,
+                    found=got.speed,
+                    message=f"wrong speed: {where} <-> {want} runs {got.width}{got.speed}, "
+                    f"declared {link.width}{link.speed}; check cable type, firmware and port speed settings",
+                )
+            )
         if got.width != link.width:
-            out.append(Discrepancy(kind="wrong_width", switch=switch, port=sport, host=host, hca=hca, expected=link.width,
-                                   found=got.width, message=f"wrong width: {where} <-> {want} runs {got.width}{got.speed}, "
-                                   f"declared {link.width}{link.speed}; reseat or replace the cable (lanes down)"))
+            out.append(
+                Discrepancy(
+                    kind="wrong_width",
+                    switch=switch,
+                    port=sport,
+                    host=host,
+                    hca=hca,
+                    expected=link.width,
+                    found=got.width,
+                    message=f"wrong width: {where} <-> {want} runs {got.width}{got.speed}, "
+                    f"declared {link.width}{link.speed}; reseat or replace the cable (lanes down)",
+                )
+            )
     fkeys = {g: _key(discovered, g) for g in (*discovered.switches, *discovered.cas)}
     for link in discovered.links:
-        a, b = fkeys.get(link.a_guid, ("guid", link.a_guid)), fkeys.get(link.b_guid, ("guid", link.b_guid))
+        a, b = (
+            fkeys.get(link.a_guid, ("guid", link.a_guid)),
+            fkeys.get(link.b_guid, ("guid", link.b_guid)),
+        )
         if (a, link.a_port) in matched or (b, link.b_port) in matched:
             continue
         switch, sport, host, hca = _where(a, link.a_port, b, link.b_port)
         text = f"{_label(a)} port {link.a_port} <-> {_label(b)} port {link.b_port}"
-        out.append(Discrepancy(kind="extra", switch=switch, port=sport, host=host, hca=hca, expected=None, found=text,
-                               message=f"extra link: {text} ({link.width}{link.speed}) is not in the spec; "
-                               "declare it or unplug it"))
+        out.append(
+            Discrepancy(
+                kind="extra",
+                switch=switch,
+                port=sport,
+                host=host,
+                hca=hca,
+                expected=None,
+                found=text,
+                message=f"extra link: {text} ({link.width}{link.speed}) is not in the spec; "
+                "declare it or unplug it",
+            )
+        )
     return out

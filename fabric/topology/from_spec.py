@@ -35,14 +35,18 @@ def guid_str(value: int) -> str:
 def _topology(spec: ClusterSpec) -> FatTree:
     topo = spec.fabric.topology
     if topo is None:
-        raise GraphError("fabric.topology is not set; declare a fat-tree (kind, leaves, nodes_per_leaf)")
+        raise GraphError(
+            "fabric.topology is not set; declare a fat-tree (kind, leaves, nodes_per_leaf)"
+        )
     if topo.leaves > 1 and topo.spines == 0:
         raise GraphError(
             f"fabric.topology: {topo.leaves} leaves but spines is 0, so the leaves are not "
             "connected; set spines >= 1 and uplinks_per_leaf >= 1"
         )
     if topo.spines and not topo.uplinks_per_leaf:
-        raise GraphError("fabric.topology.uplinks_per_leaf is 0 but spines are declared; set it >= 1")
+        raise GraphError(
+            "fabric.topology.uplinks_per_leaf is 0 but spines are declared; set it >= 1"
+        )
     return topo
 
 
@@ -80,7 +84,12 @@ def graph_from_spec(spec: ClusterSpec) -> FabricGraph:
     topo = _topology(spec)
     nports = topo.ports_per_switch
     leaves = [
-        Switch(guid=guid_str(SWITCH_GUID_BASE + i), name=f"leaf{i + 1:02d}", description=f"leaf{i + 1:02d}", ports=nports)
+        Switch(
+            guid=guid_str(SWITCH_GUID_BASE + i),
+            name=f"leaf{i + 1:02d}",
+            description=f"leaf{i + 1:02d}",
+            ports=nports,
+        )
         for i in range(topo.leaves)
     ]
     spines = [
@@ -98,7 +107,13 @@ def graph_from_spec(spec: ClusterSpec) -> FabricGraph:
     first_uplink = nports - topo.uplinks_per_leaf + 1
     for n, (leaf_index, host, hca) in enumerate(_placements(spec, topo)):
         guid = guid_str(CA_GUID_BASE + 4 * n)
-        cas[guid] = Ca(guid=guid, host=host, device=hca.device, description=f"{host} {hca.device}", ports=hca.ports)
+        cas[guid] = Ca(
+            guid=guid,
+            host=host,
+            device=hca.device,
+            description=f"{host} {hca.device}",
+            ports=hca.ports,
+        )
         speed = speed_for(hca.width, hca.rate_gbps)
         for ca_port in range(1, hca.ports + 1):
             leaf_port = next_port[leaf_index]
@@ -110,7 +125,15 @@ def graph_from_spec(spec: ClusterSpec) -> FabricGraph:
                 )
             next_port[leaf_index] += 1
             links.append(
-                Link(leaves[leaf_index].guid, leaf_port, guid, ca_port, hca.width, speed, link_rate(hca.width, speed))
+                Link(
+                    leaves[leaf_index].guid,
+                    leaf_port,
+                    guid,
+                    ca_port,
+                    hca.width,
+                    speed,
+                    link_rate(hca.width, speed),
+                )
             )
     if spines:
         up_speed = speed_for(topo.link_width, topo.link_rate_gbps)
@@ -126,7 +149,15 @@ def graph_from_spec(spec: ClusterSpec) -> FabricGraph:
                         "add spines or lower uplinks_per_leaf"
                     )
                 links.append(
-                    Link(leaf.guid, first_uplink + i, spines[s].guid, spine_port[s], topo.link_width, up_speed, up_rate)
+                    Link(
+                        leaf.guid,
+                        first_uplink + i,
+                        spines[s].guid,
+                        spine_port[s],
+                        topo.link_width,
+                        up_speed,
+                        up_rate,
+                    )
                 )
                 spine_port[s] += 1
     return FabricGraph(

@@ -252,7 +252,9 @@ class FabricGraph:
                 continue
             u = up.get(guid, 0.0)
             ratio = down[guid] / u if u else None
-            loads.append(LeafLoad(switch=sw.name, down_gbps=down[guid], up_gbps=u, oversubscription=ratio))
+            loads.append(
+                LeafLoad(switch=sw.name, down_gbps=down[guid], up_gbps=u, oversubscription=ratio)
+            )
         return loads
 
     def model_dump(self, mode: str = "python") -> dict[str, object]:
@@ -271,11 +273,26 @@ class FabricGraph:
 
         g = nx.MultiGraph()
         for guid, sw in self.switches.items():
-            g.add_node(guid, kind="switch", name=sw.name, description=sw.description, ports=sw.ports)
+            g.add_node(
+                guid, kind="switch", name=sw.name, description=sw.description, ports=sw.ports
+            )
         for guid, ca in self.cas.items():
-            g.add_node(guid, kind=ca.kind, host=ca.host, device=ca.device,
-                       description=ca.description, ports=ca.ports)
+            g.add_node(
+                guid,
+                kind=ca.kind,
+                host=ca.host,
+                device=ca.device,
+                description=ca.description,
+                ports=ca.ports,
+            )
         for link in self.links:
-            g.add_edge(link.a_guid, link.b_guid, a_port=link.a_port, b_port=link.b_port,
-                       width=link.width, speed=link.speed, rate_gbps=link.rate_gbps)
+            g.add_edge(
+                link.a_guid,
+                link.b_guid,
+                a_port=link.a_port,
+                b_port=link.b_port,
+                width=link.width,
+                speed=link.speed,
+                rate_gbps=link.rate_gbps,
+            )
         return g

@@ -38,12 +38,24 @@ from fabric.topology.graph import FabricGraph, GraphError, Link, link_rate
 WIDTH_MASK = {"1x": 1, "2x": 16, "4x": 2, "8x": 4, "12x": 8}
 #: Speed ibsim simulates for each declared speed: HDR is its fastest.
 SIM_SPEED = {
-    "SDR": "SDR", "DDR": "DDR", "QDR": "QDR", "FDR10": "QDR", "FDR": "FDR",
-    "EDR": "EDR", "HDR": "HDR", "NDR": "HDR", "XDR": "HDR",
+    "SDR": "SDR",
+    "DDR": "DDR",
+    "QDR": "QDR",
+    "FDR10": "QDR",
+    "FDR": "FDR",
+    "EDR": "EDR",
+    "HDR": "HDR",
+    "NDR": "HDR",
+    "XDR": "HDR",
 }
 #: (LinkSpeedEnabled, LinkSpeedExtEnabled) masks for each simulated speed.
 SPEED_MASKS = {
-    "SDR": (1, 0), "DDR": (3, 0), "QDR": (7, 0), "FDR": (7, 1), "EDR": (7, 3), "HDR": (7, 7),
+    "SDR": (1, 0),
+    "DDR": (3, 0),
+    "QDR": (7, 0),
+    "FDR": (7, 1),
+    "EDR": (7, 3),
+    "HDR": (7, 7),
 }
 CA_DEVID = 0x1021  # ConnectX-7
 SWITCH_DEVID = 0xD2F2  # Quantum-2 (QM9700)
@@ -73,7 +85,9 @@ def _node_ids(graph: FabricGraph) -> dict[str, str]:
         ids[guid] = sim_host(ca.host, ca.device) if ca.host and ca.device else f"H-{guid[2:]}"
     bad = [i for i in ids.values() if any(c in i for c in '#@"')]
     if bad:
-        raise GraphError(f"ibsim node ids may not contain '#', '@' or '\"': {bad[:3]}; rename those hosts")
+        raise GraphError(
+            f"ibsim node ids may not contain '#', '@' or '\"': {bad[:3]}; rename those hosts"
+        )
     return ids
 
 
@@ -93,7 +107,9 @@ def render_net(graph: FabricGraph) -> str:
     def record(header: str, guid_line: str, guid: str) -> None:
         out.append(guid_line)
         if len(header) > MAX_LINE:
-            raise GraphError(f"ibsim line longer than {MAX_LINE} characters: {header[:60]}...; shorten the description")
+            raise GraphError(
+                f"ibsim line longer than {MAX_LINE} characters: {header[:60]}...; shorten the description"
+            )
         out.append(header)
         for local, remote, remote_port, link in sorted(ports.get(guid, []), key=lambda p: p[0]):
             out.append(f'[{local}]\t"{ids[remote]}"[{remote_port}]\t{_port_opts(link)}')
@@ -106,7 +122,11 @@ def render_net(graph: FabricGraph) -> str:
             guid,
         )
     for guid, ca in graph.cas.items():
-        record(f'Ca\t{ca.ports} "{ids[guid]}"\t# "{ca.description}"', f"devid={CA_DEVID:#x}\ncaguid={guid}", guid)
+        record(
+            f'Ca\t{ca.ports} "{ids[guid]}"\t# "{ca.description}"',
+            f"devid={CA_DEVID:#x}\ncaguid={guid}",
+            guid,
+        )
     return "\n".join(out)
 
 
@@ -119,7 +139,9 @@ def net_hash(net_text: str) -> str:
 def ibsim_limits(graph: FabricGraph) -> list[str]:
     """Return ibsim ``-N/-S/-P`` arguments large enough for ``graph`` (with headroom)."""
     nodes = len(graph.switches) + len(graph.cas)
-    ports = sum(s.ports + 1 for s in graph.switches.values()) + sum(c.ports + 1 for c in graph.cas.values())
+    ports = sum(s.ports + 1 for s in graph.switches.values()) + sum(
+        c.ports + 1 for c in graph.cas.values()
+    )
     return ["-N", str(nodes + 16), "-S", str(len(graph.switches) + 16), "-P", str(ports + 64)]
 
 
@@ -148,17 +170,23 @@ class IbsimSession:
         self.net = self.workdir / "fabric.net"
         self.net.write_text(net_text)
         self.limits = limits or []
-        self.env = dict(os.environ, IBSIM_SOCKNAME=f"railyard-{uuid.uuid4().hex[:12]}",
-                        OSM_CACHE_DIR=str(self.workdir))
+        self.env = dict(
+            os.environ,
+            IBSIM_SOCKNAME=f"railyard-{uuid.uuid4().hex[:12]}",
+            OSM_CACHE_DIR=str(self.workdir),
+        )
         self._proc: subprocess.Popen[bytes] | None = None
         self._log: IO[str] | None = None
 
-    def __enter__(self) -> "IbsimSession":
+    def __enter__(self) -> IbsimSession:
         log_path = self.workdir / "ibsim.log"
         self._log = open(log_path, "w")
         self._proc = subprocess.Popen(
-            ["ibsim", *self.limits, "-n", "-s", str(self.net)], env=self.env,
-            stdin=subprocess.DEVNULL, stdout=self._log, stderr=subprocess.STDOUT,
+            ["ibsim", *self.limits, "-n", "-s", str(self.net)],
+            env=self.env,
+            stdin=subprocess.DEVNULL,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
         )
         deadline = time.monotonic() + 60
         while "Network simulator ready" not in log_path.read_text():
@@ -174,9 +202,13 @@ class IbsimSession:
         env = dict(self.env, LD_PRELOAD=UMAD2SIM)
         if sim_host:
             env["SIM_HOST"] = sim_host
-        done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=timeout)
+        done = subprocess.run(
+            argv, env=env, capture_output=True, text=True, timeout=timeout, check=False
+        )
         if done.returncode:
-            raise RuntimeError(f"{' '.join(argv)} failed ({done.returncode}): {done.stderr[-2000:]}")
+            raise RuntimeError(
+                f"{' '.join(argv)} failed ({done.returncode}): {done.stderr[-2000:]}"
+            )
         return done.stdout
 
     def sweep(self, sim_host: str | None = None) -> str:

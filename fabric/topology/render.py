@@ -37,7 +37,8 @@ def only_hosts(graph: FabricGraph, hosts: Iterable[str]) -> FabricGraph:
 
     kept_leaves = host_switches({g for g, c in cas.items() if c.kind == "hca"})
     switches = {
-        g: sw for g, sw in graph.switches.items()
+        g: sw
+        for g, sw in graph.switches.items()
         if g in kept_leaves or g not in host_switches(dropped)
     }
     alive = set(switches) | set(cas)
@@ -45,8 +46,12 @@ def only_hosts(graph: FabricGraph, hosts: Iterable[str]) -> FabricGraph:
     return FabricGraph(switches=switches, cas=cas, links=links, warnings=list(graph.warnings))
 
 
-def render(graph: FabricGraph, plugin: str = "tree", nodes: Iterable[str] | None = None,
-           block_size: int | None = None) -> str:
+def render(
+    graph: FabricGraph,
+    plugin: str = "tree",
+    nodes: Iterable[str] | None = None,
+    block_size: int | None = None,
+) -> str:
     """topology.conf for ``plugin`` (tree or block), restricted to ``nodes`` when given."""
     if nodes is not None:
         graph = only_hosts(graph, nodes)

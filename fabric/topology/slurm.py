@@ -69,9 +69,12 @@ def _slurm_tree(graph: FabricGraph) -> SlurmTree:
     rank = {guid: rank_of[key] for guid, key in order.items()}  # same comparisons as the keys
     ends = graph.switch_ends()
     cas = graph.cas
-    hosts = dict(zip(cas, map(attrgetter("host"), cas.values())))  # None for no host
-    hca_hosts = hosts if set(map(attrgetter("kind"), cas.values())) <= {"hca"} else {
-        g: ca.host for g, ca in cas.items() if ca.kind == "hca"}
+    hosts = dict(zip(cas, map(attrgetter("host"), cas.values()), strict=True))  # None for no host
+    hca_hosts = (
+        hosts
+        if set(map(attrgetter("kind"), cas.values())) <= {"hca"}
+        else {g: ca.host for g, ca in cas.items() if ca.kind == "hca"}
+    )
     host_leaf = _host_leaves(ends, hca_hosts, rank)
     leaf_hosts: dict[str, list[str]] = {}
     for host, sw in host_leaf.items():
@@ -90,7 +93,9 @@ def _slurm_tree(graph: FabricGraph) -> SlurmTree:
     for g, lvl in level.items():
         if lvl:
             below = sw_adj[g] & at_level[lvl - 1]
-            uppers[g] = set(map(rail_of.get, below, below))  # rail leaves folded into their rail-0 leaf
+            uppers[g] = set(
+                map(rail_of.get, below, below)
+            )  # rail leaves folded into their rail-0 leaf
     name = {g: sw.name for g, sw in switches.items()}
     leaves = {name[g]: hosts for g, hosts in sorted(leaf_hosts.items(), key=lambda kv: rank[kv[0]])}
     _prune_pass_through_tops(uppers)
@@ -101,11 +106,15 @@ def _slurm_tree(graph: FabricGraph) -> SlurmTree:
     }
     for sw_name in list(leaves) + list(upper_names):
         if re.search(r"[\s=,\[\]#]", sw_name):
-            raise GraphError(f"switch name {sw_name!r} cannot be a Slurm SwitchName; set a node description without spaces")
+            raise GraphError(
+                f"switch name {sw_name!r} cannot be a Slurm SwitchName; set a node description without spaces"
+            )
     return SlurmTree(leaves, upper_names)
 
 
-def _host_leaves(ends: list[SwitchEnds], hca_host: dict[str, str | None], rank: dict[str, int]) -> dict[str, str]:
+def _host_leaves(
+    ends: list[SwitchEnds], hca_host: dict[str, str | None], rank: dict[str, int]
+) -> dict[str, str]:
     """Host -> its rail-0 leaf (lowest-ranked switch any of its HCAs is cabled to; the first seen
     in link order on a tie), hosts in first-seen order."""
     host_leaf: dict[str, str] = {}
@@ -127,8 +136,12 @@ def _host_leaves(ends: list[SwitchEnds], hca_host: dict[str, str | None], rank: 
     return host_leaf
 
 
-def _rail_leaves(ends: list[SwitchEnds], hosts: dict[str, str | None], leaves: set[str],
-                 host_leaf: dict[str, str]) -> dict[str, str]:
+def _rail_leaves(
+    ends: list[SwitchEnds],
+    hosts: dict[str, str | None],
+    leaves: set[str],
+    host_leaf: dict[str, str],
+) -> dict[str, str]:
     """Rail leaves (switches cabled to placed hosts that hold none) -> the rail-0 leaf of the first
     such host they reach, to be folded into it."""
     rail_of: dict[str, str] = {}
@@ -148,7 +161,11 @@ def _prune_pass_through_tops(uppers: dict[str, set[str]]) -> None:
     otherwise top the tree. A spine above a single leaf stays, as Slurm is usually shown."""
     while True:
         listed = set().union(*uppers.values()) if uppers else set()
-        tops = [g for g, kids in uppers.items() if g not in listed and len(kids) == 1 and kids <= uppers.keys()]
+        tops = [
+            g
+            for g, kids in uppers.items()
+            if g not in listed and len(kids) == 1 and kids <= uppers.keys()
+        ]
         if not tops:
             return
         for g in tops:
@@ -195,7 +212,9 @@ def _blocks(graph: FabricGraph, block_size: int | None) -> dict[str, list[str]]:
 
 def block_conf(graph: FabricGraph, block_size: int | None = None) -> str:
     """Return ``topology.conf`` for ``TopologyPlugin=topology/block`` (Slurm 23.11+)."""
-    lines = ["# topology.conf (topology/block) written by railyard; one block per leaf (scalable unit)"]
+    lines = [
+        "# topology.conf (topology/block) written by railyard; one block per leaf (scalable unit)"
+    ]
     lines += [f"BlockName={b} Nodes={compress(h)}" for b, h in _blocks(graph, block_size).items()]
     if block_size is not None:
         lines.append(f"BlockSizes={block_size}")
@@ -205,10 +224,14 @@ def block_conf(graph: FabricGraph, block_size: int | None = None) -> str:
 def topology_yaml(graph: FabricGraph, block_size: int | None = None) -> str:
     """Return ``topology.yaml`` (Slurm 25.05+): a default ``tree`` topology and a ``block`` one."""
     tree = slurm_tree(graph)
-    switches: list[dict[str, str]] = [{"switch": s, "nodes": compress(h)} for s, h in tree.leaves.items()]
+    switches: list[dict[str, str]] = [
+        {"switch": s, "nodes": compress(h)} for s, h in tree.leaves.items()
+    ]
     switches += [{"switch": s, "children": compress(k)} for s, k in tree.uppers.items()]
     block: dict[str, object] = {
-        "blocks": [{"block": b, "nodes": compress(h)} for b, h in _blocks(graph, block_size).items()]
+        "blocks": [
+            {"block": b, "nodes": compress(h)} for b, h in _blocks(graph, block_size).items()
+        ]
     }
     if block_size is not None:
         block = {"block_sizes": [block_size], **block}

@@ -21,6 +21,7 @@ def min_write_bw(rate_gbps: float) -> float:
     """Return the minimum ib_write_bw Gb/s for a link of ``rate_gbps`` (next lower table row)."""
     rows = [r for r in sorted(MIN_WRITE_BW_GBPS) if r <= rate_gbps]
     if not rows:
-        raise ValueError(f"no bandwidth floor for a {rate_gbps} Gb/s link; lowest row is {min(MIN_WRITE_BW_GBPS)}")
+        raise ValueError(
+            f"no bandwidth floor for a {rate_gbps} Gb/s link; lowest row is {min(MIN_WRITE_BW_GBPS)}"
+        )
     return MIN_WRITE_BW_GBPS[rows[-1]]
-

@@ -33,7 +33,9 @@ def spec_path_for(inventory: Path, root: Path = REPO_ROOT) -> Path:
 def load_cluster_spec(path: Path) -> ClusterSpec:
     """Load the spec from a stack file or a plain spec file."""
     if not path.is_file():
-        raise ContextError(f"spec file {path} not found; pass --spec FILE or use state/<stack>/inventory.yml")
+        raise ContextError(
+            f"spec file {path} not found; pass --spec FILE or use state/<stack>/inventory.yml"
+        )
     from fabric.spec import load_spec
 
     return load_spec(path)
@@ -75,6 +77,8 @@ def select_hosts(patterns: str | None, inventory: dict[str, Any]) -> list[str]:
             continue
         members = groups.get(name, [name] if name in everyone else None)
         if members is None:
-            raise ContextError(f"host or group {name!r} is not in the inventory; known: {', '.join(everyone)}")
+            raise ContextError(
+                f"host or group {name!r} is not in the inventory; known: {', '.join(everyone)}"
+            )
         chosen += [h for h in members if h not in chosen]
     return [h for h in everyone if h in chosen]

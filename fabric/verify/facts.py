@@ -57,7 +57,9 @@ class Facts:
         """
         for dev in self.ibstat(want.host).devices:
             by_name = dev.name == want.device
-            by_guid = self.plan.simulated and dev.name == SIM_DEVICE and dev.node_guid == want.node_guid
+            by_guid = (
+                self.plan.simulated and dev.name == SIM_DEVICE and dev.node_guid == want.node_guid
+            )
             if by_name or by_guid:
                 for port in dev.ports:
                     if port.port == want.port:
@@ -107,13 +109,17 @@ class Facts:
         from fabric.topology.graph import link_rate
 
         link = neighbour[1]
-        return link_rate(link.width.lower(), link.speed), f"PortInfo {link.width}{link.speed} via iblinkinfo"
+        return link_rate(
+            link.width.lower(), link.speed
+        ), f"PortInfo {link.width}{link.speed} via iblinkinfo"
 
     def portinfo(self, want: HcaPort) -> PortInfoReport:
         """``smpquery portinfo`` of this HCA port (direct route 0: the local node)."""
         found = self.port(want)
         device = found[0] if found else want.device
-        return self.parsed(want.host, "smpquery", f"smpquery -C {device} -P {want.port} -D portinfo 0 {want.port}")
+        return self.parsed(
+            want.host, "smpquery", f"smpquery -C {device} -P {want.port} -D portinfo 0 {want.port}"
+        )
 
     def sminfo_at(self, observer: str, lid: int) -> Any:
         """``sminfo <lid>``: the SMInfo an SM port answers, queried from ``observer``."""

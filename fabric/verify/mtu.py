@@ -13,7 +13,9 @@ IBSIM_MAX_MTU = 2048
 def df_ping_payload(mtu: int) -> int:
     """Return the largest ICMP payload that fits ``mtu`` unfragmented (``ping -M do -s``)."""
     if mtu <= IPV4_ICMP_OVERHEAD:
-        raise ValueError(f"MTU {mtu} leaves no room for an ICMP payload (needs > {IPV4_ICMP_OVERHEAD})")
+        raise ValueError(
+            f"MTU {mtu} leaves no room for an ICMP payload (needs > {IPV4_ICMP_OVERHEAD})"
+        )
     return mtu - IPV4_ICMP_OVERHEAD
 
 
@@ -30,7 +32,9 @@ def ib_mtu_bytes(value: str | int) -> int:
         return number
     if number in IB_MTU_CODES:
         return IB_MTU_CODES[number]
-    raise ValueError(f"{value!r} is neither an IB MTU in bytes {sorted(IB_MTU_CODES.values())} nor a code 1-5")
+    raise ValueError(
+        f"{value!r} is neither an IB MTU in bytes {sorted(IB_MTU_CODES.values())} nor a code 1-5"
+    )
 
 
 def expected_ib_mtu(spec_mtu: int, simulated: bool) -> int:

@@ -5,7 +5,9 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 
 
-def ring_pairs(hosts: Sequence[str], responders: Collection[str] | None = None) -> list[tuple[str, str]]:
+def ring_pairs(
+    hosts: Sequence[str], responders: Collection[str] | None = None
+) -> list[tuple[str, str]]:
     """Return one (source, target) pair per host: a ring shifted by half its length.
 
     Every host is a source exactly once, so each is tested and the count grows linearly
@@ -26,7 +28,9 @@ def ring_pairs(hosts: Sequence[str], responders: Collection[str] | None = None) 
         ring = [hosts[(i + shift + step) % n] for step in range(n)]
         candidates = [t for t in ring if t != source and t in allowed]
         if candidates:
-            target = min(candidates, key=lambda t: load[t])  # least-used responder, ring order on ties
+            target = min(
+                candidates, key=lambda t: load[t]
+            )  # least-used responder, ring order on ties
             load[target] += 1
             pairs.append((source, target))
     return pairs

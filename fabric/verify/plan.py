@@ -147,7 +147,9 @@ class CheckPlan(_Model):
         for host in self.fabric_hosts:
             for hca in self.spec.hosts[host].hcas:
                 for port in range(1, hca.ports + 1):
-                    guid, link, switch, switch_port = links.get((host, hca.device, port), (None, None, None, None))
+                    guid, link, switch, switch_port = links.get(
+                        (host, hca.device, port), (None, None, None, None)
+                    )
                     ports.append(
                         HcaPort(
                             host=host,
@@ -188,7 +190,11 @@ class CheckPlan(_Model):
         """Declared OpenSM instances on selected hosts."""
         ib = self.spec.fabric.infiniband
         sms = ib.subnet_managers if ib else []
-        return [SubnetManagerExpect(host=s.host, priority=s.priority) for s in sms if s.host in self.hosts]
+        return [
+            SubnetManagerExpect(host=s.host, priority=s.priority)
+            for s in sms
+            if s.host in self.hosts
+        ]
 
     @cached_property
     def sm_hosts(self) -> set[str]:
@@ -243,7 +249,9 @@ class CheckPlan(_Model):
     @cached_property
     def slurm_controller(self) -> str | None:
         """The host running slurmctld, if selected."""
-        ctl = self.spec.slurm.controller or next(iter(self.spec.hosts_with_role("controller")), None)
+        ctl = self.spec.slurm.controller or next(
+            iter(self.spec.hosts_with_role("controller")), None
+        )
         return ctl if ctl in self.hosts else None
 
     @cached_property
@@ -283,7 +291,9 @@ class CheckPlan(_Model):
     def discovery_host(self) -> str | None:
         """The SM host ibnetdiscover runs on (the first declared SM that is selected)."""
         ib = self.spec.fabric.infiniband
-        return next((s.host for s in (ib.subnet_managers if ib else []) if s.host in self.hosts), None)
+        return next(
+            (s.host for s in (ib.subnet_managers if ib else []) if s.host in self.hosts), None
+        )
 
     def not_generated(self) -> dict[str, str]:
         """Check family -> why it is not generated for this spec, target and selection."""
@@ -292,22 +302,31 @@ class CheckPlan(_Model):
         if not self.ib_ports:
             out["ib"] = "no InfiniBand HCA port declared on the selected hosts"
         if not self.netdevs:
-            out["netdev_mtu"] = "no HCA declares a netdev (RoCE/IPoIB interface) on the selected hosts"
+            out["netdev_mtu"] = (
+                "no HCA declares a netdev (RoCE/IPoIB interface) on the selected hosts"
+            )
         if not self.netdev_pairs:
             out["path_mtu"] = "fewer than two selected hosts with a fabric netdev"
         if not self.subnet_managers or self.observer is None:
-            out["sm"] = "no subnet manager declared on the selected hosts" if not self.subnet_managers \
+            out["sm"] = (
+                "no subnet manager declared on the selected hosts"
+                if not self.subnet_managers
                 else "no fabric host selected to query the subnet managers from"
+            )
         if not self.ib_pairs:
             out["ib_pairs"] = "fewer than two selected InfiniBand hosts able to answer ibping"
         if self.simulated:
-            out["verbs"] = "target lab: verbs are not simulated (no RDMA kernel), so ibv_rc_pingpong/ib_write_bw cannot run"
+            out["verbs"] = (
+                "target lab: verbs are not simulated (no RDMA kernel), so ibv_rc_pingpong/ib_write_bw cannot run"
+            )
         elif kind not in ("infiniband", "roce"):
             out["verbs"] = f"fabric.kind is {kind}: verbs pair tests cover infiniband and roce"
         if kind != "efa":
             out["efa"] = f"fabric.kind is {kind}, not efa"
         if kind != "roce":
-            out["roce_qos"] = f"fabric.kind is {kind}: RoCE QoS (mlnx_qos) applies to roce with a ConnectX"
+            out["roce_qos"] = (
+                f"fabric.kind is {kind}: RoCE QoS (mlnx_qos) applies to roce with a ConnectX"
+            )
         if not self.slurm_nodes or self.slurm_controller is None:
             out["slurm"] = "no Slurm partition nodes or controller among the selected hosts"
         if not self.slurm_switches or self.slurm_controller is None:
@@ -315,5 +334,7 @@ class CheckPlan(_Model):
         if not self.declared_links:
             out["discovery"] = "no declared fat tree to compare ibnetdiscover with"
         elif kind != "infiniband" or self.discovery_host is None:
-            out["discovery"] = "ibnetdiscover runs on an SM host of an InfiniBand fabric; none selected"
+            out["discovery"] = (
+                "ibnetdiscover runs on an SM host of an InfiniBand fabric; none selected"
+            )
         return out

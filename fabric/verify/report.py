@@ -21,7 +21,9 @@ from fabric.verify.results import CheckResult
 RED, GREEN, GREY = "#d62728", "#2ca02c", "#7f7f7f"
 
 
-def terminal_table(results: list[CheckResult], not_generated: dict[str, str], console: Console | None = None) -> None:
+def terminal_table(
+    results: list[CheckResult], not_generated: dict[str, str], console: Console | None = None
+) -> None:
     """Print failures first, then a per-check pass/fail count, then checks not generated."""
     console = console or Console()
     failed = [r for r in results if r.failed]
@@ -36,8 +38,13 @@ def terminal_table(results: list[CheckResult], not_generated: dict[str, str], co
     for col in ("check", "passed", "failed", "skipped"):
         counts.add_column(col)
     for name, row in _counts(results).items():
-        counts.add_row(name, str(row["passed"]), str(row["failed"]), str(row["skipped"]),
-                       style="red" if row["failed"] else None)
+        counts.add_row(
+            name,
+            str(row["passed"]),
+            str(row["failed"]),
+            str(row["skipped"]),
+            style="red" if row["failed"] else None,
+        )
     console.print(counts)
     if not_generated:
         ng = Table(title="Not generated")
@@ -56,7 +63,12 @@ def _counts(results: list[CheckResult]) -> dict[str, dict[str, int]]:
     return out
 
 
-def markdown(results: list[CheckResult], not_generated: dict[str, str], title: str, picture: str | None = None) -> str:
+def markdown(
+    results: list[CheckResult],
+    not_generated: dict[str, str],
+    title: str,
+    picture: str | None = None,
+) -> str:
     """A Markdown report: verdict, failures, counts per check, checks not generated."""
     failed = [r for r in results if r.failed]
     verdict = "FAILED" if failed else "PASSED"
@@ -68,7 +80,10 @@ def markdown(results: list[CheckResult], not_generated: dict[str, str], title: s
         lines += [f"| {r.name} | {r.param} | {_cell(r.message or r.outcome)} |" for r in failed]
         lines.append("")
     lines += ["## Checks", "", "| check | passed | failed | skipped |", "| --- | --- | --- | --- |"]
-    lines += [f"| {n} | {c['passed']} | {c['failed']} | {c['skipped']} |" for n, c in _counts(results).items()]
+    lines += [
+        f"| {n} | {c['passed']} | {c['failed']} | {c['skipped']} |"
+        for n, c in _counts(results).items()
+    ]
     if not_generated:
         lines += ["", "## Not generated", "", "| check | reason |", "| --- | --- |"]
         lines += [f"| {n} | {_cell(r)} |" for n, r in sorted(not_generated.items())]
@@ -95,15 +110,22 @@ def fabric_dot(graph: FabricGraph, results: Iterable[CheckResult]) -> str:
     bad_ports = {s.split(":", 1)[1] for s in bad if s.startswith("port:")}
     bad_links = {s.split(":", 1)[1] for s in bad if s.startswith("link:")}
     bad_switches = {s.split(":", 1)[1] for s in bad if s.startswith("switch:")}
-    out = ["graph fabric {", "  rankdir=BT; splines=true; node [fontname=Helvetica fontsize=10]; edge [fontsize=8];"]
+    out = [
+        "graph fabric {",
+        "  rankdir=BT; splines=true; node [fontname=Helvetica fontsize=10]; edge [fontsize=8];",
+    ]
     for sw in graph.switches.values():
         color = RED if sw.name in bad_switches else GREY
-        out.append(f"  {_dot_id(sw.name)} [shape=box style=filled fillcolor=\"#e8e8e8\" color=\"{color}\"];")
+        out.append(
+            f'  {_dot_id(sw.name)} [shape=box style=filled fillcolor="#e8e8e8" color="{color}"];'
+        )
     for ca in graph.cas.values():
         host = ca.host or ca.guid
         failed = host in bad_hosts or any(p.startswith(f"{host}/") for p in bad_ports)
         color = RED if failed else GREEN
-        out.append(f"  {_dot_id(graph.node_name(ca.guid))} [label=\"{host}\\n{ca.device}\" shape=ellipse color=\"{color}\"];")
+        out.append(
+            f'  {_dot_id(graph.node_name(ca.guid))} [label="{host}\\n{ca.device}" shape=ellipse color="{color}"];'
+        )
     for link in graph.links:
         a, b = graph.node_name(link.a.guid), graph.node_name(link.b.guid)
         ids = {f"{a}/{link.a.port}-{b}/{link.b.port}", f"{b}/{link.b.port}-{a}/{link.a.port}"}
@@ -111,7 +133,9 @@ def fabric_dot(graph: FabricGraph, results: Iterable[CheckResult]) -> str:
         failed = bool(ids & bad_links or ports & bad_ports)
         color, width = (RED, 2.5) if failed else ("#444444", 1.0)
         label = f"{link.a.port}:{link.b.port}"
-        out.append(f"  {_dot_id(a)} -- {_dot_id(b)} [color=\"{color}\" penwidth={width} label=\"{label}\"];")
+        out.append(
+            f'  {_dot_id(a)} -- {_dot_id(b)} [color="{color}" penwidth={width} label="{label}"];'
+        )
     out.append("}")
     return "\n".join(out) + "\n"
 

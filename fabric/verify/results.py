@@ -55,8 +55,16 @@ def read_junit(path: Path) -> list[CheckResult]:
         name, param = (match["name"], match["param"] or "") if match else (case.get("name", ""), "")
         outcome, message = _message(case)
         subjects = [p.get("value", "") for p in case.iter("property") if p.get("name") == "subject"]
-        results.append(CheckResult(name=name, param=param, outcome=outcome, message=message,
-                                   subjects=subjects, seconds=float(case.get("time") or 0)))
+        results.append(
+            CheckResult(
+                name=name,
+                param=param,
+                outcome=outcome,
+                message=message,
+                subjects=subjects,
+                seconds=float(case.get("time") or 0),
+            )
+        )
     return results
 
 
@@ -66,5 +74,8 @@ def summary(results: list[CheckResult]) -> str:
     if not failed:
         return f"all {len(results)} checks passed"
     lines = [f"{len(failed)} of {len(results)} checks failed:"]
-    lines += [f"  {r.name}[{r.param}]: {r.message.splitlines()[0] if r.message else r.outcome}" for r in failed]
+    lines += [
+        f"  {r.name}[{r.param}]: {r.message.splitlines()[0] if r.message else r.outcome}"
+        for r in failed
+    ]
     return "\n".join(lines)

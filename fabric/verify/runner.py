@@ -14,6 +14,10 @@ from fabric.state import REPO_ROOT, StateLayout
 from fabric.verify import context
 from fabric.verify.results import CheckResult, read_junit, summary
 
+#: Upper bound of one check-suite run (every check has its own, smaller timeouts).
+SUITE_TIMEOUT = 3600
+#: The exit status recorded when the suite was stopped at SUITE_TIMEOUT (timeout(1)'s).
+SUITE_TIMED_OUT = 124
 CHECKS_DIR = Path(__file__).resolve().parent / "checks"
 
 
@@ -39,13 +43,36 @@ class RunOutcome(BaseModel):
         return summary(self.results)
 
 
-def pytest_args(inventory: Path, junit: Path, report_dir: Path, *, limit: str | None = None,
-                spec: Path | None = None, workers: int | None = None, extra: list[str] | None = None) -> list[str]:
+def pytest_args(
+    inventory: Path,
+    junit: Path,
+    report_dir: Path,
+    *,
+    limit: str | None = None,
+    spec: Path | None = None,
+    workers: int | None = None,
+    extra: list[str] | None = None,
+) -> list[str]:
     """The pytest command line for the check suite."""
-    hosts = ",".join(f"ansible://{h.strip()}" for h in limit.split(",")) if limit else "ansible://all"
-    args = [sys.executable, "-m", "pytest", str(CHECKS_DIR), f"--hosts={hosts}", f"--ansible-inventory={inventory}",
-            f"--junitxml={junit}", f"--report-dir={report_dir}", "-o", "junit_family=xunit1", "-p", "no:cacheprovider",
-            "-q", "-rN"]
+    hosts = (
+        ",".join(f"ansible://{h.strip()}" for h in limit.split(",")) if limit else "ansible://all"
+    )
+    args = [
+        sys.executable,
+        "-m",
+        "pytest",
+        str(CHECKS_DIR),
+        f"--hosts={hosts}",
+        f"--ansible-inventory={inventory}",
+        f"--junitxml={junit}",
+        f"--report-dir={report_dir}",
+        "-o",
+        "junit_family=xunit1",
+        "-p",
+        "no:cacheprovider",
+        "-q",
+        "-rN",
+    ]
     if spec:
         args.append(f"--spec={spec}")
     if workers and workers > 1:
@@ -53,9 +80,17 @@ def pytest_args(inventory: Path, junit: Path, report_dir: Path, *, limit: str | 
     return args + (extra or [])
 
 
-def run_checks(stack: str, *, junit: Path | None = None, limit: str | None = None, report_dir: Path | None = None,
-               spec: Path | None = None, workers: int | None = 2, quiet: bool = False,
-               select: str | None = None) -> RunOutcome:
+def run_checks(
+    stack: str,
+    *,
+    junit: Path | None = None,
+    limit: str | None = None,
+    report_dir: Path | None = None,
+    spec: Path | None = None,
+    workers: int | None = 2,
+    quiet: bool = False,
+    select: str | None = None,
+) -> RunOutcome:
     """Run the checks against ``state/<stack>/inventory.yml``; render the reports into ``report_dir``.
 
     ``select`` is a pytest ``-k`` expression choosing checks by name (``test_sm_answers or ...``).
@@ -65,20 +100,47 @@ def run_checks(stack: str, *, junit: Path | None = None, limit: str | None = Non
     report_dir = (report_dir or StateLayout(stack).reports).resolve()
     report_dir.mkdir(parents=True, exist_ok=True)
     junit = (junit or report_dir / "checks.xml").resolve()
-    args = pytest_args(inventory, junit, report_dir, limit=limit, spec=spec, workers=workers,
-                       extra=["-k", select] if select else None)
-    env = {**os.environ, "PYTHONPATH": f"{REPO_ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
-           "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    args = pytest_args(
+        inventory,
+        junit,
+        report_dir,
+        limit=limit,
+        spec=spec,
+        workers=workers,
+        extra=["-k", select] if select else None,
+    )
+    env = {
+        **os.environ,
+        "PYTHONPATH": f"{REPO_ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+    }
     log = report_dir / "pytest.log"
     with open(log, "w") as out:
-        proc = subprocess.run(args, cwd=REPO_ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
+        try:
+            rc = subprocess.run(
+                args,
+                cwd=REPO_ROOT,
+                env=env,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                check=False,
+                timeout=SUITE_TIMEOUT,
+            ).returncode
+        except subprocess.TimeoutExpired:
+            out.write(f"\nrailyard: the check suite did not finish in {SUITE_TIMEOUT} s; stopped\n")
+            rc = SUITE_TIMED_OUT
     if not quiet:
-        sys.stderr.write(log.read_text()[-4000:] if proc.returncode not in (0, 1) else "")
+        sys.stderr.write(log.read_text()[-4000:] if rc not in (0, 1) else "")
     results = read_junit(junit) if junit.is_file() else []
     ng_file = report_dir / "not_generated.json"
     not_generated = json.loads(ng_file.read_text()) if ng_file.is_file() else {}
-    outcome = RunOutcome(rc=proc.returncode, results=results, not_generated=not_generated, junit=str(junit),
-                         report_dir=str(report_dir))
+    outcome = RunOutcome(
+        rc=rc,
+        results=results,
+        not_generated=not_generated,
+        junit=str(junit),
+        report_dir=str(report_dir),
+    )
     outcome.files = write_reports(outcome, stack, spec)
     return outcome
 
@@ -90,7 +152,9 @@ def write_reports(outcome: RunOutcome, stack: str, spec_path: Path | None = None
     out_dir = Path(outcome.report_dir)
     files: list[str] = [outcome.junit]
     picture = None
-    spec = context.load_cluster_spec(spec_path or context.spec_path_for(context.inventory_path(stack)))
+    spec = context.load_cluster_spec(
+        spec_path or context.spec_path_for(context.inventory_path(stack))
+    )
     if spec.fabric.topology is not None:
         from fabric.topology.from_spec import graph_from_spec
 
@@ -98,5 +162,7 @@ def write_reports(outcome: RunOutcome, stack: str, spec_path: Path | None = None
         files += [str(p) for p in rendered]
         picture = rendered[0].name
     md = out_dir / "report.md"
-    md.write_text(markdown(outcome.results, outcome.not_generated, f"railyard checks: {stack}", picture))
+    md.write_text(
+        markdown(outcome.results, outcome.not_generated, f"railyard checks: {stack}", picture)
+    )
     return files + [str(md)]

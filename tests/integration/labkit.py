@@ -31,7 +31,9 @@ import yaml
 from fabric.verify.results import CheckResult
 
 REPO = Path(__file__).resolve().parents[2]
-PULUMI_BIN = Path(os.environ.get("RAILYARD_PULUMI_BIN", Path.home() / ".cache/railyard/pulumi/v3.259.0/bin"))
+PULUMI_BIN = Path(
+    os.environ.get("RAILYARD_PULUMI_BIN", Path.home() / ".cache/railyard/pulumi/v3.259.0/bin")
+)
 
 #: tag -> cluster spec (a mapping as the stack file holds it under ``railyard:cluster``).
 SpecFor = Callable[[int], dict[str, Any]]
@@ -45,11 +47,17 @@ class OwnLab:
     tag: int  #: the random tag its spec was made with
     root: Path  #: tmp directory holding program/, backend/, state/
     stack: Any  #: the ``pulumi.automation.Stack``
-    env: dict[str, str]  #: the environment ``pulumi`` runs with (also set in ``os.environ`` meanwhile)
-    outputs: dict[str, Any] = field(default_factory=dict)  #: the outputs of the last ``up`` that set them
+    env: dict[
+        str, str
+    ]  #: the environment ``pulumi`` runs with (also set in ``os.environ`` meanwhile)
+    outputs: dict[str, Any] = field(
+        default_factory=dict
+    )  #: the outputs of the last ``up`` that set them
     up_log: str = ""  #: the engine output of the first ``up``
     up_seconds: float = 0.0  #: how long the first ``up`` took
-    leftovers: dict[str, Any] = field(default_factory=dict)  #: what destroy left behind (see :func:`leftovers`)
+    leftovers: dict[str, Any] = field(
+        default_factory=dict
+    )  #: what destroy left behind (see :func:`leftovers`)
 
     @property
     def work(self) -> Path:
@@ -98,9 +106,12 @@ class OwnLab:
         """A paramiko SSH session to ``node`` as root with the stack's key, host key checked."""
         from fabric.lab.ssh import connect, host_keys_from
 
-        return connect(self.hosts()[node]["address"], user="root",
-                       private_key=(self.state / "ssh" / "id_ed25519").read_text(),
-                       host_keys=host_keys_from(self.state / "known_hosts"))
+        return connect(
+            self.hosts()[node]["address"],
+            user="root",
+            private_key=(self.state / "ssh" / "id_ed25519").read_text(),
+            host_keys=host_keys_from(self.state / "known_hosts"),
+        )
 
     def ssh(self, node: str, command: str, timeout: float = 60.0) -> str:
         """Run ``command`` on ``node`` over SSH (see :meth:`connect`); return its stdout; it must succeed."""
@@ -115,16 +126,26 @@ class OwnLab:
         """A testinfra host for ``node`` through the stack's Ansible inventory."""
         import testinfra
 
-        return testinfra.get_host(f"ansible://{node}", ansible_inventory=str(self.state / "inventory.yml"))
+        return testinfra.get_host(
+            f"ansible://{node}", ansible_inventory=str(self.state / "inventory.yml")
+        )
 
     def checks(self, select: str) -> dict[str, CheckResult]:
         """Run the checks chosen by the ``-k`` expression ``select`` (``run_checks``, one worker,
         reports under ``root/reports``); return ``name[param]`` -> its ``CheckResult``. The suite must have run at least one check."""
         from fabric.verify.runner import run_checks
 
-        reports = self.root / "reports" / self.name  # outside the state directory the destroy empties
-        outcome = run_checks(self.name, spec=self.stack_file, select=select, quiet=True, workers=1,
-                             report_dir=reports)
+        reports = (
+            self.root / "reports" / self.name
+        )  # outside the state directory the destroy empties
+        outcome = run_checks(
+            self.name,
+            spec=self.stack_file,
+            select=select,
+            quiet=True,
+            workers=1,
+            report_dir=reports,
+        )
         assert outcome.results, f"the check suite did not run: {outcome.summary()}"
         return {f"{r.name}[{r.param}]": r for r in outcome.results}
 
@@ -133,8 +154,13 @@ class OwnLab:
         of each one that failed."""
         return {key: r.message for key, r in self.checks(select).items() if r.failed}
 
-    def settle_checks(self, select: str, done: Callable[[dict[str, str]], bool],
-                      seconds: float = 90.0, pause: float = 5.0) -> dict[str, str]:
+    def settle_checks(
+        self,
+        select: str,
+        done: Callable[[dict[str, str]], bool],
+        seconds: float = 90.0,
+        pause: float = 5.0,
+    ) -> dict[str, str]:
         """Re-run :meth:`failed_checks` until ``done(failures)`` or ``seconds`` pass; return the last failures."""
         deadline = time.monotonic() + seconds
         while True:
@@ -150,11 +176,23 @@ def leftovers(prefix: str, state: Path) -> dict[str, Any]:
     from fabric.lab.podman import podman
 
     out: dict[str, Any] = {}
-    containers = podman(["ps", "-a", "--filter", f"name={prefix}", "--format", "{{.Names}}"]).stdout.split()
-    networks = [n for n in podman(["network", "ls", "--format", "{{.Name}}"]).stdout.split() if n.startswith(prefix)]
-    procs = subprocess.run(["pgrep", "-af", str(state)], capture_output=True, text=True).stdout.split("\n")
-    for key, value in (("containers", containers), ("networks", networks), ("processes", [p for p in procs if p]),
-                       ("files", [str(p) for p in state.rglob("*")] if state.exists() else [])):
+    containers = podman(
+        ["ps", "-a", "--filter", f"name={prefix}", "--format", "{{.Names}}"]
+    ).stdout.split()
+    networks = [
+        n
+        for n in podman(["network", "ls", "--format", "{{.Name}}"]).stdout.split()
+        if n.startswith(prefix)
+    ]
+    procs = subprocess.run(
+        ["pgrep", "-af", str(state)], capture_output=True, text=True, check=False, timeout=30
+    ).stdout.split("\n")
+    for key, value in (
+        ("containers", containers),
+        ("networks", networks),
+        ("processes", [p for p in procs if p]),
+        ("files", [str(p) for p in state.rglob("*")] if state.exists() else []),
+    ):
         if value:
             out[key] = value
     if state.exists():
@@ -175,8 +213,15 @@ def _destroy(stack: Any) -> None:
 
 
 @contextmanager
-def own_lab(tmp_path_factory: Any, name_prefix: str, spec: SpecFor, *, tags: int = 15,
-            handoff: bool = False, verify: bool = False) -> Iterator[OwnLab]:
+def own_lab(
+    tmp_path_factory: Any,
+    name_prefix: str,
+    spec: SpecFor,
+    *,
+    tags: int = 15,
+    handoff: bool = False,
+    verify: bool = False,
+) -> Iterator[OwnLab]:
     """Bring up a lab of ``spec(tag)`` as stack ``<name_prefix>-<hex>``; destroy it on exit.
 
     ``handoff``/``verify`` set ``railyard:handoff`` (``playbooks/site.yml`` during ``up``) and
@@ -208,17 +253,31 @@ def own_lab(tmp_path_factory: Any, name_prefix: str, spec: SpecFor, *, tags: int
     }
     saved = dict(os.environ)
     os.environ.update(env)
-    ws = auto.LocalWorkspace(work_dir=str(work), env_vars=env, pulumi_command=auto.PulumiCommand(str(PULUMI_BIN.parent)))
+    ws = auto.LocalWorkspace(
+        work_dir=str(work), env_vars=env, pulumi_command=auto.PulumiCommand(str(PULUMI_BIN.parent))
+    )
     lab = OwnLab(name=name, tag=tag, root=root, stack=None, env=env)
-    lab.write_config({"config": {"railyard:prefix": name, "railyard:cluster": spec(tag),
-                                 "railyard:handoff": str(handoff).lower(), "railyard:verify": str(verify).lower()}})
+    lab.write_config(
+        {
+            "config": {
+                "railyard:prefix": name,
+                "railyard:cluster": spec(tag),
+                "railyard:handoff": str(handoff).lower(),
+                "railyard:verify": str(verify).lower(),
+            }
+        }
+    )
     try:
         lab.stack = auto.Stack.create(name, ws)
         try:
             log: list[str] = []
             started = time.monotonic()
             result = lab.stack.up(on_output=log.append)
-            lab.up_seconds, lab.up_log, lab.outputs = time.monotonic() - started, "".join(log), result.outputs
+            lab.up_seconds, lab.up_log, lab.outputs = (
+                time.monotonic() - started,
+                "".join(log),
+                result.outputs,
+            )
             yield lab
         finally:
             try:

@@ -53,7 +53,12 @@ def emulator(tmp_path: Path) -> Iterator[str]:
     auth = tmp_path / "htpasswd"
     auth.write_text(f"{USER}:{bcrypt.hashpw(PASSWORD.encode(), bcrypt.gensalt()).decode()}\n")
     systems = [
-        {"uuid": uuid, "name": name, "power_state": "Off", "nics": [{"mac": mac, "ip": "127.0.0.1"}]}
+        {
+            "uuid": uuid,
+            "name": name,
+            "power_state": "Off",
+            "nics": [{"mac": mac, "ip": "127.0.0.1"}],
+        }
         for name, (uuid, mac) in SYSTEMS.items()
     ]
     config = tmp_path / "emulator.conf"
@@ -65,9 +70,17 @@ def emulator(tmp_path: Path) -> Iterator[str]:
     )
     log = (tmp_path / "emulator.log").open("w")
     proc = subprocess.Popen(
-        [str(VENV_BIN / "sushy-emulator"), "--config", str(config),
-         "--interface", "127.0.0.1", "--port", str(port)],
-        stdout=log, stderr=subprocess.STDOUT,
+        [
+            str(VENV_BIN / "sushy-emulator"),
+            "--config",
+            str(config),
+            "--interface",
+            "127.0.0.1",
+            "--port",
+            str(port),
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
     )
     url = f"http://127.0.0.1:{port}"
     try:
@@ -78,7 +91,9 @@ def emulator(tmp_path: Path) -> Iterator[str]:
                 break
             except requests.RequestException:
                 if proc.poll() is not None or time.monotonic() > deadline:
-                    pytest.fail(f"sushy-emulator did not start: {(tmp_path / 'emulator.log').read_text()}")
+                    pytest.fail(
+                        f"sushy-emulator did not start: {(tmp_path / 'emulator.log').read_text()}"
+                    )
                 time.sleep(0.3)
         yield url
     finally:
@@ -144,12 +159,23 @@ def test_wrong_password_is_refused(emulator: str) -> None:
 
 def test_provision_one_node(emulator: str, sshd_stub: int) -> None:
     uuid, mac = SYSTEMS["n2"]
-    outs = provision({
-        "node": "n2", "url": emulator, "system_id": uuid, "username": USER,
-        "password": PASSWORD, "verify_tls": False, "address": "127.0.0.2",
-        "boot_target": "Pxe", "settle_target": "Hdd", "ssh_port": sshd_stub,
-        "ssh_timeout": 20, "power_timeout": 30, "restart_if_on": False,
-    })
+    outs = provision(
+        {
+            "node": "n2",
+            "url": emulator,
+            "system_id": uuid,
+            "username": USER,
+            "password": PASSWORD,
+            "verify_tls": False,
+            "address": "127.0.0.2",
+            "boot_target": "Pxe",
+            "settle_target": "Hdd",
+            "ssh_port": sshd_stub,
+            "ssh_timeout": 20,
+            "power_timeout": 30,
+            "restart_if_on": False,
+        }
+    )
     assert "password" not in outs and PASSWORD not in json.dumps(outs)
     assert outs["power_state"] == "On"
     assert outs["macs"] == [mac]
@@ -165,12 +191,23 @@ def test_provision_fails_clearly_without_ssh(emulator: str) -> None:
     uuid, _ = SYSTEMS["n1"]
     closed = free_port()
     with pytest.raises(Exception, match=rf"127\.0\.0\.1:{closed} did not answer within 2 s"):
-        provision({
-            "node": "n1", "url": emulator, "system_id": uuid, "username": USER,
-            "password": PASSWORD, "verify_tls": False, "address": "127.0.0.1",
-            "boot_target": "Pxe", "settle_target": "Hdd", "ssh_port": closed,
-            "ssh_timeout": 2, "power_timeout": 30, "restart_if_on": False,
-        })
+        provision(
+            {
+                "node": "n1",
+                "url": emulator,
+                "system_id": uuid,
+                "username": USER,
+                "password": PASSWORD,
+                "verify_tls": False,
+                "address": "127.0.0.1",
+                "boot_target": "Pxe",
+                "settle_target": "Hdd",
+                "ssh_port": closed,
+                "ssh_timeout": 2,
+                "power_timeout": 30,
+                "restart_if_on": False,
+            }
+        )
 
 
 PROGRAM = """\
@@ -187,20 +224,36 @@ pulumi.export("inventory", cluster.inventory)
 
 def spec_for(url: str) -> dict[str, Any]:
     return {
-        "name": "metal", "target": "baremetal",
-        "nodes": [{"names": "n[1-2]", "role": "compute",
-                   "hcas": [{"device": "mlx5_0", "link_layer": "InfiniBand"}]}],
-        "fabric": {"kind": "infiniband", "mtu": 4096,
-                   "infiniband": {"subnet_managers": [{"host": "n1", "priority": 14}]}},
-        "management": {"subnet": "127.0.0.0/8",
-                       "addresses": {"n1": "127.0.0.1", "n2": "127.0.0.2"}},
-        "bmc": {"username": USER, "password": {"config": "bmcPassword"}, "verify_tls": False,
-                "endpoints": {n: {"url": url, "system_id": uuid}
-                              for n, (uuid, _) in SYSTEMS.items()}},
+        "name": "metal",
+        "target": "baremetal",
+        "nodes": [
+            {
+                "names": "n[1-2]",
+                "role": "compute",
+                "hcas": [{"device": "mlx5_0", "link_layer": "InfiniBand"}],
+            }
+        ],
+        "fabric": {
+            "kind": "infiniband",
+            "mtu": 4096,
+            "infiniband": {"subnet_managers": [{"host": "n1", "priority": 14}]},
+        },
+        "management": {
+            "subnet": "127.0.0.0/8",
+            "addresses": {"n1": "127.0.0.1", "n2": "127.0.0.2"},
+        },
+        "bmc": {
+            "username": USER,
+            "password": {"config": "bmcPassword"},
+            "verify_tls": False,
+            "endpoints": {n: {"url": url, "system_id": uuid} for n, (uuid, _) in SYSTEMS.items()},
+        },
     }
 
 
-@pytest.mark.skipif(not (PULUMI_BIN / "pulumi").exists(), reason="Pulumi CLI not built (make bootstrap)")
+@pytest.mark.skipif(
+    not (PULUMI_BIN / "pulumi").exists(), reason="Pulumi CLI not built (make bootstrap)"
+)
 def test_pulumi_up_brings_the_nodes_on(emulator: str, sshd_stub: int, tmp_path: Path) -> None:
     """A real `pulumi up` (file backend, offline) of a bare-metal stack through the dispatcher."""
     project = tmp_path / "project"
@@ -221,8 +274,16 @@ def test_pulumi_up_brings_the_nodes_on(emulator: str, sshd_stub: int, tmp_path: 
     }
 
     def pulumi(*args: str, stdin: str | None = None) -> str:
-        done = subprocess.run(["pulumi", *args, "--non-interactive"], cwd=project, env=env,
-                              input=stdin, capture_output=True, text=True, timeout=300)
+        done = subprocess.run(
+            ["pulumi", *args, "--non-interactive"],
+            cwd=project,
+            env=env,
+            input=stdin,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
         assert done.returncode == 0, f"pulumi {' '.join(args)}:\n{done.stdout}\n{done.stderr}"
         return done.stdout
 
@@ -230,14 +291,16 @@ def test_pulumi_up_brings_the_nodes_on(emulator: str, sshd_stub: int, tmp_path: 
     pulumi("config", "set", "--secret", "bmcPassword", PASSWORD)
     stack_file = project / "Pulumi.metal.yaml"
     stack = yaml.safe_load(stack_file.read_text())  # holds the encrypted bmcPassword
-    stack["config"].update({
-        "railyard:cluster": spec_for(emulator),
-        "railyard:sshPort": str(sshd_stub),
-        "railyard:sshTimeoutSeconds": "30",
-        "railyard:powerTimeoutSeconds": "40",
-        "railyard:sshPrivateKeyFile": str(tmp_path / "id_ed25519"),
-        "railyard:knownHostsFile": str(tmp_path / "known_hosts"),
-    })
+    stack["config"].update(
+        {
+            "railyard:cluster": spec_for(emulator),
+            "railyard:sshPort": str(sshd_stub),
+            "railyard:sshTimeoutSeconds": "30",
+            "railyard:powerTimeoutSeconds": "40",
+            "railyard:sshPrivateKeyFile": str(tmp_path / "id_ed25519"),
+            "railyard:knownHostsFile": str(tmp_path / "known_hosts"),
+        }
+    )
     stack_file.write_text(yaml.safe_dump(stack))
     assert PASSWORD not in stack_file.read_text()
     pulumi("up", "--yes", "--skip-preview")

@@ -36,20 +36,28 @@ NETDEV = "eth0"
 NODES = ("m1", "m2", "m3")
 FAULTED = "m2"
 NETDEV_CHECKS = {n: f"test_netdev_mtu[{n}/{NETDEV}]" for n in NODES}
-PAIR_CHECKS = {("m1", "m2"): "test_path_mtu[m1->m2]", ("m2", "m3"): "test_path_mtu[m2->m3]",
-               ("m3", "m1"): "test_path_mtu[m3->m1]"}
+PAIR_CHECKS = {
+    ("m1", "m2"): "test_path_mtu[m1->m2]",
+    ("m2", "m3"): "test_path_mtu[m2->m3]",
+    ("m3", "m1"): "test_path_mtu[m3->m1]",
+}
 ALL_CHECKS = set(NETDEV_CHECKS.values()) | set(PAIR_CHECKS.values())
 
 
 def _spec(tag: int) -> dict[str, Any]:
     hca = {"device": "mlx5_0", "link_layer": "Ethernet", "netdev": NETDEV, "rate_gbps": 100}
     return {
-        "name": "rymtu", "target": "lab",
+        "name": "rymtu",
+        "target": "lab",
         "nodes": [{"names": "m[1-3]", "role": "compute", "hcas": [hca]}],
         "fabric": {"kind": "roce", "mtu": FABRIC_MTU},
         "management": {"subnet": f"198.19.{100 + tag}.0/24"},
         "bmc": {"subnet": f"198.19.{120 + tag}.0/24"},
-        "lab": {"bmc_port": 19300 + 2 * tag, "ibsim_port": 18100 + 16 * tag, "roce_subnet": f"198.19.{140 + tag}.0/24"},
+        "lab": {
+            "bmc_port": 19300 + 2 * tag,
+            "ibsim_port": 18100 + 16 * tag,
+            "roce_subnet": f"198.19.{140 + tag}.0/24",
+        },
     }
 
 
@@ -62,7 +70,11 @@ def _outcomes(lab: OwnLab) -> Outcomes:
 
 
 def _failed(outcomes: Outcomes) -> dict[str, str]:
-    return {key: message for key, (outcome, message) in outcomes.items() if outcome in ("failed", "error")}
+    return {
+        key: message
+        for key, (outcome, message) in outcomes.items()
+        if outcome in ("failed", "error")
+    }
 
 
 @pytest.fixture(scope="module")
@@ -84,8 +96,14 @@ def mtu_fault(lab: OwnLab) -> dict[str, Any]:
     finally:
         faulted = set_container_mtu(container, NETDEV, previous)
     after = _outcomes(lab)
-    return {"before": before, "previous": previous, "seen": seen, "during": during, "faulted": faulted,
-            "after": after}
+    return {
+        "before": before,
+        "previous": previous,
+        "seen": seen,
+        "during": during,
+        "faulted": faulted,
+        "after": after,
+    }
 
 
 def test_fabric_netdev_holds_the_fabric_address_at_the_spec_mtu(lab: OwnLab) -> None:
@@ -102,28 +120,42 @@ def test_mtu_checks_pass_before_the_fault(mtu_fault: dict[str, Any]) -> None:
 
 
 def test_fault_sets_the_node_mtu_and_reports_the_previous_one(mtu_fault: dict[str, Any]) -> None:
-    assert (mtu_fault["previous"], mtu_fault["seen"], mtu_fault["faulted"]) == (FABRIC_MTU, FAULT_MTU, FAULT_MTU)
+    assert (mtu_fault["previous"], mtu_fault["seen"], mtu_fault["faulted"]) == (
+        FABRIC_MTU,
+        FAULT_MTU,
+        FAULT_MTU,
+    )
 
 
 def test_netdev_mtu_check_fails_naming_the_node(mtu_fault: dict[str, Any]) -> None:
     outcome, message = mtu_fault["during"][NETDEV_CHECKS[FAULTED]]
     assert outcome == "failed", mtu_fault["during"]
-    assert message.startswith(f"{FAULTED}: netdev {NETDEV} MTU {FAULT_MTU}, expected {FABRIC_MTU}"), message
+    assert message.startswith(
+        f"{FAULTED}: netdev {NETDEV} MTU {FAULT_MTU}, expected {FABRIC_MTU}"
+    ), message
 
 
 @pytest.mark.parametrize("pair", [("m1", "m2"), ("m2", "m3")], ids=["m2-target", "m2-source"])
-def test_path_mtu_fails_for_the_pairs_of_the_node_naming_it(mtu_fault: dict[str, Any], pair: tuple[str, str]) -> None:
+def test_path_mtu_fails_for_the_pairs_of_the_node_naming_it(
+    mtu_fault: dict[str, Any], pair: tuple[str, str]
+) -> None:
     outcome, message = mtu_fault["during"][PAIR_CHECKS[pair]]
     source, target = pair
     assert outcome == "failed", mtu_fault["during"]
     assert message.startswith(f"{source} {NETDEV} -> {target} {NETDEV} ("), message
-    assert f"don't-fragment ping of {FABRIC_MTU - 28} bytes (MTU {FABRIC_MTU}) failed" in message, message
+    assert f"don't-fragment ping of {FABRIC_MTU - 28} bytes (MTU {FABRIC_MTU}) failed" in message, (
+        message
+    )
 
 
 def test_only_the_node_and_its_pairs_fail(mtu_fault: dict[str, Any]) -> None:
     during = mtu_fault["during"]
     assert set(during) == ALL_CHECKS, sorted(during)
-    assert set(_failed(during)) == {NETDEV_CHECKS[FAULTED], PAIR_CHECKS[("m1", "m2")], PAIR_CHECKS[("m2", "m3")]}
+    assert set(_failed(during)) == {
+        NETDEV_CHECKS[FAULTED],
+        PAIR_CHECKS[("m1", "m2")],
+        PAIR_CHECKS[("m2", "m3")],
+    }
     assert during[PAIR_CHECKS[("m3", "m1")]][0] == "passed"
 
 
@@ -132,7 +164,9 @@ def test_restored_mtu_passes_again(mtu_fault: dict[str, Any]) -> None:
     assert set(after) == ALL_CHECKS and _failed(after) == {}, after
 
 
-def test_fault_on_a_missing_netdev_or_container_names_it(lab: OwnLab, mtu_fault: dict[str, Any]) -> None:
+def test_fault_on_a_missing_netdev_or_container_names_it(
+    lab: OwnLab, mtu_fault: dict[str, Any]
+) -> None:
     container = lab.hosts()[FAULTED]["container"]
     with pytest.raises(FaultError, match=f"MTU 1500 on {container} nosuch0: .*nosuch0"):
         set_container_mtu(container, "nosuch0", FAULT_MTU)

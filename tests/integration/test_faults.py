@@ -29,22 +29,38 @@ pytestmark = pytest.mark.integration
 
 SETTLE_SECONDS = 90
 
-LINK_CHECKS = "test_port_state_active or test_port_physical_state_linkup or test_declared_link_discovered"
+LINK_CHECKS = (
+    "test_port_state_active or test_port_physical_state_linkup or test_declared_link_discovered"
+)
 SM_CHECKS = "test_sm_answers or test_single_master or test_host_sees_master"
 SPEED_CHECKS = "test_declared_link_discovered or test_port_rate"
 
 
 def _spec(tag: int) -> dict[str, Any]:
     return {
-        "name": "ryfault", "target": "lab",
+        "name": "ryfault",
+        "target": "lab",
         "nodes": [
             {"names": "n[1-2]", "role": "compute", "hcas": [{"device": "mlx5_0"}]},
             {"names": "sm[1-2]", "role": "sm", "hcas": [{"device": "mlx5_0"}]},
         ],
-        "fabric": {"kind": "infiniband", "mtu": 4096,
-                   "topology": {"kind": "fat-tree", "leaves": 1, "nodes_per_leaf": 4, "ports_per_switch": 8},
-                   "infiniband": {"sweep_interval": 5,
-                                  "subnet_managers": [{"host": "sm1", "priority": 14}, {"host": "sm2", "priority": 10}]}},
+        "fabric": {
+            "kind": "infiniband",
+            "mtu": 4096,
+            "topology": {
+                "kind": "fat-tree",
+                "leaves": 1,
+                "nodes_per_leaf": 4,
+                "ports_per_switch": 8,
+            },
+            "infiniband": {
+                "sweep_interval": 5,
+                "subnet_managers": [
+                    {"host": "sm1", "priority": 14},
+                    {"host": "sm2", "priority": 10},
+                ],
+            },
+        },
         "management": {"subnet": f"198.18.{160 + tag}.0/24"},
         "bmc": {"subnet": f"198.18.{180 + tag}.0/24"},
         "slurm": {"controller": "sm1"},
@@ -92,8 +108,14 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     with own_lab(tmp_path_factory, "ryfault", _spec) as own:
         book = own.root / "sm.yml"
         book.write_text(SM_PLAYBOOK)
-        result = run_playbook(book, stack=own.name, spec=load_spec(own.stack_file), state_root=own.state_root,
-                              artifacts_root=own.root / "artifacts", emit=lambda _: None)
+        result = run_playbook(
+            book,
+            stack=own.name,
+            spec=load_spec(own.stack_file),
+            state_root=own.state_root,
+            artifacts_root=own.root / "artifacts",
+            emit=lambda _: None,
+        )
         assert result.ok, result.summary()
         lab = Lab(own)
         healthy = lab.settle(f"{LINK_CHECKS} or {SM_CHECKS} or {SPEED_CHECKS}", lambda f: not f)
@@ -115,7 +137,9 @@ def unlinked(lab: Lab) -> tuple[dict[str, str], dict[str, str]]:
     host, device, port, switch, switch_port = UNLINKED
     lab.console.unlink(host, device, port)
     try:
-        during = lab.settle(LINK_CHECKS, lambda f: any(k.startswith("test_port_state_active[n1/") for k in f))
+        during = lab.settle(
+            LINK_CHECKS, lambda f: any(k.startswith("test_port_state_active[n1/") for k in f)
+        )
         lab.unlinked_dot = (lab.own.root / "reports" / lab.own.name / "fabric.dot").read_text()
     finally:
         lab.console.link(host, device, port, switch, switch_port)
@@ -126,15 +150,27 @@ def unlinked(lab: Lab) -> tuple[dict[str, str], dict[str, str]]:
 @pytest.mark.parametrize(
     ("check", "named"),
     [
-        ("test_port_state_active[n1/mlx5_0/1]", ["n1", "mlx5_0", "port 1", "leaf01 port 1", "state Down"]),
-        ("test_port_physical_state_linkup[n1/mlx5_0/1]", ["n1", "mlx5_0", "leaf01 port 1", "physical state Polling"]),
-        ("test_declared_link_discovered[leaf01/1-n1/mlx5_0/1]", ["missing link", "n1 mlx5_0 port 1", "leaf01 port 1"]),
+        (
+            "test_port_state_active[n1/mlx5_0/1]",
+            ["n1", "mlx5_0", "port 1", "leaf01 port 1", "state Down"],
+        ),
+        (
+            "test_port_physical_state_linkup[n1/mlx5_0/1]",
+            ["n1", "mlx5_0", "leaf01 port 1", "physical state Polling"],
+        ),
+        (
+            "test_declared_link_discovered[leaf01/1-n1/mlx5_0/1]",
+            ["missing link", "n1 mlx5_0 port 1", "leaf01 port 1"],
+        ),
     ],
 )
 def test_unlinked_port_fails_naming_node_hca_switch_and_port(
-        unlinked: tuple[dict[str, str], dict[str, str]], check: str, named: list[str]) -> None:
+    unlinked: tuple[dict[str, str], dict[str, str]], check: str, named: list[str]
+) -> None:
     during, _ = unlinked
-    assert check in during and all(n in during[check] for n in named), f"{check}: {during.get(check)}; all: {during}"
+    assert check in during and all(n in during[check] for n in named), (
+        f"{check}: {during.get(check)}; all: {during}"
+    )
 
 
 def test_fabric_picture_draws_the_pulled_cable_red(lab: Lab, unlinked: Any) -> None:
@@ -145,16 +181,24 @@ def test_fabric_picture_draws_the_pulled_cable_red(lab: Lab, unlinked: Any) -> N
     assert others and not any(f'color="{RED}"' in e for e in others), others
 
 
-def test_unlinked_port_fails_only_its_own_checks(unlinked: tuple[dict[str, str], dict[str, str]]) -> None:
+def test_unlinked_port_fails_only_its_own_checks(
+    unlinked: tuple[dict[str, str], dict[str, str]],
+) -> None:
     during, _ = unlinked
     assert all("n1/" in key for key in during), during
 
 
-@pytest.mark.xfail(strict=False, reason=(
-    "ibsim limit: umad2sim never times a MAD out, so an SMP that ibsim dropped while the cable was "
-    "pulled stays pending and the MASTER's sweep can wait on it forever, leaving the port "
-    "Initializing (seen in 3 of 9 runs; README, known simulator limit)"))
-def test_relinked_port_passes_after_a_sweep(unlinked: tuple[dict[str, str], dict[str, str]]) -> None:
+@pytest.mark.xfail(
+    strict=False,
+    reason=(
+        "ibsim limit: umad2sim never times a MAD out, so an SMP that ibsim dropped while the cable was "
+        "pulled stays pending and the MASTER's sweep can wait on it forever, leaving the port "
+        "Initializing (seen in 3 of 9 runs; README, known simulator limit)"
+    ),
+)
+def test_relinked_port_passes_after_a_sweep(
+    unlinked: tuple[dict[str, str], dict[str, str]],
+) -> None:
     _, after = unlinked
     assert after == {}
 
@@ -190,9 +234,13 @@ def sm_stopped(lab: Lab, unlinked: Any) -> tuple[dict[str, str], dict[str, str],
     return during, taken_over, back
 
 
-def test_stopped_master_fails_the_sm_check_naming_it(sm_stopped: tuple[dict[str, str], ...]) -> None:
+def test_stopped_master_fails_the_sm_check_naming_it(
+    sm_stopped: tuple[dict[str, str], ...],
+) -> None:
     during = sm_stopped[0]
-    assert "test_sm_answers[sm1]" in during and "SM on sm1" in during["test_sm_answers[sm1]"], during
+    assert "test_sm_answers[sm1]" in during and "SM on sm1" in during["test_sm_answers[sm1]"], (
+        during
+    )
 
 
 def test_standby_takes_over_as_the_only_master(sm_stopped: tuple[dict[str, str], ...]) -> None:
@@ -223,15 +271,20 @@ def slow_link(lab: Lab, sm_stopped: Any) -> tuple[dict[str, str], dict[str, str]
 @pytest.mark.parametrize(
     ("check", "named"),
     [
-        ("test_declared_link_discovered[leaf01/2-n2/mlx5_0/1]",
-         ["wrong speed", "n2 mlx5_0 port 1", "leaf01 port 2", "4xEDR", "declared 4xHDR"]),
+        (
+            "test_declared_link_discovered[leaf01/2-n2/mlx5_0/1]",
+            ["wrong speed", "n2 mlx5_0 port 1", "leaf01 port 2", "4xEDR", "declared 4xHDR"],
+        ),
         ("test_port_rate[n2/mlx5_0/1]", ["n2", "mlx5_0", "leaf01 port 2", "EDR"]),
     ],
 )
 def test_slow_link_fails_naming_host_hca_switch_and_port(
-        slow_link: tuple[dict[str, str], dict[str, str]], check: str, named: list[str]) -> None:
+    slow_link: tuple[dict[str, str], dict[str, str]], check: str, named: list[str]
+) -> None:
     during, _ = slow_link
-    assert check in during and all(n in during[check] for n in named), f"{check}: {during.get(check)}; all: {during}"
+    assert check in during and all(n in during[check] for n in named), (
+        f"{check}: {during.get(check)}; all: {during}"
+    )
 
 
 def test_slow_link_restored_passes(slow_link: tuple[dict[str, str], dict[str, str]]) -> None:

@@ -51,18 +51,29 @@ def lab_spec() -> ClusterSpec:
 def sim(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SimFabric]:
     for tool in ("ibsim", "opensm", "ibstat", "ibnetdiscover"):
         if not shutil.which(tool):
-            pytest.skip(f"{tool} is not installed (apt-get install ibsim-utils opensm infiniband-diags)")
+            pytest.skip(
+                f"{tool} is not installed (apt-get install ibsim-utils opensm infiniband-diags)"
+            )
     workdir = tmp_path_factory.mktemp("ibsim")
     graph = graph_from_spec(lab_spec())
     net = workdir / "lab.net"
     net.write_text(render_net(graph))
     # A unique abstract-socket name keeps this ibsim apart from any other on the machine.
-    env = dict(os.environ, IBSIM_SOCKNAME=f"railyard-{uuid.uuid4().hex[:12]}", LD_PRELOAD=UMAD2SIM,
-               OSM_CACHE_DIR=str(workdir))
+    env = dict(
+        os.environ,
+        IBSIM_SOCKNAME=f"railyard-{uuid.uuid4().hex[:12]}",
+        LD_PRELOAD=UMAD2SIM,
+        OSM_CACHE_DIR=str(workdir),
+    )
     sim_env = {k: v for k, v in env.items() if k != "LD_PRELOAD"}
     log = open(workdir / "ibsim.log", "w")
-    proc = subprocess.Popen(["ibsim", *ibsim_limits(graph), "-n", "-s", str(net)], env=sim_env,
-                            stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(
+        ["ibsim", *ibsim_limits(graph), "-n", "-s", str(net)],
+        env=sim_env,
+        stdin=subprocess.DEVNULL,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
     try:
         deadline = time.monotonic() + 10
         while "Network simulator ready" not in (workdir / "ibsim.log").read_text():
@@ -71,8 +82,13 @@ def sim(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SimFabric]:
             time.sleep(0.1)
         sm_env = dict(env, SIM_HOST=sim_host("sm1", "mlx5_0"))
         osm_log = workdir / "opensm.log"
-        subprocess.run(["opensm", "-o", "-f", str(osm_log)], env=sm_env, capture_output=True,
-                       timeout=60, check=True)
+        subprocess.run(
+            ["opensm", "-o", "-f", str(osm_log)],
+            env=sm_env,
+            capture_output=True,
+            timeout=60,
+            check=True,
+        )
         yield SimFabric(graph=graph, workdir=workdir, env=env, opensm_log=osm_log.read_text())
     finally:
         proc.terminate()

@@ -23,14 +23,23 @@ pytestmark = pytest.mark.integration
 
 def _spec(tag: int, compute: str = "n[1-2]") -> dict[str, Any]:
     return {
-        "name": "rytest", "target": "lab",
+        "name": "rytest",
+        "target": "lab",
         "nodes": [
             {"names": compute, "role": "compute", "hcas": [{"device": "mlx5_0"}]},
             {"names": "sm1", "role": "sm", "hcas": [{"device": "mlx5_0"}]},
         ],
-        "fabric": {"kind": "infiniband", "mtu": 4096,
-                   "topology": {"kind": "fat-tree", "leaves": 1, "nodes_per_leaf": 4, "ports_per_switch": 8},
-                   "infiniband": {"subnet_managers": [{"host": "sm1", "priority": 14}]}},
+        "fabric": {
+            "kind": "infiniband",
+            "mtu": 4096,
+            "topology": {
+                "kind": "fat-tree",
+                "leaves": 1,
+                "nodes_per_leaf": 4,
+                "ports_per_switch": 8,
+            },
+            "infiniband": {"subnet_managers": [{"host": "sm1", "priority": 14}]},
+        },
         "management": {"subnet": f"198.18.{200 + tag}.0/24"},
         "bmc": {"subnet": f"198.18.{220 + tag}.0/24"},
         "slurm": {"controller": "sm1"},
@@ -104,7 +113,9 @@ def test_redfish_power_off_stops_container_and_on_starts_it(lab: OwnLab) -> None
         while time.monotonic() < deadline and (state(container) or {}).get("running") != running:
             time.sleep(1)
         assert (state(container) or {}).get("running") is running, action
-    system = requests.get(f"{bmc['url']}/redfish/v1/Systems/{bmc['system_id']}", auth=auth, timeout=10)
+    system = requests.get(
+        f"{bmc['url']}/redfish/v1/Systems/{bmc['system_id']}", auth=auth, timeout=10
+    )
     power = system.json()["PowerState"]
     assert power == "On"
 
@@ -128,7 +139,11 @@ def test_refresh_restarts_a_dead_ibsim(lab: OwnLab) -> None:
     from fabric.lab.process import Helper, alive
 
     def helper() -> Helper:
-        res = [r for r in lab.stack.export_stack().deployment["resources"] if r["urn"].endswith("::rytest-ibsim")]
+        res = [
+            r
+            for r in lab.stack.export_stack().deployment["resources"]
+            if r["urn"].endswith("::rytest-ibsim")
+        ]
         return Helper(**res[0]["outputs"]["out_helper"])
 
     old = helper()
@@ -153,7 +168,9 @@ def _resize(lab: OwnLab, compute: str) -> tuple[dict[str, int], dict[str, set[st
     def record(event: events.EngineEvent) -> None:
         pre = event.resource_pre_event
         if pre is not None and pre.metadata.type != "pulumi:pulumi:Stack":
-            ops.setdefault(str(pre.metadata.op.value), set()).add(pre.metadata.urn.rsplit("::", 1)[1])
+            ops.setdefault(str(pre.metadata.op.value), set()).add(
+                pre.metadata.urn.rsplit("::", 1)[1]
+            )
 
     preview = lab.stack.preview(on_output=lambda _: None, on_event=record)
     planned, ops = ops, {}
@@ -167,7 +184,10 @@ def _resize(lab: OwnLab, compute: str) -> tuple[dict[str, int], dict[str, set[st
 def _container_ids(prefix: str, nodes: list[str]) -> dict[str, str]:
     from fabric.lab.podman import podman
 
-    return {n: podman(["container", "inspect", "--format", "{{.Id}}", f"{prefix}-{n}"]).stdout.strip() for n in nodes}
+    return {
+        n: podman(["container", "inspect", "--format", "{{.Id}}", f"{prefix}-{n}"]).stdout.strip()
+        for n in nodes
+    }
 
 
 def test_grow_and_shrink_first_group_touches_only_the_difference(lab: OwnLab) -> None:

@@ -31,17 +31,33 @@ SETTINGS = "/etc/railyard/roce-qos.env"
 def _spec(tag: int, pfc: int = 3, dscp: int = 26, tos: int | None = None) -> dict[str, Any]:
     hca = {"device": "mlx5_0", "link_layer": "Ethernet", "netdev": "eth0", "rate_gbps": 100}
     return {
-        "name": "ryqos", "target": "lab",
-        "nodes": [{"names": "q[1-2]", "role": "compute", "hcas": [hca]},
-                  {"names": "qctl", "role": "controller"}],
-        "fabric": {"kind": "roce", "mtu": 9000,
-                   "roce": {"pfc_priority": pfc, "rdma_dscp": dscp, "roce_tos": dscp << 2 | 2 if tos is None else tos}},
+        "name": "ryqos",
+        "target": "lab",
+        "nodes": [
+            {"names": "q[1-2]", "role": "compute", "hcas": [hca]},
+            {"names": "qctl", "role": "controller"},
+        ],
+        "fabric": {
+            "kind": "roce",
+            "mtu": 9000,
+            "roce": {
+                "pfc_priority": pfc,
+                "rdma_dscp": dscp,
+                "roce_tos": dscp << 2 | 2 if tos is None else tos,
+            },
+        },
         "management": {"subnet": f"198.19.{16 + tag}.0/24"},
         "bmc": {"subnet": f"198.19.{32 + tag}.0/24"},
-        "slurm": {"cluster_name": "ryqos", "controller": "qctl",
-                  "partitions": [{"name": "p", "nodes": "q[1-2]", "default": True}]},
-        "lab": {"bmc_port": 19500 + 2 * tag, "ibsim_port": 18700 + 16 * tag,
-                "roce_subnet": f"198.19.{48 + tag}.0/24"},
+        "slurm": {
+            "cluster_name": "ryqos",
+            "controller": "qctl",
+            "partitions": [{"name": "p", "nodes": "q[1-2]", "default": True}],
+        },
+        "lab": {
+            "bmc_port": 19500 + 2 * tag,
+            "ibsim_port": 18700 + 16 * tag,
+            "roce_subnet": f"198.19.{48 + tag}.0/24",
+        },
     }
 
 
@@ -54,30 +70,55 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[OwnLab]:
 
 def _qos_change(lab: OwnLab) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "fabric", "run", "playbooks/qos-change.yml", "--stack", lab.name,
-         "--spec", str(lab.stack_file)],
-        capture_output=True, text=True, cwd=REPO, timeout=900, env={**os.environ, **lab.env},
+        [
+            sys.executable,
+            "-m",
+            "fabric",
+            "run",
+            "playbooks/qos-change.yml",
+            "--stack",
+            lab.name,
+            "--spec",
+            str(lab.stack_file),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=900,
+        env={**os.environ, **lab.env},
+        check=False,
     )
 
 
 def _changed(stdout: str) -> dict[str, int]:
     table = stdout.split("succeeded\n", 1)[1].splitlines()
     assert table[0].split() == ["host", "ok", "changed", "failed", "unreachable", "skipped"], stdout
-    return {row.split()[0]: int(row.split()[2]) for row in table[1:] if row.split()[0] in ("q1", "q2")}
+    return {
+        row.split()[0]: int(row.split()[2]) for row in table[1:] if row.split()[0] in ("q1", "q2")
+    }
 
 
 def _settings(lab: OwnLab, node: str) -> dict[str, str]:
     text = lab.ssh(node, f"cat {SETTINGS}")
-    return dict(line.split("=", 1) for line in text.splitlines() if "=" in line and not line.startswith("#"))
+    return dict(
+        line.split("=", 1) for line in text.splitlines() if "=" in line and not line.startswith("#")
+    )
 
 
 def test_handoff_applied_the_declared_settings(lab: OwnLab) -> None:
-    rows = {line.split()[0]: line.split()[1:] for line in lab.outputs["handoff"].value.splitlines()[1:]}
-    assert set(rows) == {"q1", "q2", "qctl"} and all(r[2] == "0" and r[3] == "0" for r in rows.values())
+    rows = {
+        line.split()[0]: line.split()[1:] for line in lab.outputs["handoff"].value.splitlines()[1:]
+    }
+    assert set(rows) == {"q1", "q2", "qctl"} and all(
+        r[2] == "0" and r[3] == "0" for r in rows.values()
+    )
     for node in ("q1", "q2"):
         settings = _settings(lab, node)
-        assert (settings["ROCE_QOS_PFC_PRIORITY"], settings["ROCE_QOS_RDMA_DSCP"], settings["ROCE_QOS_TOS"]) == (
-            "3", "26", "106")
+        assert (
+            settings["ROCE_QOS_PFC_PRIORITY"],
+            settings["ROCE_QOS_RDMA_DSCP"],
+            settings["ROCE_QOS_TOS"],
+        ) == ("3", "26", "106")
         assert lab.ssh(node, "cat /sys/class/net/eth0/mtu").strip() == "9000"
 
 
@@ -97,8 +138,11 @@ def test_changed_settings_are_applied_then_idempotent(lab: OwnLab) -> None:
     assert "Apply the RoCE QoS settings through the systemd unit.: changed q[1-2]" in first.stderr
     for node in ("q1", "q2"):
         settings = _settings(lab, node)
-        assert (settings["ROCE_QOS_PFC_PRIORITY"], settings["ROCE_QOS_RDMA_DSCP"], settings["ROCE_QOS_TOS"]) == (
-            "4", "24", "98")
+        assert (
+            settings["ROCE_QOS_PFC_PRIORITY"],
+            settings["ROCE_QOS_RDMA_DSCP"],
+            settings["ROCE_QOS_TOS"],
+        ) == ("4", "24", "98")
     second = _qos_change(lab)
     assert second.returncode == 0, second.stdout[-3000:] + second.stderr[-3000:]
     assert _changed(second.stdout) == {"q1": 0, "q2": 0}, second.stdout

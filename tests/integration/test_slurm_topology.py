@@ -25,7 +25,9 @@ from fabric.topology.slurm import slurm_tree, tree_conf
 pytestmark = pytest.mark.integration
 
 ROOT = Path(__file__).resolve().parents[2]
-_LINE = re.compile(r"^SwitchName=(\S+) Level=(\d+) LinkSpeed=\d+(?: Nodes=(\S+))?(?: Switches=(\S+))?$")
+_LINE = re.compile(
+    r"^SwitchName=(\S+) Level=(\d+) LinkSpeed=\d+(?: Nodes=(\S+))?(?: Switches=(\S+))?$"
+)
 
 
 def lab_graph() -> FabricGraph:
@@ -35,15 +37,34 @@ def lab_graph() -> FabricGraph:
 
 def rails_graph() -> FabricGraph:
     """16 hosts x 4 rails in scalable units of 4 under 16 rail leaves and 2 spines."""
-    return graph_from_spec(ClusterSpec.model_validate({
-        "name": "rails", "target": "baremetal",
-        "nodes": [{"names": "gpu[001-016]", "hcas": [{"device": f"mlx5_{k}", "rail": k} for k in range(4)]}],
-        "fabric": {"kind": "infiniband", "mtu": 4096,
-                   "topology": {"kind": "fat-tree", "leaves": 16, "spines": 2, "nodes_per_leaf": 4,
-                                "uplinks_per_leaf": 4, "rail_optimized": True},
-                   "infiniband": {"subnet_managers": [{"host": "gpu001"}]}},
-        "management": {"subnet": "198.18.0.0/24"},
-    }))
+    return graph_from_spec(
+        ClusterSpec.model_validate(
+            {
+                "name": "rails",
+                "target": "baremetal",
+                "nodes": [
+                    {
+                        "names": "gpu[001-016]",
+                        "hcas": [{"device": f"mlx5_{k}", "rail": k} for k in range(4)],
+                    }
+                ],
+                "fabric": {
+                    "kind": "infiniband",
+                    "mtu": 4096,
+                    "topology": {
+                        "kind": "fat-tree",
+                        "leaves": 16,
+                        "spines": 2,
+                        "nodes_per_leaf": 4,
+                        "uplinks_per_leaf": 4,
+                        "rail_optimized": True,
+                    },
+                    "infiniband": {"subnet_managers": [{"host": "gpu001"}]},
+                },
+                "management": {"subnet": "198.18.0.0/24"},
+            }
+        )
+    )
 
 
 def free_port() -> int:
@@ -83,9 +104,17 @@ def munge() -> Iterator[Path]:
     key.chmod(0o400)
     sock = base / "munge.sock"
     proc = subprocess.Popen(
-        ["munged", "-F", f"--key-file={key}", f"--socket={sock}", f"--pid-file={base / 'munged.pid'}",
-         f"--log-file={base / 'munged.log'}", f"--seed-file={base / 'munged.seed'}"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        [
+            "munged",
+            "-F",
+            f"--key-file={key}",
+            f"--socket={sock}",
+            f"--pid-file={base / 'munged.pid'}",
+            f"--log-file={base / 'munged.log'}",
+            f"--seed-file={base / 'munged.seed'}",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
     try:
         wait_for(sock, "munged", proc)
@@ -102,37 +131,52 @@ def show_topology(graph: FabricGraph, munge_sock: Path, workdir: Path) -> str:
     (etc / "topology.conf").write_text(tree_conf(graph))
     port = free_port()
     hosts = compress(slurm_tree(graph).hosts())
-    (etc / "slurm.conf").write_text("\n".join([
-        "ClusterName=railyard",
-        f"SlurmctldHost={socket.gethostname()}(127.0.0.1)",
-        f"SlurmctldPort={port}",
-        f"SlurmdPort={free_port()}",
-        "SlurmUser=root",
-        "AuthType=auth/munge",
-        "CredType=cred/munge",
-        f"AuthInfo=socket={munge_sock}",
-        f"StateSaveLocation={workdir / 'state'}",
-        f"SlurmdSpoolDir={workdir / 'spool'}",
-        f"SlurmctldPidFile={workdir / 'slurmctld.pid'}",
-        f"SlurmctldLogFile={workdir / 'slurmctld.log'}",
-        "ProctrackType=proctrack/linuxproc",
-        "TaskPlugin=task/none",
-        "SelectType=select/cons_tres",
-        "TopologyPlugin=topology/tree",
-        f"NodeName={hosts} NodeAddr=127.0.0.1 CPUs=1 State=UNKNOWN",
-        "PartitionName=all Nodes=ALL Default=YES State=UP",
-        "",
-    ]))
+    (etc / "slurm.conf").write_text(
+        "\n".join(
+            [
+                "ClusterName=railyard",
+                f"SlurmctldHost={socket.gethostname()}(127.0.0.1)",
+                f"SlurmctldPort={port}",
+                f"SlurmdPort={free_port()}",
+                "SlurmUser=root",
+                "AuthType=auth/munge",
+                "CredType=cred/munge",
+                f"AuthInfo=socket={munge_sock}",
+                f"StateSaveLocation={workdir / 'state'}",
+                f"SlurmdSpoolDir={workdir / 'spool'}",
+                f"SlurmctldPidFile={workdir / 'slurmctld.pid'}",
+                f"SlurmctldLogFile={workdir / 'slurmctld.log'}",
+                "ProctrackType=proctrack/linuxproc",
+                "TaskPlugin=task/none",
+                "SelectType=select/cons_tres",
+                "TopologyPlugin=topology/tree",
+                f"NodeName={hosts} NodeAddr=127.0.0.1 CPUs=1 State=UNKNOWN",
+                "PartitionName=all Nodes=ALL Default=YES State=UP",
+                "",
+            ]
+        )
+    )
     env = dict(os.environ, SLURM_CONF=str(etc / "slurm.conf"))
-    proc = subprocess.Popen(["slurmctld", "-D", "-i"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        ["slurmctld", "-D", "-i"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     try:
         deadline = time.monotonic() + 30
         while True:
-            done = subprocess.run(["scontrol", "show", "topology"], env=env, capture_output=True, text=True, timeout=30)
+            done = subprocess.run(
+                ["scontrol", "show", "topology"],
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=30,
+                check=False,
+            )
             if done.returncode == 0 and done.stdout.strip():
                 return done.stdout
             assert proc.poll() is None, (workdir / "slurmctld.log").read_text()[-3000:]
-            assert time.monotonic() < deadline, f"scontrol show topology kept failing: {done.stderr}"
+            assert time.monotonic() < deadline, (
+                f"scontrol show topology kept failing: {done.stderr}"
+            )
             time.sleep(0.5)
     finally:
         stop(proc)
@@ -145,7 +189,11 @@ def parse_show_topology(text: str) -> dict[str, tuple[int, list[str], list[str]]
         match = _LINE.match(line.strip())
         assert match, f"unexpected scontrol line: {line!r}"
         name, level, nodes, switches = match.groups()
-        out[name] = (int(level), expand(nodes) if nodes else [], expand(switches) if switches else [])
+        out[name] = (
+            int(level),
+            expand(nodes) if nodes else [],
+            expand(switches) if switches else [],
+        )
     return out
 
 

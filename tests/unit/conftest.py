@@ -18,8 +18,13 @@ import pytest
 DYNAMIC = "pulumi-python:dynamic:Resource"
 #: What the lab's dynamic resources compute (an image tag, SSH keys, BMC endpoints), and the
 #: hand-off's recap.
-LAB_OUTPUTS = {"tag": "localhost/railyard-node:0123456789ab", "public_key": "ssh-ed25519 AAAA x",
-               "private_key": "PRIVATE", "out_endpoints": {}, "recap": "ok=1 changed=0"}
+LAB_OUTPUTS = {
+    "tag": "localhost/railyard-node:0123456789ab",
+    "public_key": "ssh-ed25519 AAAA x",
+    "private_key": "PRIVATE",
+    "out_endpoints": {},
+    "recap": "ok=1 changed=0",
+}
 
 
 class Mocks(pulumi.runtime.Mocks):
@@ -50,9 +55,16 @@ class Mocks(pulumi.runtime.Mocks):
             nics[0]["networkIp"] = f"10.128.0.{count}"
             outs["networkInterfaces"] = nics
         elif args.typ == DYNAMIC and {"node", "url"} <= set(args.inputs):  # a RedfishNode
-            outs.update(serial=f"SN-{args.inputs['node']}", macs=["aa:bb:cc:00:00:01"],
-                        power_state="On", boot_override_target="Pxe", boot_override_enabled="Once",
-                        boot_note="", ssh_banner="SSH-2.0-x", system_path="/redfish/v1/Systems/1")
+            outs.update(
+                serial=f"SN-{args.inputs['node']}",
+                macs=["aa:bb:cc:00:00:01"],
+                power_state="On",
+                boot_override_target="Pxe",
+                boot_override_enabled="Once",
+                boot_note="",
+                ssh_banner="SSH-2.0-x",
+                system_path="/redfish/v1/Systems/1",
+            )
             outs.pop("password", None)
         elif args.typ == DYNAMIC:
             if args.name.endswith("-addresses"):  # a lab AddressPool
@@ -62,7 +74,9 @@ class Mocks(pulumi.runtime.Mocks):
             outs.update(LAB_OUTPUTS)
         return outs
 
-    def call(self, args: pulumi.runtime.MockCallArgs) -> tuple[dict[str, Any], list[tuple[str, str]] | None]:
+    def call(
+        self, args: pulumi.runtime.MockCallArgs
+    ) -> tuple[dict[str, Any], list[tuple[str, str]] | None]:
         return {}, None
 
     def of(self, typ: str) -> list[pulumi.runtime.MockResourceArgs]:
@@ -76,12 +90,16 @@ class Mocks(pulumi.runtime.Mocks):
 
     def instance(self, host: str) -> dict[str, Any]:
         """The inputs of the cloud instance of ``host`` (GCP ``name``, AWS tag ``Name``)."""
+
         def name(inputs: dict[str, Any]) -> Any:
             tags = inputs.get("tags")
             return tags.get("Name") if isinstance(tags, dict) else inputs.get("name")
 
-        (found,) = [r.inputs for r in self.resources
-                    if r.typ.endswith("/instance:Instance") and name(r.inputs) == host]
+        (found,) = [
+            r.inputs
+            for r in self.resources
+            if r.typ.endswith("/instance:Instance") and name(r.inputs) == host
+        ]
         return found
 
     @property
@@ -90,7 +108,9 @@ class Mocks(pulumi.runtime.Mocks):
         return [r.name for r in self.resources]
 
 
-def mock_stack(stack: str, config: dict[str, str] | None = None, secret_keys: Iterable[str] = ()) -> Mocks:
+def mock_stack(
+    stack: str, config: dict[str, str] | None = None, secret_keys: Iterable[str] = ()
+) -> Mocks:
     """Fresh mocks for ``stack`` (project ``railyard``); set the stack config when given."""
     mocks = Mocks()
     pulumi.runtime.set_mocks(mocks, project="railyard", stack=stack, preview=False)
@@ -102,7 +122,14 @@ def mock_stack(stack: str, config: dict[str, str] | None = None, secret_keys: It
 def build_component(
     factory: Callable[[], pulumi.ComponentResource],
     stack: str,
-    outputs: Iterable[str] = ("inventory", "hosts", "switches", "fabric", "bmc_endpoints", "state_dir"),
+    outputs: Iterable[str] = (
+        "inventory",
+        "hosts",
+        "switches",
+        "fabric",
+        "bmc_endpoints",
+        "state_dir",
+    ),
 ) -> tuple[Mocks, dict[str, Any]]:
     """Build ``factory()`` under fresh mocks; return the mocks and the resolved ``outputs`` of
     the component, plus ``urns``: every URN registered."""

@@ -18,7 +18,6 @@ EXAMPLE = Path(__file__).parents[2] / "Pulumi.aws-efa.example.yaml"
 SPECS = Path(__file__).parent / "specs"
 
 
-
 def example(**aws: Any) -> dict[str, Any]:
     data = yaml.safe_load(EXAMPLE.read_text())["config"]["railyard:cluster"]
     data["aws"].update(aws)
@@ -66,8 +65,11 @@ def test_p5_launch_template_has_32_efa_interfaces(p5: tuple[Mocks, dict[str, Any
 
 def test_compute_instances_launch_from_the_template(p5: tuple[Mocks, dict[str, Any]]) -> None:
     mocks, out = p5
-    compute = [r for r in mocks.of("aws:ec2/instance:Instance")
-               if r.inputs["tags"]["railyard:role"] == "compute"]
+    compute = [
+        r
+        for r in mocks.of("aws:ec2/instance:Instance")
+        if r.inputs["tags"]["railyard:role"] == "compute"
+    ]
     assert len(compute) == 4
     assert {r.inputs["launchTemplate"]["id"] for r in compute} == {"c-lt-0-id"}
     assert {r.inputs["launchTemplate"]["version"] for r in compute} == {"1"}
@@ -103,8 +105,9 @@ def test_new_vpc_subnet_and_public_head(p5: tuple[Mocks, dict[str, Any]]) -> Non
     assert vpc.inputs["cidrBlock"] == "10.0.0.0/16"
     assert subnet.inputs["cidrBlock"] == "10.0.0.0/20"
     assert len(mocks.of("aws:ec2/internetGateway:InternetGateway")) == 1
-    (head,) = [r for r in mocks.of("aws:ec2/instance:Instance")
-               if r.inputs["tags"]["Name"] == "head1"]
+    (head,) = [
+        r for r in mocks.of("aws:ec2/instance:Instance") if r.inputs["tags"]["Name"] == "head1"
+    ]
     assert head.inputs["instanceType"] == "c6i.2xlarge"
     assert head.inputs["associatePublicIpAddress"] is True
     assert "launchTemplate" not in head.inputs
@@ -126,7 +129,10 @@ def test_p4d_gets_4_efa_interfaces() -> None:
     (template,) = mocks.of("aws:ec2/launchTemplate:LaunchTemplate")
     nics = template.inputs["networkInterfaces"]
     assert [(n["networkCardIndex"], n["deviceIndex"]) for n in nics] == [
-        (0, 0), (1, 1), (2, 1), (3, 1)
+        (0, 0),
+        (1, 1),
+        (2, 1),
+        (3, 1),
     ]
     assert out["hosts"]["gpu04"]["efa_interfaces"] == 4
 
@@ -166,8 +172,11 @@ def unchecked(data: dict[str, Any]) -> ClusterSpec:
 @pytest.mark.parametrize(
     ("change", "path", "words"),
     [
-        ({"node0": {"instance_type": "g5.xlarge", "gpus": 1}}, "nodes[0].instance_type",
-         "has no EFA"),
+        (
+            {"node0": {"instance_type": "g5.xlarge", "gpus": 1}},
+            "nodes[0].instance_type",
+            "has no EFA",
+        ),
         ({"aws": {"placement_group": None}}, "aws.placement_group", "placement group"),
         ({"aws": {"placement_strategy": "spread"}}, "aws.placement_strategy", "cluster"),
         ({"aws": {"efa": False}}, "aws.gpudirect_rdma", "GPUDirect RDMA runs over EFA"),
@@ -216,10 +225,16 @@ def _no_head(data: dict[str, Any]) -> None:
 @pytest.mark.parametrize(
     ("change", "path", "words"),
     [
-        (lambda d: d["aws"].update(capacity_block=True), "aws.capacity_reservation_id",
-         "capacity_block: true launches into a purchased Capacity Block; set its id"),
-        (lambda d: d["aws"].update(subnet_id="subnet-0abc"), "aws.vpc_id",
-         "subnet_id is set: also set the vpc_id it belongs to"),
+        (
+            lambda d: d["aws"].update(capacity_block=True),
+            "aws.capacity_reservation_id",
+            "capacity_block: true launches into a purchased Capacity Block; set its id",
+        ),
+        (
+            lambda d: d["aws"].update(subnet_id="subnet-0abc"),
+            "aws.vpc_id",
+            "subnet_id is set: also set the vpc_id it belongs to",
+        ),
         (_no_head, "nodes", "declare a head node, e.g. - {names: head1, role: login}"),
     ],
     ids=["capacity-block", "subnet-without-vpc", "no-head-node"],

@@ -29,7 +29,6 @@ EXAMPLE = Path(__file__).parents[2] / "Pulumi.baremetal-ib.example.yaml"
 SPECS = Path(__file__).parent / "specs"
 
 
-
 def example() -> dict[str, Any]:
     return yaml.safe_load(EXAMPLE.read_text())["config"]["railyard:cluster"]
 
@@ -60,19 +59,25 @@ def test_one_redfish_node_per_host(secret_config: None) -> None:
     assert nodes["gpu01"]["verify_tls"] is True
     # Read from the secret config key, and still marked secret on the resource's inputs.
     secret_sig = "4dabf18193072939515e22adb298388d"
-    assert nodes["gpu01"]["password"] == {secret_sig: "1b47061264138c4ac30d75fd1eb44270",
-                                          "value": "bmc-pw-123"}
+    assert nodes["gpu01"]["password"] == {
+        secret_sig: "1b47061264138c4ac30d75fd1eb44270",
+        "value": "bmc-pw-123",
+    }
     assert out["hosts"]["gpu03"]["serial"] == "SN-gpu03"
-    assert all("::railyard:baremetal:Cluster$" in u for u in out["urns"]
-               if "pulumi-python:dynamic" in u)
+    assert all(
+        "::railyard:baremetal:Cluster$" in u for u in out["urns"] if "pulumi-python:dynamic" in u
+    )
 
 
 def test_switches_are_handed_to_ansible(secret_config: None) -> None:
     mocks, out = build(ClusterSpec.model_validate(example()))
     assert len(mocks.of("railyard:baremetal:Switch")) == 2
     assert out["switches"]["mgmt1"] == {
-        "switch_name": "mgmt1", "switch_os": "sonic", "switch_role": "management",
-        "switch_managed": True, "ansible_host": "10.10.0.2",
+        "switch_name": "mgmt1",
+        "switch_os": "sonic",
+        "switch_role": "management",
+        "switch_managed": True,
+        "ansible_host": "10.10.0.2",
         "ansible_network_os": "dellemc.enterprise_sonic.sonic",
         "ansible_connection": "ansible.netcommon.network_cli",
     }
@@ -175,17 +180,32 @@ def _unaddressed_switch(data: dict[str, Any]) -> None:
 @pytest.mark.parametrize(
     ("change", "path", "words"),
     [
-        (lambda d: d["bmc"]["endpoints"].pop("gpu3"), "bmc.endpoints.gpu3",
-         "every node needs a Redfish endpoint url"),
-        (lambda d: d["management"]["addresses"].pop("gpu4"), "management.addresses.gpu4",
-         "every bare-metal node needs a fixed address"),
-        (lambda d: d["bmc"]["endpoints"]["gpu1"].update(url="http://10.11.0.11"),
-         "bmc.endpoints.gpu1.url", "plain http sends the BMC password unencrypted"),
-        (lambda d: d["bmc"].pop("password"), "bmc.password",
-         "set {config: bmcPassword} and `pulumi config set --secret bmcPassword ...`"),
+        (
+            lambda d: d["bmc"]["endpoints"].pop("gpu3"),
+            "bmc.endpoints.gpu3",
+            "every node needs a Redfish endpoint url",
+        ),
+        (
+            lambda d: d["management"]["addresses"].pop("gpu4"),
+            "management.addresses.gpu4",
+            "every bare-metal node needs a fixed address",
+        ),
+        (
+            lambda d: d["bmc"]["endpoints"]["gpu1"].update(url="http://10.11.0.11"),
+            "bmc.endpoints.gpu1.url",
+            "plain http sends the BMC password unencrypted",
+        ),
+        (
+            lambda d: d["bmc"].pop("password"),
+            "bmc.password",
+            "set {config: bmcPassword} and `pulumi config set --secret bmcPassword ...`",
+        ),
         (lambda d: d.pop("bmc"), "bmc", "target baremetal needs a bmc block with endpoints"),
-        (_unaddressed_switch, "fabric.switches[0].address",
-         "sonic switch 'leaf01' needs a management address"),
+        (
+            _unaddressed_switch,
+            "fabric.switches[0].address",
+            "sonic switch 'leaf01' needs a management address",
+        ),
     ],
     ids=["no-endpoint", "no-address", "plain-http", "no-password", "no-bmc", "switch-address"],
 )

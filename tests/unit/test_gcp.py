@@ -23,7 +23,6 @@ NETWORK = "gcp:compute/network:Network"
 SUBNET = "gcp:compute/subnetwork:Subnetwork"
 
 
-
 def example() -> dict[str, Any]:
     return yaml.safe_load(EXAMPLE.read_text())["config"]["railyard:cluster"]
 
@@ -55,7 +54,8 @@ def test_a3_high_has_system_nic_and_4_gpu_nics(a3: tuple[Mocks, dict[str, Any]])
     nics = mocks.instance("a3-01")["networkInterfaces"]
     assert len(nics) == 5
     assert [n["subnetwork"] for n in nics] == [
-        "c-sys-subnet-id", *(f"c-gpu-{i}-subnet-id" for i in range(4))
+        "c-sys-subnet-id",
+        *(f"c-gpu-{i}-subnet-id" for i in range(4)),
     ]
     assert out["hosts"]["a3-01"]["nic_count"] == 5
     assert out["hosts"]["a3-01"]["gpu_nic_mtu"] == 8244
@@ -89,7 +89,7 @@ def test_every_nic_is_gvnic(a3: tuple[Mocks, dict[str, Any]]) -> None:
 
 
 def test_gpu_nodes_terminate_on_maintenance_in_compact_placement(
-    a3: tuple[Mocks, dict[str, Any]]
+    a3: tuple[Mocks, dict[str, Any]],
 ) -> None:
     mocks, _ = a3
     (policy,) = mocks.of("gcp:compute/resourcePolicy:ResourcePolicy")
@@ -168,8 +168,11 @@ def test_unknown_machine_type_refused_by_the_spec() -> None:
 @pytest.fixture()
 def ssh_config() -> Any:
     pulumi.runtime.set_all_config(
-        {"railyard:sshIngressCidr": "203.0.113.0/24",
-         "railyard:sshPublicKey": "ssh-ed25519 AAAAexample railyard"}, []
+        {
+            "railyard:sshIngressCidr": "203.0.113.0/24",
+            "railyard:sshPublicKey": "ssh-ed25519 AAAAexample railyard",
+        },
+        [],
     )
     yield
     pulumi.runtime.set_all_config({}, [])
@@ -211,10 +214,16 @@ def _no_head(data: dict[str, Any]) -> None:
 @pytest.mark.parametrize(
     ("change", "path", "words"),
     [
-        (lambda d: d["nodes"][1].pop("instance_type"), "nodes[1].instance_type",
-         "set a machine type, e.g. n2-standard-8"),
-        (lambda d: d["gcp"].update(zone="europe-west4-a"), "gcp.zone",
-         "'europe-west4-a' is not in region 'us-central1'"),
+        (
+            lambda d: d["nodes"][1].pop("instance_type"),
+            "nodes[1].instance_type",
+            "set a machine type, e.g. n2-standard-8",
+        ),
+        (
+            lambda d: d["gcp"].update(zone="europe-west4-a"),
+            "gcp.zone",
+            "'europe-west4-a' is not in region 'us-central1'",
+        ),
         (_no_head, "nodes", "declare a head node, e.g. - {names: head1, role: login, "),
     ],
     ids=["head-without-machine-type", "zone-outside-region", "no-head-node"],

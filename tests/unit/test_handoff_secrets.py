@@ -38,8 +38,14 @@ PLAYBOOK = """\
 def secret_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     book, out = local_stack(tmp_path, PLAYBOOK)
     monkeypatch.setenv("PULUMI_CONFIG_PASSPHRASE", PASSPHRASE)
-    result = run_playbook(book, stack="t", emit=lambda _: None, state_root=tmp_path / "state",
-                          artifacts_root=tmp_path / "artifacts", secret_vars={"slurm_munge_key": KEY})
+    result = run_playbook(
+        book,
+        stack="t",
+        emit=lambda _: None,
+        state_root=tmp_path / "state",
+        artifacts_root=tmp_path / "artifacts",
+        secret_vars={"slurm_munge_key": KEY},
+    )
     return result, out, tmp_path / "artifacts"
 
 
@@ -53,7 +59,11 @@ def test_no_kept_artifact_holds_the_key_or_the_passphrase(secret_run) -> None:
     _, _, artifacts = secret_run
     files = [p for p in artifacts.rglob("*") if p.is_file()]
     assert files, "the run kept no artifacts"
-    leaks = [str(p) for p in files if KEY in p.read_text(errors="replace") or PASSPHRASE in p.read_text(errors="replace")]
+    leaks = [
+        str(p)
+        for p in files
+        if KEY in p.read_text(errors="replace") or PASSPHRASE in p.read_text(errors="replace")
+    ]
     assert leaks == []
 
 
@@ -77,7 +87,9 @@ def test_without_sensitive_env_hides_and_restores(monkeypatch: pytest.MonkeyPatc
     assert os.environ["RAILYARD_MUNGE_KEY"] == KEY
 
 
-def test_munge_key_is_taken_out_of_the_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_munge_key_is_taken_out_of_the_environment(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     monkeypatch.setenv(handoff_secrets.MUNGE_KEY_ENV, KEY)
     assert handoff_secrets.munge_key("absent-stack", tmp_path) == KEY
     assert handoff_secrets.MUNGE_KEY_ENV not in os.environ
@@ -92,12 +104,15 @@ def test_generated_key_is_long_enough_and_differs_each_time() -> None:
 
 
 def test_short_configured_key_names_the_field_and_the_fix() -> None:
-    with pytest.raises(ValueError, match=r"slurm.munge_key.config: the munge key is 5 bytes.*openssl rand"):
+    with pytest.raises(
+        ValueError, match=r"slurm.munge_key.config: the munge key is 5 bytes.*openssl rand"
+    ):
         _checked("short", "slurm.munge_key.config")
 
 
 SPEC = {
-    "name": "k", "target": "lab",
+    "name": "k",
+    "target": "lab",
     "nodes": [{"names": "n1", "role": "compute"}],
     "fabric": {"kind": "roce", "mtu": 9000},
     "management": {"subnet": "198.18.0.0/24"},
@@ -112,7 +127,9 @@ def mocked(mock_pulumi: Callable[..., Mocks]) -> Mocks:
 
 def test_missing_configured_munge_key_names_the_field_and_the_fix(mocked: Mocks) -> None:
     pulumi.runtime.set_all_config({}, [])
-    with pytest.raises(ValueError, match=r"slurm.munge_key.config: no config value 'mungeKey'.*--secret mungeKey"):
+    with pytest.raises(
+        ValueError, match=r"slurm.munge_key.config: no config value 'mungeKey'.*--secret mungeKey"
+    ):
         munge_key("k", ClusterSpec.model_validate(SPEC))
 
 

@@ -52,8 +52,13 @@ def real_run(tmp_path_factory):
     book = root / "book.yml"
     book.write_text(PLAYBOOK)
     lines: list[str] = []
-    result = run_playbook(book, stack="t", emit=lines.append, state_root=root / "state",
-                          artifacts_root=root / "artifacts")
+    result = run_playbook(
+        book,
+        stack="t",
+        emit=lines.append,
+        state_root=root / "state",
+        artifacts_root=root / "artifacts",
+    )
     return result, lines, root
 
 
@@ -115,8 +120,12 @@ def test_unreachable_host_is_a_failure():
     s = EventSummary()
     s.handle({"event": "playbook_on_play_start", "event_data": {"play": "P"}})
     s.handle({"event": "playbook_on_task_start", "event_data": {"task": "T"}})
-    s.handle({"event": "runner_on_unreachable",
-              "event_data": {"host": "h", "res": {"msg": "ssh: connect to host h port 22: No route"}}})
+    s.handle(
+        {
+            "event": "runner_on_unreachable",
+            "event_data": {"host": "h", "res": {"msg": "ssh: connect to host h port 22: No route"}},
+        }
+    )
     result = s.result("x.yml", "failed", 4, Path("/tmp/a"))
     assert result.hosts["h"].unreachable == 1
     assert result.failures[0].unreachable
@@ -125,7 +134,9 @@ def test_unreachable_host_is_a_failure():
 
 def test_ignored_errors_count_as_ok():
     s = EventSummary()
-    s.handle({"event": "runner_on_failed", "event_data": {"host": "h", "ignore_errors": True, "res": {}}})
+    s.handle(
+        {"event": "runner_on_failed", "event_data": {"host": "h", "ignore_errors": True, "res": {}}}
+    )
     assert s.hosts["h"].ok == 1 and not s.failures
 
 
@@ -137,6 +148,18 @@ def test_long_messages_are_cut():
 
 def test_loop_failure_message_comes_from_the_failed_item():
     s = EventSummary()
-    s.handle({"event": "runner_on_failed", "event_data": {"host": "h", "res": {
-        "results": [{"failed": False, "msg": "fine"}, {"failed": True, "msg": "item two broke"}]}}})
+    s.handle(
+        {
+            "event": "runner_on_failed",
+            "event_data": {
+                "host": "h",
+                "res": {
+                    "results": [
+                        {"failed": False, "msg": "fine"},
+                        {"failed": True, "msg": "item two broke"},
+                    ]
+                },
+            },
+        }
+    )
     assert s.failures[0].message == "item two broke"

@@ -15,8 +15,8 @@ from fabric.handoff.vars import (
     write_group_vars,
 )
 from fabric.spec import load_spec, spec_from_mapping
-from fabric.topology.render import render
 from fabric.topology.from_spec import graph_from_spec
+from fabric.topology.render import render
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -71,7 +71,10 @@ def test_lab_topology_conf_lists_only_slurm_nodes(lab_spec):
 
 def test_tree_topology_conf_skips_hosts_outside_slurm(lab_spec):
     conf = render(graph_from_spec(lab_spec), "tree", ["gpu01"])
-    assert conf.splitlines()[1:] == ["SwitchName=leaf01 Nodes=gpu01", "SwitchName=spine01 Switches=leaf01"]
+    assert conf.splitlines()[1:] == [
+        "SwitchName=leaf01 Nodes=gpu01",
+        "SwitchName=spine01 Switches=leaf01",
+    ]
 
 
 def test_infiniband_topology_is_discovered_and_rendered_for_the_slurm_nodes(lab_spec):
@@ -120,10 +123,14 @@ def test_host_list_partition_members_are_refused(lab_spec):
 def bare_metal_access(hosts: list[str]) -> dict[str, Any]:
     """The management and bmc blocks target baremetal needs: an address and a BMC per host."""
     return {
-        "management": {"subnet": "198.18.0.0/16",
-                       "addresses": {h: f"198.18.{i // 250}.{i % 250 + 2}" for i, h in enumerate(hosts)}},
-        "bmc": {"password": {"config": "bmcPassword"},
-                "endpoints": {h: {"url": f"https://bmc-{h}"} for h in hosts}},
+        "management": {
+            "subnet": "198.18.0.0/16",
+            "addresses": {h: f"198.18.{i // 250}.{i % 250 + 2}" for i, h in enumerate(hosts)},
+        },
+        "bmc": {
+            "password": {"config": "bmcPassword"},
+            "endpoints": {h: {"url": f"https://bmc-{h}"} for h in hosts},
+        },
     }
 
 
@@ -138,15 +145,21 @@ def test_baremetal_target_gets_no_lab_overrides(lab_spec):
 
 
 def test_roce_fabric_sets_roce_qos_and_no_opensm():
-    spec = spec_from_mapping({
-        "name": "roce", "target": "baremetal",
-        "nodes": [
-            {"names": "n[1-2]", "hcas": [{"device": "mlx5_0", "link_layer": "Ethernet", "netdev": "ens1f0np0"}]},
-            {"names": "head", "role": "controller"},
-        ],
-        "fabric": {"kind": "roce", "mtu": 9000, "roce": {"pfc_priority": 3, "rdma_dscp": 26}},
-        **bare_metal_access(["n1", "n2", "head"]),
-    })
+    spec = spec_from_mapping(
+        {
+            "name": "roce",
+            "target": "baremetal",
+            "nodes": [
+                {
+                    "names": "n[1-2]",
+                    "hcas": [{"device": "mlx5_0", "link_layer": "Ethernet", "netdev": "ens1f0np0"}],
+                },
+                {"names": "head", "role": "controller"},
+            ],
+            "fabric": {"kind": "roce", "mtu": 9000, "roce": {"pfc_priority": 3, "rdma_dscp": 26}},
+            **bare_metal_access(["n1", "n2", "head"]),
+        }
+    )
     out = role_vars_from_spec(spec)
     assert out["roce_qos_interfaces"] == ["ens1f0np0"]
     assert out["roce_qos_mtu"] == 9000
@@ -165,7 +178,11 @@ def test_every_variable_is_declared_by_its_role(lab_spec):
     for key in out:
         if key.startswith("railyard_"):
             continue
-        role = next(r for r in ("subnet_manager", "roce_qos", "slurm", "rdma_stack", "hca", "cluster_hosts") if key.startswith(r + "_"))
+        role = next(
+            r
+            for r in ("subnet_manager", "roce_qos", "slurm", "rdma_stack", "hca", "cluster_hosts")
+            if key.startswith(r + "_")
+        )
         assert key in _declared(role), f"{key} is not in roles/{role}/defaults/main.yml"
 
 

@@ -53,7 +53,11 @@ def test_host_is_the_first_word_of_the_description() -> None:
 
 def test_unset_description_keeps_guid_without_host() -> None:
     ca = load("ibsim_quirks__1").cas["0xb8e92403009cb000"]
-    assert (ca.host, ca.device, ca.description) == (None, None, "MT4129 ConnectX7 Mellanox Technologies")
+    assert (ca.host, ca.device, ca.description) == (
+        None,
+        None,
+        "MT4129 ConnectX7 Mellanox Technologies",
+    )
 
 
 def test_old_infinihost_default_description_is_unset() -> None:
@@ -72,7 +76,11 @@ def test_mf0_switch_names() -> None:
 
 def test_director_cards_get_distinct_names() -> None:
     names = {sw.name for sw in load("superbench__1").switches.values()}
-    assert {"rmd70-0101-0908-01ib1-A-S01", "rmd70-0101-0908-01ib1-A-L01", "rmd70-0101-0908-01ib1-A-L02"} <= names
+    assert {
+        "rmd70-0101-0908-01ib1-A-S01",
+        "rmd70-0101-0908-01ib1-A-L01",
+        "rmd70-0101-0908-01ib1-A-L02",
+    } <= names
 
 
 def test_enhanced_port_0_switch_description() -> None:
@@ -97,7 +105,12 @@ def test_two_port_hca_links_both_ports() -> None:
 
 def test_mixed_speeds_and_widths() -> None:
     seen = {(link.width, link.speed, link.rate_gbps) for link in load("ibsim_quirks__1").links}
-    assert {("4x", "HDR", 200.0), ("4x", "EDR", 100.0), ("1x", "HDR", 50.0), ("4x", "QDR", 40.0)} <= seen
+    assert {
+        ("4x", "HDR", 200.0),
+        ("4x", "EDR", 100.0),
+        ("1x", "HDR", 50.0),
+        ("4x", "QDR", 40.0),
+    } <= seen
 
 
 def test_degraded_width_in_old_fabric() -> None:
@@ -194,7 +207,9 @@ def test_bulk_path_builds_the_same_graph_as_the_line_parser(name: str) -> None:
 
     text = (FIXTURES / f"ibnetdiscover__{name}.txt").read_text()
     graph = parse(text)
-    conf = tree_conf(graph) if graph.switches else ""  # from the switch ends, before links are built
+    conf = (
+        tree_conf(graph) if graph.switches else ""
+    )  # from the switch ends, before links are built
     reference = _parse(text)
     assert graph == reference
     assert conf == (tree_conf(reference) if graph.switches else "")
@@ -202,7 +217,9 @@ def test_bulk_path_builds_the_same_graph_as_the_line_parser(name: str) -> None:
 
 def test_slower_end_is_kept_by_the_bulk_path_too() -> None:
     lines = (FIXTURES / "ibnetdiscover__ibsim_lab__1.txt").read_text().splitlines()
-    ca_side = next(i for i, line in enumerate(lines) if line.startswith("[1](") and '"leaf01"' in line)
+    ca_side = next(
+        i for i, line in enumerate(lines) if line.startswith("[1](") and '"leaf01"' in line
+    )
     lines[ca_side] = lines[ca_side].replace("4xHDR", "1xSDR")
     graph = parse("\n".join(lines))
     assert sorted((k.width, k.speed) for k in graph.links).count(("1x", "SDR")) == 1

@@ -19,16 +19,51 @@ FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 TEXTS = {path.name: path.read_text() for path in sorted(FIXTURES.glob("ibnetdiscover__*.txt"))}
 
 #: What a mutation inserts or substitutes: the characters and words the grammar turns on.
-PALETTE = ['"', "[", "]", "(", ")", "#", " ", "\t", "\n", "\r", "0", "9", "a", "f", "g", "x", "X",
-           "S-", "H-", "Switch ", "Ca\t", "Rt ", "lid ", " lmc 0 ", "4xNDR", "12xHDR", "4xFDR10",
-           "4xFDR10A", "3xNDR", "4xXDR", "1xSDR", "vendid=", "Chassis ", "Non-Chassis Nodes", "é"]
+PALETTE = [
+    '"',
+    "[",
+    "]",
+    "(",
+    ")",
+    "#",
+    " ",
+    "\t",
+    "\n",
+    "\r",
+    "0",
+    "9",
+    "a",
+    "f",
+    "g",
+    "x",
+    "X",
+    "S-",
+    "H-",
+    "Switch ",
+    "Ca\t",
+    "Rt ",
+    "lid ",
+    " lmc 0 ",
+    "4xNDR",
+    "12xHDR",
+    "4xFDR10",
+    "4xFDR10A",
+    "3xNDR",
+    "4xXDR",
+    "1xSDR",
+    "vendid=",
+    "Chassis ",
+    "Non-Chassis Nodes",
+    "é",
+]
 
 
 def scan_compiled():
     """The compiled scanner, as the parser calls it (fails when the install did not build it)."""
     assert fast._scan_compiled is not None, (
         "fabric/parsers/ibnetdiscover/_ibnetdiscover_scan.c was not built: scripts/bootstrap.sh "
-        "installs gcc and builds it with `pip install -e .`; rerun `make bootstrap`")
+        "installs gcc and builds it with `pip install -e .`; rerun `make bootstrap`"
+    )
     return lambda text: fast._scan_compiled(text, _WIDTHS, _SPEEDS)
 
 
@@ -42,11 +77,15 @@ def mutate(text: str, rng: random.Random) -> str:
         if op <= 2 and text:
             at = rng.randrange(len(text))
             if rng.random() < 0.5:
-                marks = [i for i in range(max(0, at - 80), min(len(text), at + 80)) if text[i] in '"[]()# \t\n']
+                marks = [
+                    i
+                    for i in range(max(0, at - 80), min(len(text), at + 80))
+                    if text[i] in '"[]()# \t\n'
+                ]
                 at = rng.choice(marks) + rng.randint(0, 1) if marks else at
             piece = rng.choice(PALETTE)
             cut = (0, 1, rng.randint(1, 6))[op]
-            text = text[:at] + ("" if op == 2 else piece) + text[at + cut:]
+            text = text[:at] + ("" if op == 2 else piece) + text[at + cut :]
         elif op == 3:
             i = rng.randrange(len(lines))
             lines.insert(i, lines[i])
@@ -63,22 +102,63 @@ def mutate(text: str, rng: random.Random) -> str:
 
 #: Single lines around the grammar's edges, each appended to a fixture the bulk path accepts.
 EDGE_LINES = [
-    "", " ", "\t \t", "\r", " \r", "#", '# "quoted"', "vendid=0x2c9", 'devid="x"', "Chassis 1", "Chassis",
-    "Non-Chassis Nodes", "Non-Chassis", "caguid=0x1", "rtguid=", "switchguid=0x1(2)", "sysimgguid=0x1",
+    "",
+    " ",
+    "\t \t",
+    "\r",
+    " \r",
+    "#",
+    '# "quoted"',
+    "vendid=0x2c9",
+    'devid="x"',
+    "Chassis 1",
+    "Chassis",
+    "Non-Chassis Nodes",
+    "Non-Chassis",
+    "caguid=0x1",
+    "rtguid=",
+    "switchguid=0x1(2)",
+    "sysimgguid=0x1",
     'Switch\t36 "S-0002c903000e1000"\t\t# "sw" base port 0 lid 1 lmc 0',
-    'Switch 36 "S-0002c903000e1000" # "sw"', 'Switch36 "S-1" # "sw"', 'Switch\t "S-1" # "sw"',
-    'Switch\t36 "" # "sw"', 'Switch\t36 "S-1" # ""', 'Switch\t36 "S-1" "sw"', 'Switch\t36 "S-1" # "sw',
-    'Switch\t36 "S-1" # "sw" "x"', 'Ca\t2 "H-1"\t\t# "gpu01 mlx5_0"', 'Ca 2 "H-1"#"h"', 'Cat 2 "H-1" # "h"',
-    'Rt\t1 "R-1" # "router"', 'rt\t1 "R-1" # "router"', "Switch", "Ca", "Rt",
+    'Switch 36 "S-0002c903000e1000" # "sw"',
+    'Switch36 "S-1" # "sw"',
+    'Switch\t "S-1" # "sw"',
+    'Switch\t36 "" # "sw"',
+    'Switch\t36 "S-1" # ""',
+    'Switch\t36 "S-1" "sw"',
+    'Switch\t36 "S-1" # "sw',
+    'Switch\t36 "S-1" # "sw" "x"',
+    'Ca\t2 "H-1"\t\t# "gpu01 mlx5_0"',
+    'Ca 2 "H-1"#"h"',
+    'Cat 2 "H-1" # "h"',
+    'Rt\t1 "R-1" # "router"',
+    'rt\t1 "R-1" # "router"',
+    "Switch",
+    "Ca",
+    "Rt",
     '[1]\t"H-1"[1](2c9)\t\t# "gpu01 mlx5_0" lid 4 4xHDR',
     '[1](2c9) "H-1"[1] # lid 3 lmc 0 "h" lid 4 4xHDR s=4 w=2',
-    '[1]() "H-1"[1] # "h" lid 4 4xHDR', '[1](2c9 "H-1"[1] # "h" lid 4 4xHDR', '[1](xyz) "H-1"[1] # "h" lid 4 4xHDR',
-    '[] "H-1"[1] # "h" lid 4 4xHDR', '[1 "H-1"[1] # "h" lid 4 4xHDR', '[1] ""[1] # "h" lid 4 4xHDR',
-    '[1] "H-1" [1] # "h" lid 4 4xHDR', '[1] "H-1"[1] "h" lid 4 4xHDR', '[1] "H-1"[1] # lid 3 "h" lid 4 4xHDR',
-    '[1] "H-1"[1] # lid 3 lmc 0"h" lid 4 4xHDR', '[1] "H-1"[1] # "h"lid 4 4xHDR', '[1] "H-1"[1] # "h" lid4 4xHDR',
-    '[1] "H-1"[1] # "h" lid 4 4x HDR', '[1] "H-1"[1] # "h" lid 4 4xHDR "', '[1] "H-1"[1] # "h" lid 4 4xHDR\r',
-    '[1] "H-1"[1] # "h" lid 4 4xHDR-', '[1] "H-1"[1] # "h" lid 4 4xHDRx', '[1] "H-1"[1] # "h" lid 4 4xHDR0',
-    '[1] "H-1"[1] # "h" lid  4\t4xHDR', '[1] "H-1"[1] # "h" lid 4 4xHDR\t', '[1]\t"H-1"[1]#"h"\tlid\t4\t1xSDR',
+    '[1]() "H-1"[1] # "h" lid 4 4xHDR',
+    '[1](2c9 "H-1"[1] # "h" lid 4 4xHDR',
+    '[1](xyz) "H-1"[1] # "h" lid 4 4xHDR',
+    '[] "H-1"[1] # "h" lid 4 4xHDR',
+    '[1 "H-1"[1] # "h" lid 4 4xHDR',
+    '[1] ""[1] # "h" lid 4 4xHDR',
+    '[1] "H-1" [1] # "h" lid 4 4xHDR',
+    '[1] "H-1"[1] "h" lid 4 4xHDR',
+    '[1] "H-1"[1] # lid 3 "h" lid 4 4xHDR',
+    '[1] "H-1"[1] # lid 3 lmc 0"h" lid 4 4xHDR',
+    '[1] "H-1"[1] # "h"lid 4 4xHDR',
+    '[1] "H-1"[1] # "h" lid4 4xHDR',
+    '[1] "H-1"[1] # "h" lid 4 4x HDR',
+    '[1] "H-1"[1] # "h" lid 4 4xHDR "',
+    '[1] "H-1"[1] # "h" lid 4 4xHDR\r',
+    '[1] "H-1"[1] # "h" lid 4 4xHDR-',
+    '[1] "H-1"[1] # "h" lid 4 4xHDRx',
+    '[1] "H-1"[1] # "h" lid 4 4xHDR0',
+    '[1] "H-1"[1] # "h" lid  4\t4xHDR',
+    '[1] "H-1"[1] # "h" lid 4 4xHDR\t',
+    '[1]\t"H-1"[1]#"h"\tlid\t4\t1xSDR',
 ]
 
 
@@ -113,7 +193,9 @@ def test_non_ascii_text_takes_the_regex_scanner() -> None:
 def test_fixtures_the_bulk_path_takes() -> None:
     """Most fixtures are plain output that both scanners accept (the rest carry stderr lines,
     quotes in descriptions or web-collapsed whitespace, and take the line parser)."""
-    accepted = [name for name, text in TEXTS.items() if text.isascii() and _scan_regex(text) is not None]
+    accepted = [
+        name for name, text in TEXTS.items() if text.isascii() and _scan_regex(text) is not None
+    ]
     assert len(accepted) >= 5
     for name in accepted:
         ids, headers, kinds, descs = scan_compiled()(TEXTS[name])

@@ -10,7 +10,9 @@ import yaml
 from fabric.inventory import InventoryError, build_inventory
 from fabric.spec import ClusterSpec
 
-LAB = yaml.safe_load((Path(__file__).parents[2] / "Pulumi.lab.yaml").read_text())["config"]["railyard:cluster"]
+LAB = yaml.safe_load((Path(__file__).parents[2] / "Pulumi.lab.yaml").read_text())["config"][
+    "railyard:cluster"
+]
 
 
 @pytest.fixture
@@ -21,7 +23,9 @@ def spec() -> ClusterSpec:
 @pytest.fixture
 def inventory(spec: ClusterSpec) -> dict:
     addresses = {h: f"198.18.0.{10 + i}" for i, h in enumerate(spec.hosts)}
-    return build_inventory(spec, addresses, ssh_user="root", private_key_file="/s/id", known_hosts_file="/s/kh")
+    return build_inventory(
+        spec, addresses, ssh_user="root", private_key_file="/s/id", known_hosts_file="/s/kh"
+    )
 
 
 def test_every_host_has_its_address(inventory: dict) -> None:
@@ -33,7 +37,9 @@ def test_every_host_has_its_address(inventory: dict) -> None:
 
 def test_connection_vars_keep_host_key_checking_on(inventory: dict) -> None:
     v = inventory["all"]["vars"]
-    assert v["ansible_ssh_common_args"] == "-o UserKnownHostsFile=/s/kh -o StrictHostKeyChecking=yes"
+    assert (
+        v["ansible_ssh_common_args"] == "-o UserKnownHostsFile=/s/kh -o StrictHostKeyChecking=yes"
+    )
     assert v["ansible_ssh_private_key_file"] == "/s/id"
     assert v["ansible_user"] == "root"
 
@@ -61,11 +67,21 @@ def test_subnet_manager_priority_is_a_hostvar(inventory: dict) -> None:
 
 def test_missing_address_names_the_host(spec: ClusterSpec) -> None:
     with pytest.raises(InventoryError, match="ctl1"):
-        build_inventory(spec, {h: "198.18.0.9" for h in spec.hosts if h != "ctl1"},
-                        ssh_user="root", private_key_file="/s/id", known_hosts_file="/s/kh")
+        build_inventory(
+            spec,
+            {h: "198.18.0.9" for h in spec.hosts if h != "ctl1"},
+            ssh_user="root",
+            private_key_file="/s/id",
+            known_hosts_file="/s/kh",
+        )
 
 
 def test_relative_key_path_is_refused(spec: ClusterSpec) -> None:
     with pytest.raises(InventoryError, match="absolute"):
-        build_inventory(spec, {h: "198.18.0.9" for h in spec.hosts},
-                        ssh_user="root", private_key_file="id", known_hosts_file="/s/kh")
+        build_inventory(
+            spec,
+            {h: "198.18.0.9" for h in spec.hosts},
+            ssh_user="root",
+            private_key_file="id",
+            known_hosts_file="/s/kh",
+        )

@@ -43,11 +43,15 @@ def test_unreadable_inspect_output_is_a_fault_error() -> None:
 
 
 def test_link_mtu_from_real_ip_json_matches_sysfs() -> None:
-    out = subprocess.run(["ip", "-j", "link", "show", "dev", "lo"], capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        ["ip", "-j", "link", "show", "dev", "lo"], capture_output=True, text=True, check=True
+    ).stdout
     assert parse_link_mtu(out, "lo") == int(Path("/sys/class/net/lo/mtu").read_text())
 
 
 def test_link_mtu_names_a_netdev_missing_from_the_output() -> None:
-    out = subprocess.run(["ip", "-j", "link", "show", "dev", "lo"], capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        ["ip", "-j", "link", "show", "dev", "lo"], capture_output=True, text=True, check=True
+    ).stdout
     with pytest.raises(FaultError, match="no MTU for eth1"):
         parse_link_mtu(out, "eth1")

@@ -23,12 +23,24 @@ SS = (
 
 def test_attached_lists_every_client() -> None:
     assert parse_attached(ATTACHED) == [
-        SimClient(id=0, pid=35402, node="sm2:mlx5_0", port_guid="0x0002c90302000025", lid=1, qp=0, sm=True),
-        SimClient(id=1, pid=57250, node="sm1:mlx5_0", port_guid="0x0002c90302000021", lid=13, qp=0, sm=True),
+        SimClient(
+            id=0, pid=35402, node="sm2:mlx5_0", port_guid="0x0002c90302000025", lid=1, qp=0, sm=True
+        ),
+        SimClient(
+            id=1,
+            pid=57250,
+            node="sm1:mlx5_0",
+            port_guid="0x0002c90302000021",
+            lid=13,
+            qp=0,
+            sm=True,
+        ),
     ]
 
 
-@pytest.mark.parametrize("text", ["", "ibwarn: [8250] process_packet: no one to handle pkt: class 0x81, attr 0x20\n"])
+@pytest.mark.parametrize(
+    "text", ["", "ibwarn: [8250] process_packet: no one to handle pkt: class 0x81, attr 0x20\n"]
+)
 def test_no_clients_in_other_lines(text: str) -> None:
     assert parse_attached(text) == []
 
@@ -50,5 +62,7 @@ def test_dead_clients_are_those_whose_port_is_gone(ss: str, dead_ids: list[int])
 
 def test_other_hosts_clients_are_never_selected() -> None:
     asked: list[str] = []
-    dead = dead_clients(parse_attached(ATTACHED), "gpu01", lambda host, _ports: asked.append(host) or set())
+    dead = dead_clients(
+        parse_attached(ATTACHED), "gpu01", lambda host, _ports: asked.append(host) or set()
+    )
     assert (dead, asked) == ([], [])

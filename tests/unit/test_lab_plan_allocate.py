@@ -43,7 +43,9 @@ def test_address_released_in_this_update_is_not_reused_in_it() -> None:
     before = allocate({}, HOSTS, NET, GW)  # gpu02 -> .11
     after = allocate(before, ["gpu01", "gpu03", "sm1", "sm2", "ctl1"], NET, GW)
     assert after["gpu03"] == _ip(15)  # not gpu02's .11: its container goes away only at the end
-    assert allocate(after, ["gpu01", "gpu03", "gpu04", "sm1", "sm2", "ctl1"], NET, GW)["gpu04"] == _ip(11)
+    assert allocate(after, ["gpu01", "gpu03", "gpu04", "sm1", "sm2", "ctl1"], NET, GW)[
+        "gpu04"
+    ] == _ip(11)
 
 
 def test_fixed_addresses_win_over_previous_and_fresh() -> None:
@@ -51,7 +53,9 @@ def test_fixed_addresses_win_over_previous_and_fresh() -> None:
     after = allocate(before, HOSTS, NET, GW, {"ctl1": _ip(12)})
     assert after["ctl1"] == _ip(12)
     assert after["sm1"] == _ip(15)  # moved off the pinned address to a never-held one
-    assert {h: after[h] for h in ("gpu01", "gpu02", "sm2")} == {h: before[h] for h in ("gpu01", "gpu02", "sm2")}
+    assert {h: after[h] for h in ("gpu01", "gpu02", "sm2")} == {
+        h: before[h] for h in ("gpu01", "gpu02", "sm2")
+    }
     assert allocate({}, ["a", "b"], NET, GW, {"a": _ip(10)}) == {"a": _ip(10), "b": _ip(11)}
 
 
@@ -63,7 +67,11 @@ def test_unpinned_host_keeps_its_former_fixed_address() -> None:
 def test_previous_outside_the_subnet_or_on_the_gateway_is_reallocated() -> None:
     previous = {"gpu01": "198.18.31.10", "gpu02": GW, "sm1": "not-an-ip", "sm2": _ip(255)}
     assert allocate(previous, ["gpu01", "gpu02", "sm1", "sm2"], NET, GW) == {
-        "gpu01": _ip(10), "gpu02": _ip(11), "sm1": _ip(12), "sm2": _ip(13)}
+        "gpu01": _ip(10),
+        "gpu02": _ip(11),
+        "sm1": _ip(12),
+        "sm2": _ip(13),
+    }
 
 
 def test_gateway_inside_the_pool_is_skipped() -> None:
@@ -72,14 +80,18 @@ def test_gateway_inside_the_pool_is_skipped() -> None:
 
 def test_deterministic_for_the_same_inputs() -> None:
     previous = {"gpu01": _ip(40), "sm1": _ip(12)}
-    assert allocate(previous, HOSTS, NET, GW) == allocate(dict(reversed(previous.items())), HOSTS, NET, GW)
+    assert allocate(previous, HOSTS, NET, GW) == allocate(
+        dict(reversed(previous.items())), HOSTS, NET, GW
+    )
 
 
 @pytest.mark.parametrize(
     ("fixed", "message"),
-    [({"a": "198.18.31.5"}, r"management.addresses.a: .* not a usable address"),
-     ({"a": GW}, r"not a usable address"),
-     ({"a": _ip(20), "b": _ip(20)}, r"management.addresses.b: .* already the address of 'a'")],
+    [
+        ({"a": "198.18.31.5"}, r"management.addresses.a: .* not a usable address"),
+        ({"a": GW}, r"not a usable address"),
+        ({"a": _ip(20), "b": _ip(20)}, r"management.addresses.b: .* already the address of 'a'"),
+    ],
 )
 def test_bad_pins_are_refused_naming_the_field(fixed: dict[str, str], message: str) -> None:
     with pytest.raises(LabPlanError, match=message):

@@ -94,7 +94,11 @@ def test_query_e_marks_and_footer() -> None:
         "SRIOV_EN": (True, False),
         "NUM_OF_PF": (True, True),
     }
-    assert report.params("Current") == {"MEMIC_BAR_SIZE": "0", "SRIOV_EN": "False(0)", "NUM_OF_PF": "2"}
+    assert report.params("Current") == {
+        "MEMIC_BAR_SIZE": "0",
+        "SRIOV_EN": "False(0)",
+        "NUM_OF_PF": "2",
+    }
     assert report.reboot_pending() == ["SRIOV_EN"]
     assert report.reboot_pending(["NUM_OF_PF"]) == []
 
@@ -115,8 +119,15 @@ def test_a_second_device_is_a_parse_error() -> None:
 
 @pytest.mark.parametrize(
     ("current", "wanted", "matches"),
-    [("IB(1)", "ib", True), ("IB(1)", 1, True), ("IB(1)", "ETH(2)", False), ("True(1)", True, True),
-     ("False(0)", "on", False), ("16", "0x10", True), (None, "IB", False)],
+    [
+        ("IB(1)", "ib", True),
+        ("IB(1)", 1, True),
+        ("IB(1)", "ETH(2)", False),
+        ("True(1)", True, True),
+        ("False(0)", "on", False),
+        ("16", "0x10", True),
+        (None, "IB", False),
+    ],
 )
 def test_value_matches(current: str | None, wanted: object, matches: bool) -> None:
     assert value_matches(current, wanted) is matches

@@ -27,11 +27,33 @@ def read(n: int) -> str:
 @pytest.mark.parametrize(
     ("n", "expected"),
     [
-        (1, {"ok": True, "where": "DR path slid 65535; dlid 65535; 0 port 1", "lid": 4, "sm_lid": 1,
-             "state": "Active", "phys_state": "LinkUp", "width_active": "4x", "speed_active": "HDR",
-             "neighbor_mtu": 2048, "mtu_cap": 2048}),
-        (2, {"ok": True, "where": "Lid 1 port 1", "lid": 1, "sm_lid": 1, "state": "Active",
-             "speed_active": "HDR", "neighbor_mtu": 2048}),
+        (
+            1,
+            {
+                "ok": True,
+                "where": "DR path slid 65535; dlid 65535; 0 port 1",
+                "lid": 4,
+                "sm_lid": 1,
+                "state": "Active",
+                "phys_state": "LinkUp",
+                "width_active": "4x",
+                "speed_active": "HDR",
+                "neighbor_mtu": 2048,
+                "mtu_cap": 2048,
+            },
+        ),
+        (
+            2,
+            {
+                "ok": True,
+                "where": "Lid 1 port 1",
+                "lid": 1,
+                "sm_lid": 1,
+                "state": "Active",
+                "speed_active": "HDR",
+                "neighbor_mtu": 2048,
+            },
+        ),
     ],
 )
 def test_portinfo_fields(n: int, expected: dict[str, object]) -> None:
@@ -41,7 +63,11 @@ def test_portinfo_fields(n: int, expected: dict[str, object]) -> None:
 
 def test_every_key_value_line_is_kept_as_printed() -> None:
     fields = parse(read(1)).fields
-    assert (fields["LinkSpeedActive"], fields["CapMask"], len(fields)) == ("10.0 Gbps", "0x50c048", 51)
+    assert (fields["LinkSpeedActive"], fields["CapMask"], len(fields)) == (
+        "10.0 Gbps",
+        "0x50c048",
+        51,
+    )
 
 
 def test_capability_names_are_not_fields() -> None:
@@ -50,7 +76,10 @@ def test_capability_names_are_not_fields() -> None:
 
 def test_failed_query_is_a_typed_failure() -> None:
     report = parse(read(3))
-    assert (report.ok, report.reason) == (False, "smpquery: iberror: failed: operation portinfo: port info query failed")
+    assert (report.ok, report.reason) == (
+        False,
+        "smpquery: iberror: failed: operation portinfo: port info query failed",
+    )
 
 
 def test_registered_as_smpquery() -> None:

@@ -15,7 +15,9 @@ from fabric.components.target import TARGET_OUTPUTS
 from fabric.inventory import inventory_text
 from fabric.spec import ClusterSpec
 
-LAB = yaml.safe_load((Path(__file__).parents[2] / "Pulumi.lab.yaml").read_text())["config"]["railyard:cluster"]
+LAB = yaml.safe_load((Path(__file__).parents[2] / "Pulumi.lab.yaml").read_text())["config"][
+    "railyard:cluster"
+]
 
 
 @pytest.fixture
@@ -40,7 +42,9 @@ def test_cluster_runs_handoff_then_verification(mocks: Mocks) -> pulumi.Output:
         assert "gpu01" in by_name["lab-handoff"].inputs["inventory"]
         assert by_name["lab-handoff"].inputs["inventory"] == inventory_text(values[1])
         # The hand-off writes the very text the lab's own inventory file has.
-        assert by_name["lab-handoff"].inputs["inventory"] == by_name["lab-inventory"].inputs["content"]
+        assert (
+            by_name["lab-handoff"].inputs["inventory"] == by_name["lab-inventory"].inputs["content"]
+        )
 
     return pulumi.Output.all(cluster.outputs["verification"], cluster.inventory).apply(check)
 

@@ -16,7 +16,9 @@ from fabric.components.dynamic_lab import AddressPoolProvider
 from fabric.lab.plan import LabPlanError, allocate, plan_lab
 from fabric.spec import ClusterSpec
 
-LAB = yaml.safe_load((Path(__file__).parents[2] / "Pulumi.lab.yaml").read_text())["config"]["railyard:cluster"]
+LAB = yaml.safe_load((Path(__file__).parents[2] / "Pulumi.lab.yaml").read_text())["config"][
+    "railyard:cluster"
+]
 
 
 @pytest.fixture
@@ -37,15 +39,29 @@ def test_lab_graph(mocks: Mocks) -> pulumi.Output:
 
     def check(inventory: dict[str, Any]) -> None:
         names = [name for typ, name, _ in created(mocks) if typ == "pulumi-python:dynamic:Resource"]
-        kinds = Counter(name.split("-", 1)[1].rsplit("-", 1)[0] if name.endswith("host-key") else name for name in names)
+        kinds = Counter(
+            name.split("-", 1)[1].rsplit("-", 1)[0] if name.endswith("host-key") else name
+            for name in names
+        )
         components = [name for typ, name, _ in created(mocks) if typ == "railyard:lab:LabCluster"]
         assert components == ["lab"]
         nodes = [f"lab-{h}" for h in ClusterSpec.model_validate(LAB).hosts]
         assert set(nodes) <= set(names)
         assert sum(1 for n in names if n.endswith("-host-key")) == 11
-        for single in ("lab-image", "lab-mgmt", "lab-mgmt-addresses", "lab-bmc", "lab-login-key", "lab-login-key-file",
-                       "lab-known-hosts", "lab-ibsim-net", "lab-ibsim", "lab-bmc-emulator", "lab-inventory",
-                       "lab-lab-json"):
+        for single in (
+            "lab-image",
+            "lab-mgmt",
+            "lab-mgmt-addresses",
+            "lab-bmc",
+            "lab-login-key",
+            "lab-login-key-file",
+            "lab-known-hosts",
+            "lab-ibsim-net",
+            "lab-ibsim",
+            "lab-bmc-emulator",
+            "lab-inventory",
+            "lab-lab-json",
+        ):
             assert names.count(single) == 1, single
         assert "lab-fabric" not in names  # InfiniBand spec: no RoCE network
         assert len(names) == 11 + 11 + 12, kinds  # nodes + host keys + the twelve singletons
@@ -97,8 +113,15 @@ def test_lab_addresses_flow_from_the_pool(mocks: Mocks) -> pulumi.Output:
 
 
 def test_pool_check_keeps_previous_assignment_and_frees_removed() -> None:
-    news = {"network": "n", "subnet": "198.18.30.0/24", "gateway": "198.18.30.1", "hosts": ["a", "c"],
-            "fixed": {}, "field": "management.addresses", "assignment": None}
+    news = {
+        "network": "n",
+        "subnet": "198.18.30.0/24",
+        "gateway": "198.18.30.1",
+        "hosts": ["a", "c"],
+        "fixed": {},
+        "field": "management.addresses",
+        "assignment": None,
+    }
     olds = {**news, "hosts": ["a", "b"], "assignment": {"a": "198.18.30.11", "b": "198.18.30.10"}}
     result = AddressPoolProvider().check(olds, news)
     assert result.failures == []
@@ -108,10 +131,19 @@ def test_pool_check_keeps_previous_assignment_and_frees_removed() -> None:
 
 
 def test_pool_check_reports_a_bad_pin_as_a_failure() -> None:
-    news = {"network": "n", "subnet": "198.18.30.0/24", "gateway": "198.18.30.1", "hosts": ["a"],
-            "fixed": {"a": "198.18.30.1"}, "field": "management.addresses", "assignment": None}
+    news = {
+        "network": "n",
+        "subnet": "198.18.30.0/24",
+        "gateway": "198.18.30.1",
+        "hosts": ["a"],
+        "fixed": {"a": "198.18.30.1"},
+        "field": "management.addresses",
+        "assignment": None,
+    }
     failures = AddressPoolProvider().check({}, news).failures
-    assert [f.property for f in failures] == ["hosts"] and "management.addresses.a" in failures[0].reason
+    assert [f.property for f in failures] == ["hosts"] and "management.addresses.a" in failures[
+        0
+    ].reason
 
 
 def test_plan_refuses_subnet_outside_lab_range() -> None:
@@ -121,28 +153,52 @@ def test_plan_refuses_subnet_outside_lab_range() -> None:
 
 
 def test_plan_roce_adds_fabric_network_at_spec_mtu() -> None:
-    data = {**LAB, "fabric": {"kind": "roce", "mtu": 9000,
-                              "topology": LAB["fabric"]["topology"]}}
-    data["nodes"] = [{**g, "hcas": [{**h, "link_layer": "Ethernet"} for h in g.get("hcas", [])]} for g in LAB["nodes"]]
+    data = {**LAB, "fabric": {"kind": "roce", "mtu": 9000, "topology": LAB["fabric"]["topology"]}}
+    data["nodes"] = [
+        {**g, "hcas": [{**h, "link_layer": "Ethernet"} for h in g.get("hcas", [])]}
+        for g in LAB["nodes"]
+    ]
     plan = plan_lab(ClusterSpec.model_validate(data), "lab", "railyard-lab", "/tmp/x")
-    assert plan.fabric is not None and plan.fabric.mtu == 9000 and plan.fabric.subnet == "198.18.2.0/24"
+    assert (
+        plan.fabric is not None
+        and plan.fabric.mtu == 9000
+        and plan.fabric.subnet == "198.18.2.0/24"
+    )
     assert not plan.ibsim
-    assert allocate({}, [n.name for n in plan.nodes], plan.fabric.subnet, plan.fabric.gateway)["gpu01"] == "198.18.2.10"
+    assert (
+        allocate({}, [n.name for n in plan.nodes], plan.fabric.subnet, plan.fabric.gateway)["gpu01"]
+        == "198.18.2.10"
+    )
 
 
 def _roce(lab: dict | None = None) -> dict:
     data = {**LAB, "fabric": {"kind": "roce", "mtu": 9000, "topology": LAB["fabric"]["topology"]}}
-    data["nodes"] = [{**g, "hcas": [{**h, "link_layer": "Ethernet"} for h in g.get("hcas", [])]} for g in LAB["nodes"]]
+    data["nodes"] = [
+        {**g, "hcas": [{**h, "link_layer": "Ethernet"} for h in g.get("hcas", [])]}
+        for g in LAB["nodes"]
+    ]
     if lab is not None:
         data["lab"] = lab
     return data
 
 
 def test_plan_roce_subnet_from_the_spec() -> None:
-    plan = plan_lab(ClusterSpec.model_validate(_roce({"roce_subnet": "198.19.140.0/24"})), "lab", "railyard-lab", "/tmp/x")
+    plan = plan_lab(
+        ClusterSpec.model_validate(_roce({"roce_subnet": "198.19.140.0/24"})),
+        "lab",
+        "railyard-lab",
+        "/tmp/x",
+    )
     assert plan.fabric is not None and plan.fabric.subnet == "198.19.140.0/24"
 
 
 def test_plan_roce_subnet_outside_lab_range_names_the_field() -> None:
-    with pytest.raises(LabPlanError, match=r"lab.roce_subnet: 10.1.0.0/24 is outside the lab range"):
-        plan_lab(ClusterSpec.model_validate(_roce({"roce_subnet": "10.1.0.0/24"})), "lab", "railyard-lab", "/tmp/x")
+    with pytest.raises(
+        LabPlanError, match=r"lab.roce_subnet: 10.1.0.0/24 is outside the lab range"
+    ):
+        plan_lab(
+            ClusterSpec.model_validate(_roce({"roce_subnet": "10.1.0.0/24"})),
+            "lab",
+            "railyard-lab",
+            "/tmp/x",
+        )

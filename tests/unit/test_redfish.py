@@ -56,24 +56,34 @@ def resources(power: str = "Off") -> dict[str, Any]:
         "/redfish/v1/": {"Systems": {"@odata.id": "/redfish/v1/Systems"}},
         "/redfish/v1/Systems": {"Members": [{"@odata.id": SYSTEM}]},
         SYSTEM: {
-            "Id": "1", "Name": "gpu01", "SerialNumber": "SN123", "PowerState": power,
+            "Id": "1",
+            "Name": "gpu01",
+            "SerialNumber": "SN123",
+            "PowerState": power,
             "Boot": {
-                "BootSourceOverrideTarget": "None", "BootSourceOverrideEnabled": "Disabled",
+                "BootSourceOverrideTarget": "None",
+                "BootSourceOverrideEnabled": "Disabled",
                 "BootSourceOverrideTarget@Redfish.AllowableValues": ["None", "Pxe", "Hdd"],
             },
             "EthernetInterfaces": {"@odata.id": f"{SYSTEM}/EthernetInterfaces"},
-            "Actions": {"#ComputerSystem.Reset": {
-                "target": f"{SYSTEM}/Actions/ComputerSystem.Reset",
-                "ResetType@Redfish.AllowableValues": ["On", "ForceOff", "ForceRestart"],
-            }},
+            "Actions": {
+                "#ComputerSystem.Reset": {
+                    "target": f"{SYSTEM}/Actions/ComputerSystem.Reset",
+                    "ResetType@Redfish.AllowableValues": ["On", "ForceOff", "ForceRestart"],
+                }
+            },
         },
-        f"{SYSTEM}/EthernetInterfaces": {"Members": [
-            {"@odata.id": f"{SYSTEM}/EthernetInterfaces/1"},
-            {"@odata.id": f"{SYSTEM}/EthernetInterfaces/2"},
-        ]},
+        f"{SYSTEM}/EthernetInterfaces": {
+            "Members": [
+                {"@odata.id": f"{SYSTEM}/EthernetInterfaces/1"},
+                {"@odata.id": f"{SYSTEM}/EthernetInterfaces/2"},
+            ]
+        },
         f"{SYSTEM}/EthernetInterfaces/1": {"MACAddress": "AA:BB:CC:00:00:01"},
-        f"{SYSTEM}/EthernetInterfaces/2": {"PermanentMACAddress": "aa:bb:cc:00:00:02",
-                                           "MACAddress": "02:00:00:00:00:99"},
+        f"{SYSTEM}/EthernetInterfaces/2": {
+            "PermanentMACAddress": "aa:bb:cc:00:00:02",
+            "MACAddress": "02:00:00:00:00:99",
+        },
     }
 
 
@@ -100,8 +110,11 @@ def test_system_id_not_found_names_the_field() -> None:
 def test_boot_override_patches_and_reads_back() -> None:
     bmc = ScriptedBmc(resources())
     result = client(bmc).set_boot_override(SYSTEM, "Pxe")
-    assert ("PATCH", SYSTEM, {"Boot": {"BootSourceOverrideTarget": "Pxe",
-                                       "BootSourceOverrideEnabled": "Once"}}) in bmc.requests
+    assert (
+        "PATCH",
+        SYSTEM,
+        {"Boot": {"BootSourceOverrideTarget": "Pxe", "BootSourceOverrideEnabled": "Once"}},
+    ) in bmc.requests
     assert result.target_applied and result.enabled_applied
     assert bmc.requests[-1][0] == "GET"  # the read-back follows the PATCH
 
@@ -132,8 +145,11 @@ def test_boot_override_target_not_applied_is_an_error() -> None:
 def test_reset_posts_to_the_action_target() -> None:
     bmc = ScriptedBmc(resources())
     client(bmc).reset(SYSTEM, "On")
-    assert bmc.requests[-1] == ("POST", f"{SYSTEM}/Actions/ComputerSystem.Reset",
-                                {"ResetType": "On"})
+    assert bmc.requests[-1] == (
+        "POST",
+        f"{SYSTEM}/Actions/ComputerSystem.Reset",
+        {"ResetType": "On"},
+    )
 
 
 def test_reset_type_outside_allowable_values_refused() -> None:
@@ -147,8 +163,9 @@ def test_wait_power_state_times_out_naming_the_last_state() -> None:
     bmc = ScriptedBmc(resources("Off"))
     ticks = iter(range(100))
     with pytest.raises(RedfishError, match=r"PowerState still 'Off' after 5 s waiting for 'On'"):
-        client(bmc).wait_power_state(SYSTEM, "On", timeout=5, clock=lambda: next(ticks),
-                                     sleep=lambda _: None)
+        client(bmc).wait_power_state(
+            SYSTEM, "On", timeout=5, clock=lambda: next(ticks), sleep=lambda _: None
+        )
 
 
 def test_wait_power_state_returns_when_reached() -> None:

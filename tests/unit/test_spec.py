@@ -184,7 +184,9 @@ def test_mixed_rule_message_names_value_and_fix() -> None:
     data = base("roce")
     set_path(data, "target", "azure")
     set_path(data, "fabric.roce.pfc_priority", 8)
-    assert Problem("fabric.roce.pfc_priority", "8 is outside the PFC priority range 0-7") in problems(data)
+    assert Problem(
+        "fabric.roce.pfc_priority", "8 is outside the PFC priority range 0-7"
+    ) in problems(data)
 
 
 def test_unbuildable_spec_reports_field_errors_only() -> None:
@@ -290,8 +292,10 @@ def test_rule_problem_is_a_spec_error_inside_pydantic() -> None:
 @pytest.mark.parametrize(
     ("loc", "path"),
     [
-        (("fabric", "infiniband", "subnet_managers", 1, "priority"),
-         "fabric.infiniband.subnet_managers[1].priority"),
+        (
+            ("fabric", "infiniband", "subnet_managers", 1, "priority"),
+            "fabric.infiniband.subnet_managers[1].priority",
+        ),
         (("nodes", 0), "nodes[0]"),
         (("name",), "name"),
     ],
@@ -386,8 +390,16 @@ def test_broken_does_not_touch_base() -> None:
 
 @pytest.mark.parametrize(
     ("instance_type", "efa_interfaces"),
-    [("p5.48xlarge", 32), ("p5e.48xlarge", 32), ("p5en.48xlarge", 16), ("p4d.24xlarge", 4),
-     ("p4de.24xlarge", 4), ("trn1.32xlarge", 8), ("g5.xlarge", 0), ("m5.large", 0)],
+    [
+        ("p5.48xlarge", 32),
+        ("p5e.48xlarge", 32),
+        ("p5en.48xlarge", 16),
+        ("p4d.24xlarge", 4),
+        ("p4de.24xlarge", 4),
+        ("trn1.32xlarge", 8),
+        ("g5.xlarge", 0),
+        ("m5.large", 0),
+    ],
 )
 def test_catalog_efa_interfaces(instance_type: str, efa_interfaces: int) -> None:
     known = aws_instance(instance_type)

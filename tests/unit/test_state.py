@@ -40,12 +40,25 @@ def test_env_moves_the_root_but_not_the_artifacts(state_root: Path) -> None:
 def test_every_name() -> None:
     layout = StateLayout("s", Path("/r"))
     names = {
-        "inventory": "s/inventory.yml", "group_vars": "s/group_vars", "group_vars_all": "s/group_vars/all.yml",
-        "discovered_fabric": "s/ibnetdiscover.txt", "secrets": "s/secrets", "munge_key": "s/secrets/munge.key",
-        "reports": "s/reports", "known_hosts": "s/known_hosts", "ssh_key": "s/ssh/id_ed25519",
-        "provided_ssh_key": "s/id_ed25519", "passphrase": "s.passphrase", "pulumi_backend": "pulumi",
-        "lab_json": "s/lab.json", "logs": "s/logs", "ibsim_net": "s/ibsim.net", "ibsim_console": "s/ibsim.console",
-        "ibsim_log": "s/logs/ibsim.log", "bmc": "s/bmc", "bmc_credentials": "s/bmc/credentials.json",
+        "inventory": "s/inventory.yml",
+        "group_vars": "s/group_vars",
+        "group_vars_all": "s/group_vars/all.yml",
+        "discovered_fabric": "s/ibnetdiscover.txt",
+        "secrets": "s/secrets",
+        "munge_key": "s/secrets/munge.key",
+        "reports": "s/reports",
+        "known_hosts": "s/known_hosts",
+        "ssh_key": "s/ssh/id_ed25519",
+        "provided_ssh_key": "s/id_ed25519",
+        "passphrase": "s.passphrase",
+        "pulumi_backend": "pulumi",
+        "lab_json": "s/lab.json",
+        "logs": "s/logs",
+        "ibsim_net": "s/ibsim.net",
+        "ibsim_console": "s/ibsim.console",
+        "ibsim_log": "s/logs/ibsim.log",
+        "bmc": "s/bmc",
+        "bmc_credentials": "s/bmc/credentials.json",
     }
     assert {k: getattr(layout, k).relative_to("/r").as_posix() for k in names} == names
     assert runner.HANDOFF_FILES == ("group_vars/all.yml", "ibnetdiscover.txt", "secrets/munge.key")
@@ -61,12 +74,21 @@ def test_at_and_frozen() -> None:
 
 
 def test_lab_status_does_not_import_pulumi(tmp_path: Path) -> None:
-    code = ("import sys\nfrom fabric.cli import main\n"
-            "rc = main(['lab', 'status', '--stack', 'nope'])\n"
-            "print(rc, 'pulumi' in sys.modules)")
+    code = (
+        "import sys\nfrom fabric.cli import main\n"
+        "rc = main(['lab', 'status', '--stack', 'nope'])\n"
+        "print(rc, 'pulumi' in sys.modules)"
+    )
     env = {**os.environ, "RAILYARD_STATE_DIR": str(tmp_path), "PYTHONPATH": str(ROOT)}
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, env=env,
-                          timeout=120, check=False)
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=env,
+        timeout=120,
+        check=False,
+    )
     assert done.stdout.strip().splitlines()[-1] == "1 False", done.stdout + done.stderr
     assert f"{tmp_path}/nope/lab.json not found" in done.stdout + done.stderr
 
@@ -90,10 +112,19 @@ def test_rerun_provider_runs_on_create_and_on_a_watched_change_only() -> None:
     assert provider.diff("count-s", created.outs, {"stack": "s", "a": 1, "b": 2}).changes is False
     diff = provider.diff("count-s", created.outs, {"stack": "s", "a": 2, "b": 1})
     assert diff.changes is True and diff.replaces == []
-    assert provider.update("count-s", created.outs, {"stack": "s", "a": 2}).outs == {"stack": "s", "a": 2, "n": 2}
+    assert provider.update("count-s", created.outs, {"stack": "s", "a": 2}).outs == {
+        "stack": "s",
+        "a": 2,
+        "n": 2,
+    }
 
 
 def test_handoff_and_verification_share_the_base() -> None:
-    for provider, watched in ((AnsibleHandoffProvider(), "munge_key"), (VerificationProvider(), "after")):
+    for provider, watched in (
+        (AnsibleHandoffProvider(), "munge_key"),
+        (VerificationProvider(), "after"),
+    ):
         assert isinstance(provider, RerunProvider)
-        assert provider.changed_inputs({watched: "x", "other": 1}, {watched: "y", "other": 2}) == [watched]
+        assert provider.changed_inputs({watched: "x", "other": 1}, {watched: "y", "other": 2}) == [
+            watched
+        ]

@@ -18,7 +18,9 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def declared() -> FabricGraph:
     data = yaml.safe_load((ROOT / "Pulumi.lab.yaml").read_text())
-    return simulated(graph_from_spec(ClusterSpec.model_validate(data["config"]["railyard:cluster"])))
+    return simulated(
+        graph_from_spec(ClusterSpec.model_validate(data["config"]["railyard:cluster"]))
+    )
 
 
 def discovered(n: int) -> FabricGraph:
@@ -46,7 +48,13 @@ def test_declared_ndr_against_ibsim_hdr_is_wrong_speed_everywhere() -> None:
 def test_faulty_fabric_reports_each_injected_fault() -> None:
     found = diff(declared(), discovered(2))
     hosts = by_host(found)
-    assert sorted(d.kind for d in found) == ["extra", "miscabled", "missing", "wrong_speed", "wrong_width"]
+    assert sorted(d.kind for d in found) == [
+        "extra",
+        "miscabled",
+        "missing",
+        "wrong_speed",
+        "wrong_width",
+    ]
     assert [d.kind for d in hosts["gpu02"]] == ["miscabled"]
     assert [d.kind for d in hosts["gpu04"]] == ["wrong_width"]
     assert [d.kind for d in hosts["gpu05"]] == ["wrong_speed"]
@@ -56,9 +64,17 @@ def test_faulty_fabric_reports_each_injected_fault() -> None:
 def test_miscabled_names_switch_port_host_hca_and_fix() -> None:
     (d,) = by_host(diff(declared(), discovered(2)))["gpu02"]
     assert (d.switch, d.port, d.host, d.hca, d.expected, d.found) == (
-        "leaf01", 2, "gpu02", "mlx5_0", "leaf01 port 2", "leaf01 port 7")
-    assert d.message == ("miscabled: gpu02 mlx5_0 port 1 reaches leaf01 port 7, declared leaf01 port 2; "
-                         "move the cable to leaf01 port 2")
+        "leaf01",
+        2,
+        "gpu02",
+        "mlx5_0",
+        "leaf01 port 2",
+        "leaf01 port 7",
+    )
+    assert d.message == (
+        "miscabled: gpu02 mlx5_0 port 1 reaches leaf01 port 7, declared leaf01 port 2; "
+        "move the cable to leaf01 port 2"
+    )
 
 
 def test_wrong_width_and_speed_show_both_values() -> None:

@@ -24,37 +24,56 @@ def lab() -> ClusterSpec:
 def bare_metal_access(hosts: list[str]) -> dict[str, Any]:
     """The management and bmc blocks target baremetal needs: an address and a BMC per host."""
     return {
-        "management": {"subnet": "198.18.0.0/16",
-                       "addresses": {h: f"198.18.{i // 250}.{i % 250 + 2}" for i, h in enumerate(hosts)}},
-        "bmc": {"password": {"config": "bmcPassword"},
-                "endpoints": {h: {"url": f"https://bmc-{h}"} for h in hosts}},
+        "management": {
+            "subnet": "198.18.0.0/16",
+            "addresses": {h: f"198.18.{i // 250}.{i % 250 + 2}" for i, h in enumerate(hosts)},
+        },
+        "bmc": {
+            "password": {"config": "bmcPassword"},
+            "endpoints": {h: {"url": f"https://bmc-{h}"} for h in hosts},
+        },
     }
 
 
 def rail_spec(hosts: int = 8, rails: int = 4, nodes_per_leaf: int = 4) -> ClusterSpec:
     units = -(-hosts // nodes_per_leaf)
-    return ClusterSpec.model_validate({
-        "name": "rails",
-        "target": "baremetal",
-        "nodes": [{
-            "names": f"gpu[{1:03d}-{hosts:03d}]",
-            "hcas": [{"device": f"mlx5_{k}", "rail": k, "rate_gbps": 400} for k in range(rails)],
-        }],
-        "fabric": {
-            "kind": "infiniband", "mtu": 4096,
-            "topology": {"kind": "fat-tree", "leaves": units * rails, "spines": 2,
-                         "nodes_per_leaf": nodes_per_leaf, "uplinks_per_leaf": 4, "rail_optimized": True,
-                         "ports_per_switch": 64},
-            "infiniband": {"subnet_managers": [{"host": "gpu001"}]},
-        },
-        **bare_metal_access(expand(f"gpu[{1:03d}-{hosts:03d}]")),
-    })
+    return ClusterSpec.model_validate(
+        {
+            "name": "rails",
+            "target": "baremetal",
+            "nodes": [
+                {
+                    "names": f"gpu[{1:03d}-{hosts:03d}]",
+                    "hcas": [
+                        {"device": f"mlx5_{k}", "rail": k, "rate_gbps": 400} for k in range(rails)
+                    ],
+                }
+            ],
+            "fabric": {
+                "kind": "infiniband",
+                "mtu": 4096,
+                "topology": {
+                    "kind": "fat-tree",
+                    "leaves": units * rails,
+                    "spines": 2,
+                    "nodes_per_leaf": nodes_per_leaf,
+                    "uplinks_per_leaf": 4,
+                    "rail_optimized": True,
+                    "ports_per_switch": 64,
+                },
+                "infiniband": {"subnet_managers": [{"host": "gpu001"}]},
+            },
+            **bare_metal_access(expand(f"gpu[{1:03d}-{hosts:03d}]")),
+        }
+    )
 
 
 def with_topology(spec: ClusterSpec, **changes: Any) -> ClusterSpec:
     """``spec`` with topology fields changed, unvalidated: reaches graph_from_spec's own checks."""
     assert spec.fabric.topology is not None
-    fabric = spec.fabric.model_copy(update={"topology": spec.fabric.topology.model_copy(update=changes)})
+    fabric = spec.fabric.model_copy(
+        update={"topology": spec.fabric.topology.model_copy(update=changes)}
+    )
     return spec.model_copy(update={"fabric": fabric})
 
 
@@ -69,7 +88,10 @@ def leaf_of(graph: FabricGraph, host: str, device: str) -> tuple[str, int]:
 def test_lab_fills_leaves_in_declaration_order() -> None:
     graph = graph_from_spec(lab())
     assert [leaf_of(graph, h, "mlx5_0") for h in ("gpu01", "gpu05", "gpu06", "sm2")] == [
-        ("leaf01", 1), ("leaf01", 5), ("leaf02", 1), ("leaf02", 5)
+        ("leaf01", 1),
+        ("leaf01", 5),
+        ("leaf02", 1),
+        ("leaf02", 5),
     ]
 
 
@@ -81,7 +103,9 @@ def test_lab_switch_names_and_counts() -> None:
 
 def test_host_link_takes_width_and_rate_from_the_hca() -> None:
     graph = graph_from_spec(lab())
-    assert {(link.width, link.speed, link.rate_gbps) for link in graph.links} == {("4x", "NDR", 400.0)}
+    assert {(link.width, link.speed, link.rate_gbps) for link in graph.links} == {
+        ("4x", "NDR", 400.0)
+    }
 
 
 def test_guids_are_deterministic_and_unique() -> None:
@@ -111,7 +135,11 @@ def test_uplinks_are_spread_evenly_over_spines() -> None:
 
 def test_oversubscription_per_leaf() -> None:
     loads = {load.switch: load for load in graph_from_spec(lab()).leaf_loads()}
-    assert (loads["leaf01"].down_gbps, loads["leaf01"].up_gbps, loads["leaf01"].oversubscription) == (2000.0, 1600.0, 1.25)
+    assert (
+        loads["leaf01"].down_gbps,
+        loads["leaf01"].up_gbps,
+        loads["leaf01"].oversubscription,
+    ) == (2000.0, 1600.0, 1.25)
 
 
 def test_too_few_leaves_names_the_field_and_the_fix() -> None:
@@ -131,5 +159,7 @@ def test_rate_that_is_not_an_ibta_speed_is_rejected() -> None:
 
 
 def test_spine_out_of_ports_names_the_fix() -> None:
-    with pytest.raises(GraphError, match=r"spine01 is out of ports: .* add spines or lower uplinks_per_leaf"):
+    with pytest.raises(
+        GraphError, match=r"spine01 is out of ports: .* add spines or lower uplinks_per_leaf"
+    ):
         graph_from_spec(with_topology(rail_spec(), ports_per_switch=8))

@@ -22,13 +22,18 @@ def lab() -> FabricGraph:
 
 def test_ca_record_has_host_device_description_and_guid() -> None:
     net = render_net(lab())
-    assert 'caguid=0x0002c90302000000\nCa\t1 "gpu01:mlx5_0"\t# "gpu01 mlx5_0"\n[1]\t"leaf01"[1]\tw=2 s=7 e=7\n' in net
+    assert (
+        'caguid=0x0002c90302000000\nCa\t1 "gpu01:mlx5_0"\t# "gpu01 mlx5_0"\n[1]\t"leaf01"[1]\tw=2 s=7 e=7\n'
+        in net
+    )
 
 
 def test_switch_record_lists_every_cabled_port() -> None:
     net = render_net(lab())
     block = net.split('Switch\t64 "spine01"')[1].split("\n\n")[0]
-    assert [line.split("\t")[0] for line in block.splitlines()[1:]] == [f"[{p}]" for p in range(1, 9)]
+    assert [line.split("\t")[0] for line in block.splitlines()[1:]] == [
+        f"[{p}]" for p in range(1, 9)
+    ]
 
 
 def test_every_line_fits_ibsim_line_buffer() -> None:
@@ -49,6 +54,14 @@ def test_discovered_lab_fixture_matches_the_rendered_net() -> None:
     declared = simulated(lab())
     found = parse((ROOT / "tests/fixtures/ibnetdiscover__ibsim_lab__1.txt").read_text())
     assert found.cas.keys() == declared.cas.keys()
-    assert {c.description for c in found.cas.values()} == {c.description for c in declared.cas.values()}
-    key = lambda g: {tuple(sorted([(l.a_guid, l.a_port), (l.b_guid, l.b_port)])) + (l.width, l.speed) for l in g.links}  # noqa: E731
+    assert {c.description for c in found.cas.values()} == {
+        c.description for c in declared.cas.values()
+    }
+
+    def key(g):
+        return {
+            tuple(sorted([(ln.a_guid, ln.a_port), (ln.b_guid, ln.b_port)])) + (ln.width, ln.speed)
+            for ln in g.links
+        }
+
     assert key(found) == key(declared)

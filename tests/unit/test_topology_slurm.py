@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 import yaml
 
-from fabric.parsers.ibnetdiscover import parse
 from fabric.hostlist import expand
+from fabric.parsers.ibnetdiscover import parse
 from fabric.spec import ClusterSpec
 from fabric.topology.from_spec import graph_from_spec
 from fabric.topology.graph import FabricGraph, GraphError
@@ -27,24 +27,46 @@ def lab() -> FabricGraph:
 def bare_metal_access(hosts: list[str]) -> dict[str, Any]:
     """The management and bmc blocks target baremetal needs: an address and a BMC per host."""
     return {
-        "management": {"subnet": "198.18.0.0/16",
-                       "addresses": {h: f"198.18.{i // 250}.{i % 250 + 2}" for i, h in enumerate(hosts)}},
-        "bmc": {"password": {"config": "bmcPassword"},
-                "endpoints": {h: {"url": f"https://bmc-{h}"} for h in hosts}},
+        "management": {
+            "subnet": "198.18.0.0/16",
+            "addresses": {h: f"198.18.{i // 250}.{i % 250 + 2}" for i, h in enumerate(hosts)},
+        },
+        "bmc": {
+            "password": {"config": "bmcPassword"},
+            "endpoints": {h: {"url": f"https://bmc-{h}"} for h in hosts},
+        },
     }
 
 
 def rails() -> FabricGraph:
-    return graph_from_spec(ClusterSpec.model_validate({
-        "name": "rails", "target": "baremetal",
-        "nodes": [{"names": "gpu[001-008]",
-                   "hcas": [{"device": f"mlx5_{k}", "rail": k} for k in range(4)]}],
-        "fabric": {"kind": "infiniband", "mtu": 4096,
-                   "topology": {"kind": "fat-tree", "leaves": 8, "spines": 2, "nodes_per_leaf": 4,
-                                "uplinks_per_leaf": 4, "rail_optimized": True},
-                   "infiniband": {"subnet_managers": [{"host": "gpu001"}]}},
-        **bare_metal_access(expand("gpu[001-008]")),
-    }))
+    return graph_from_spec(
+        ClusterSpec.model_validate(
+            {
+                "name": "rails",
+                "target": "baremetal",
+                "nodes": [
+                    {
+                        "names": "gpu[001-008]",
+                        "hcas": [{"device": f"mlx5_{k}", "rail": k} for k in range(4)],
+                    }
+                ],
+                "fabric": {
+                    "kind": "infiniband",
+                    "mtu": 4096,
+                    "topology": {
+                        "kind": "fat-tree",
+                        "leaves": 8,
+                        "spines": 2,
+                        "nodes_per_leaf": 4,
+                        "uplinks_per_leaf": 4,
+                        "rail_optimized": True,
+                    },
+                    "infiniband": {"subnet_managers": [{"host": "gpu001"}]},
+                },
+                **bare_metal_access(expand("gpu[001-008]")),
+            }
+        )
+    )
 
 
 def conf_lines(text: str) -> list[str]:
@@ -63,15 +85,29 @@ def test_unpopulated_leaf_does_not_top_the_tree() -> None:
     """3 leaves, 2 nodes per leaf, 3 nodes: leaf03 has no host. By BFS distance it is one hop
     above spine01; it must not become a top switch listing spine01 (seen on the lab when a
     node was added to the handoff test's fabric)."""
-    graph = graph_from_spec(ClusterSpec.model_validate({
-        "name": "gap", "target": "baremetal",
-        "nodes": [{"names": "hn[1-3]", "hcas": [{"device": "mlx5_0"}]}],
-        "fabric": {"kind": "infiniband", "mtu": 4096,
-                   "topology": {"kind": "fat-tree", "leaves": 3, "spines": 1, "ports_per_switch": 8,
-                                "nodes_per_leaf": 2, "uplinks_per_leaf": 2},
-                   "infiniband": {"subnet_managers": [{"host": "hn1"}]}},
-        **bare_metal_access(expand("hn[1-3]")),
-    }))
+    graph = graph_from_spec(
+        ClusterSpec.model_validate(
+            {
+                "name": "gap",
+                "target": "baremetal",
+                "nodes": [{"names": "hn[1-3]", "hcas": [{"device": "mlx5_0"}]}],
+                "fabric": {
+                    "kind": "infiniband",
+                    "mtu": 4096,
+                    "topology": {
+                        "kind": "fat-tree",
+                        "leaves": 3,
+                        "spines": 1,
+                        "ports_per_switch": 8,
+                        "nodes_per_leaf": 2,
+                        "uplinks_per_leaf": 2,
+                    },
+                    "infiniband": {"subnet_managers": [{"host": "hn1"}]},
+                },
+                **bare_metal_access(expand("hn[1-3]")),
+            }
+        )
+    )
     assert "leaf03" in {sw.name for sw in graph.switches.values()}
     assert conf_lines(tree_conf(graph)) == [
         "SwitchName=leaf01 Nodes=hn[1-2]",
@@ -109,30 +145,50 @@ def test_block_size_larger_than_a_block_is_an_error_with_the_fix() -> None:
 
 def test_topology_yaml_shape() -> None:
     doc = yaml.safe_load(topology_yaml(lab(), block_size=5))
-    assert doc[0] == {"topology": "fabric", "cluster_default": True, "tree": {"switches": [
-        {"switch": "leaf01", "nodes": "gpu[01-05]"},
-        {"switch": "leaf02", "nodes": "gpu[06-08],sm[1-2]"},
-        {"switch": "spine01", "children": "leaf[01-02]"},
-    ]}}
+    assert doc[0] == {
+        "topology": "fabric",
+        "cluster_default": True,
+        "tree": {
+            "switches": [
+                {"switch": "leaf01", "nodes": "gpu[01-05]"},
+                {"switch": "leaf02", "nodes": "gpu[06-08],sm[1-2]"},
+                {"switch": "spine01", "children": "leaf[01-02]"},
+            ]
+        },
+    }
     assert doc[1]["block"]["block_sizes"] == [5] and len(doc[1]["block"]["blocks"]) == 2
 
 
 def test_discovered_quirks_fabric_host_on_two_leaves_is_placed_once() -> None:
     tree = slurm_tree(parse((FIXTURES / "ibnetdiscover__ibsim_quirks__1.txt").read_text()))
     assert list(tree.leaves) == ["A09-P1-IBLEAF-04-04"]
-    assert sorted(tree.leaves["A09-P1-IBLEAF-04-04"]) == ["a08-p1-dgx-04-c01", "edr-host", "narrow-host", "node1", "qdr-host"]
+    assert sorted(tree.leaves["A09-P1-IBLEAF-04-04"]) == [
+        "a08-p1-dgx-04-c01",
+        "edr-host",
+        "narrow-host",
+        "node1",
+        "qdr-host",
+    ]
     assert tree.uppers == {"A09-P1-IBSPINE-01": ["A09-P1-IBLEAF-04-04"]}
 
 
 def test_discovered_director_fabric_has_three_levels() -> None:
     tree = slurm_tree(parse((FIXTURES / "ibnetdiscover__superbench__1.txt").read_text()))
-    assert tree.uppers["rmd70-0101-0908-01ib1-A-S01"] == ["rmd70-0101-0908-01ib1-A-L01", "rmd70-0101-0908-01ib1-A-L02"]
-    assert tree.uppers["rmd70-0101-0908-01ib1-A-L02"] == ["rmd70-0101-0919-11ib0", "rmd70-0101-0919-12ib0"]
+    assert tree.uppers["rmd70-0101-0908-01ib1-A-S01"] == [
+        "rmd70-0101-0908-01ib1-A-L01",
+        "rmd70-0101-0908-01ib1-A-L02",
+    ]
+    assert tree.uppers["rmd70-0101-0908-01ib1-A-L02"] == [
+        "rmd70-0101-0919-11ib0",
+        "rmd70-0101-0919-12ib0",
+    ]
 
 
 def test_switch_without_a_usable_description_is_named_by_guid() -> None:
     graph = parse((FIXTURES / "ibnetdiscover__ibtopotool__2.txt").read_text())
-    assert conf_lines(tree_conf(graph)) == ["SwitchName=S-000b8cffff0053ee Nodes=compute-00-[00-01]"]
+    assert conf_lines(tree_conf(graph)) == [
+        "SwitchName=S-000b8cffff0053ee Nodes=compute-00-[00-01]"
+    ]
 
 
 def test_natural_key() -> None:

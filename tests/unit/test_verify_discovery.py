@@ -38,7 +38,11 @@ def test_every_declared_link_id_is_a_check_parameter() -> None:
 @pytest.mark.parametrize(
     ("link_id", "kind", "named"),
     [
-        ("leaf01/2-gpu02/mlx5_0/1", "miscabled", ["gpu02", "mlx5_0", "leaf01 port 7", "leaf01 port 2"]),
+        (
+            "leaf01/2-gpu02/mlx5_0/1",
+            "miscabled",
+            ["gpu02", "mlx5_0", "leaf01 port 7", "leaf01 port 2"],
+        ),
         ("leaf01/4-gpu04/mlx5_0/1", "wrong_width", ["gpu04", "mlx5_0", "leaf01 port 4", "1xHDR"]),
         ("leaf01/5-gpu05/mlx5_0/1", "wrong_speed", ["gpu05", "mlx5_0", "leaf01 port 5", "4xEDR"]),
         ("leaf02/2-gpu07/mlx5_0/1", "missing", ["gpu07", "mlx5_0", "leaf02 port 2"]),
@@ -46,7 +50,9 @@ def test_every_declared_link_id_is_a_check_parameter() -> None:
 )
 def test_fault_is_filed_under_its_declared_link(link_id: str, kind: str, named: list[str]) -> None:
     items = _findings(2)[link_id]
-    assert [i.kind for i in items] == [kind] and all(n in describe(items) for n in named), describe(items)
+    assert [i.kind for i in items] == [kind] and all(n in describe(items) for n in named), describe(
+        items
+    )
 
 
 def test_undeclared_cable_is_an_extra_finding_naming_both_switch_ports() -> None:
@@ -58,5 +64,7 @@ def test_no_topology_is_refused() -> None:
     lab = load_spec(REPO / "Pulumi.lab.yaml")
     spec = lab.model_copy(update={"fabric": lab.fabric.model_copy(update={"topology": None})})
     with pytest.raises(ValueError, match="no fabric topology"):
-        findings_for(CheckPlan(spec=spec, hosts=list(spec.hosts)), parse(
-            (REPO / "tests/fixtures/ibnetdiscover__ibsim_lab__1.txt").read_text()))
+        findings_for(
+            CheckPlan(spec=spec, hosts=list(spec.hosts)),
+            parse((REPO / "tests/fixtures/ibnetdiscover__ibsim_lab__1.txt").read_text()),
+        )

@@ -28,7 +28,9 @@ def _conf_switches(conf: str) -> dict[str, tuple[list[str], list[str]]]:
         children = sorted(expand(fields["Switches"])) if "Switches" in fields else []
         nodes = set(expand(fields["Nodes"])) if "Nodes" in fields else set()
         for child in children:
-            nodes |= set(expand(rows[child].get("Nodes", ""))) if rows[child].get("Nodes") else set()
+            nodes |= (
+                set(expand(rows[child].get("Nodes", ""))) if rows[child].get("Nodes") else set()
+            )
         out[name] = (sorted(nodes), children)
     return out
 
@@ -44,13 +46,16 @@ def _lab(**changes: object):
     return spec_from_mapping(data)
 
 
-@pytest.mark.parametrize("changes", [
-    {},
-    # A node added to the cluster before any partition lists it: still a Slurm node.
-    {"nodes__0__names": "gpu[01-09]", "fabric__topology__nodes_per_leaf": 6},
-    # An unpopulated leaf (leaf03): in neither file.
-    {"fabric__topology__leaves": 3},
-])
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {},
+        # A node added to the cluster before any partition lists it: still a Slurm node.
+        {"nodes__0__names": "gpu[01-09]", "fabric__topology__nodes_per_leaf": 6},
+        # An unpopulated leaf (leaf03): in neither file.
+        {"fabric__topology__leaves": 3},
+    ],
+)
 def test_expected_switches_are_the_handoffs_topology_conf(changes: dict[str, object]) -> None:
     spec = _lab(**changes)
     conf = role_vars_from_spec(spec)["slurm_topology_conf"]

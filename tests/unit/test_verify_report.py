@@ -10,11 +10,17 @@ from rich.console import Console
 
 from fabric.spec import load_spec
 from fabric.topology.from_spec import graph_from_spec
-from fabric.verify.report import fabric_dot, failing_subjects, markdown, render_picture, terminal_table
+from fabric.verify.report import (
+    fabric_dot,
+    failing_subjects,
+    markdown,
+    render_picture,
+    terminal_table,
+)
 from fabric.verify.results import read_junit, summary
 
 REPO = Path(__file__).resolve().parents[2]
-CHECKS = '''
+CHECKS = """
 import pytest
 
 @pytest.mark.parametrize("p", ["gpu01/mlx5_0/1", "gpu02/mlx5_0/1"])
@@ -25,14 +31,30 @@ def test_port_state_active(p, record_property):
 def test_declared_link_discovered(record_property):
     record_property("subject", "link:leaf01/3-gpu03/mlx5_0/1")
     assert False, "missing link leaf01 port 3 <-> gpu03 HCA mlx5_0 port 1"
-'''
+"""
 
 
 def _junit(tmp_path: Path) -> Path:
     (tmp_path / "test_fake_checks.py").write_text(CHECKS)
     junit = tmp_path / "checks.xml"
-    subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o", "junit_family=xunit1",
-                    f"--junitxml={junit}", str(tmp_path / "test_fake_checks.py")], cwd=tmp_path, capture_output=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-o",
+            "junit_family=xunit1",
+            f"--junitxml={junit}",
+            str(tmp_path / "test_fake_checks.py"),
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        check=False,
+        timeout=120,
+    )
     return junit
 
 
@@ -52,7 +74,12 @@ def test_summary_names_failed_checks(tmp_path: Path) -> None:
 
 
 def test_markdown_has_verdict_failures_and_not_generated(tmp_path: Path) -> None:
-    md = markdown(read_junit(_junit(tmp_path)), {"test_efa_provider": "fabric.kind is infiniband"}, "lab", "fabric.png")
+    md = markdown(
+        read_junit(_junit(tmp_path)),
+        {"test_efa_provider": "fabric.kind is infiniband"},
+        "lab",
+        "fabric.png",
+    )
     assert md.startswith("# lab: FAILED")
     assert "| test_declared_link_discovered |" in md and "![fabric](fabric.png)" in md
     assert "| test_efa_provider | fabric.kind is infiniband |" in md

@@ -43,13 +43,18 @@ def test_ring_pairs_needs_two_hosts(hosts: list[str]) -> None:
     assert ring_pairs(hosts) == []
 
 
-@pytest.mark.parametrize(("mtu", "payload"), [(1500, 1472), (9000, 8972), (4096, 4068), (9216, 9188)])
+@pytest.mark.parametrize(
+    ("mtu", "payload"), [(1500, 1472), (9000, 8972), (4096, 4068), (9216, 9188)]
+)
 def test_df_ping_payload(mtu: int, payload: int) -> None:
     assert df_ping_payload(mtu) == payload
 
 
 def test_df_ping_command_sets_dont_fragment() -> None:
-    assert df_ping_command("198.18.2.11", 9000, "eth1") == "ping -M do -s 8972 -c 1 -W 2 -I eth1 198.18.2.11"
+    assert (
+        df_ping_command("198.18.2.11", 9000, "eth1")
+        == "ping -M do -s 8972 -c 1 -W 2 -I eth1 198.18.2.11"
+    )
 
 
 def test_df_ping_payload_rejects_tiny_mtu() -> None:
@@ -88,7 +93,9 @@ def test_lab_plan_expects_the_rates_ibsim_simulates() -> None:
     from fabric.topology.ibsim import sim_speed
 
     plan = _lab_plan()
-    assert {p.rate_gbps for p in plan.hca_ports} == {link_rate("4x", sim_speed("NDR"))}  # 4xNDR as ibsim runs it
+    assert {p.rate_gbps for p in plan.hca_ports} == {
+        link_rate("4x", sim_speed("NDR"))
+    }  # 4xNDR as ibsim runs it
     assert plan.ib_mtu == 2048
 
 

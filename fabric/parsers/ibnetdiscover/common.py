@@ -49,7 +49,9 @@ def _switch_names(switches: dict[str, Switch]) -> dict[str, Switch]:
     for guid, sw in switches.items():
         match = _MF0.match(sw.description)
         if match:  # MF0;name:model/U1, or MF0;name:model/L01/U1 for a director's line/spine card
-            name = match.group(1) if match.group(2) is None else f"{match.group(1)}-{match.group(2)}"
+            name = (
+                match.group(1) if match.group(2) is None else f"{match.group(1)}-{match.group(2)}"
+            )
         elif sw.description and " " not in sw.description.strip():
             name = sw.description.strip()
         else:
@@ -57,14 +59,21 @@ def _switch_names(switches: dict[str, Switch]) -> dict[str, Switch]:
         named[guid] = sw._replace(name=name)
         counts[name] = counts.get(name, 0) + 1
     return {
-        g: (s if counts[s.name] == 1 else s._replace(name=f"{s.name}-{g[2:]}")) for g, s in named.items()
+        g: (s if counts[s.name] == 1 else s._replace(name=f"{s.name}-{g[2:]}"))
+        for g, s in named.items()
     }
 
 
-def _reconcile(links: list[Link], deferred: list[tuple[str, int, str, int, str, str, float]]) -> None:
+def _reconcile(
+    links: list[Link], deferred: list[tuple[str, int, str, int, str, str, float]]
+) -> None:
     """Where the two ends of a link report different widths or speeds (a degraded link, as in
     the 1xSDR lines of the ibnetdiscover man page example), keep the slower of the two."""
-    if not deferred or not links or min(d[6] for d in deferred) >= max(link.rate_gbps for link in links):
+    if (
+        not deferred
+        or not links
+        or min(d[6] for d in deferred) >= max(link.rate_gbps for link in links)
+    ):
         return  # no deferred end is slower than any kept link: nothing to lower (the usual case)
     index = {(link.a_guid, link.a_port): i for i, link in enumerate(links)}
     for _, _, remote, rport, width, speed, rate in deferred:

@@ -50,11 +50,15 @@ except ImportError:  # pragma: no cover - depends on the install
 #: Fast path: the whole text, when every line is a well-formed node header or port line
 #: without quotes in its description and a known width/speed, an allowed comment/record line or
 #: blank (possessive quantifiers: one pass, no backtracking). Anything else takes the line parser.
-_FAST_RATE = (r"(?=(?:{})(?:{})(?![A-Z\d]))".format("|".join(sorted(WIDTH_LANES, key=len, reverse=True)),
-                                                  "|".join(sorted(LANE_GBPS, key=len, reverse=True))))
+_FAST_RATE = r"(?=(?:{})(?:{})(?![A-Z\d]))".format(
+    "|".join(sorted(WIDTH_LANES, key=len, reverse=True)),
+    "|".join(sorted(LANE_GBPS, key=len, reverse=True)),
+)
 _FAST_LINE = (
     r'(?:\[\d++\](?:\([0-9a-fA-F]++\))?+[ \t]*+"[^"\n]++"\[\d++\](?:\([0-9a-fA-F]++\))?+[ \t]*+#[ \t]*+'
-    r'(?:lid \d++ lmc \d++ )?+"[^"\n]*+"[ \t]++lid[ \t]++\d++[ \t]++' + _FAST_RATE + r'\d++x[A-Z]++\d*+[^"\n]*+'
+    r'(?:lid \d++ lmc \d++ )?+"[^"\n]*+"[ \t]++lid[ \t]++\d++[ \t]++'
+    + _FAST_RATE
+    + r'\d++x[A-Z]++\d*+[^"\n]*+'
     r'|Switch[ \t]++\d++[ \t]++"[^"\n]++"[ \t]*+#[ \t]*+"[^"\n]*+"[^"\n]*+'
     r'|Ca[ \t]++\d++[ \t]++"[^"\n]++"[ \t]*+#[ \t]*+"[^"\n]*+"[^"\n]*+'
     r'|Rt[ \t]++\d++[ \t]++"[^"\n]++"[ \t]*+#[ \t]*+"[^"\n]*+"[^"\n]*+'
@@ -117,7 +121,7 @@ def _scan_regex(text: str) -> Columns | None:
     headers = list(compress(count(), map(not_, map(str.startswith, pieces[2::4], repeat("[")))))
     if not headers:
         return ids, [], [], []
-    heads = [before[before.rfind("\n") + 1:] for before in _pick(pieces[0::4], headers)]
+    heads = [before[before.rfind("\n") + 1 :] for before in _pick(pieces[0::4], headers)]
     kind_of = {head: _header_kind(head) for head in set(heads)}
     return ids, headers, list(map(kind_of.__getitem__, heads)), _pick(pieces[3::4], headers)
 
@@ -135,8 +139,13 @@ def _pick(items: list[str], positions: list[int]) -> list[str]:
     return [items[positions[0]]] if len(positions) == 1 else list(itemgetter(*positions)(items))
 
 
-def _fast_nodes(ids: list[str], headers: list[int], kinds: list[tuple[str, int]], descs: list[str],
-                guid_of: dict[str, str]) -> tuple[dict[str, Switch], dict[str, Ca], list[int]] | None:
+def _fast_nodes(
+    ids: list[str],
+    headers: list[int],
+    kinds: list[tuple[str, int]],
+    descs: list[str],
+    guid_of: dict[str, str],
+) -> tuple[dict[str, Switch], dict[str, Ca], list[int]] | None:
     """Switches, CAs and the switches' rows in ``headers``, from the node headers' columns; None
     if a GUID repeats, an id is not a node header's (no record, or another spelling of a GUID)
     or ``S-`` ids are not switches."""
@@ -152,7 +161,11 @@ def _fast_nodes(ids: list[str], headers: list[int], kinds: list[tuple[str, int]]
     rows = list(compress(count(), is_switch))
     switches = {guids[i]: Switch(guids[i], "", descs[i], kinds[i][1]) for i in rows}
     others = list(compress(count(), map(not_, is_switch)))
-    return switches, _fast_cas(_pick(guids, others), _pick(descs, others), [kinds[i] for i in others]), rows
+    return (
+        switches,
+        _fast_cas(_pick(guids, others), _pick(descs, others), [kinds[i] for i in others]),
+        rows,
+    )
 
 
 def _header_kind(head: str) -> tuple[str, int]:
@@ -169,16 +182,30 @@ def _fast_cas(guids: list[str], descs: list[str], kinds: list[tuple[str, int]]) 
         return {}
     words = list(map(str.split, descs, repeat(None), repeat(1)))
     new = tuple.__new__
-    if ({kind for kind, _ in kinds} == {"Ca"} and min(map(len, words)) == 2
-            and not any(map(str.startswith, descs, repeat("MT"))) and "Aggregation Node" not in "\n".join(descs)):
+    if (
+        {kind for kind, _ in kinds} == {"Ca"}
+        and min(map(len, words)) == 2
+        and not any(map(str.startswith, descs, repeat("MT")))
+        and "Aggregation Node" not in "\n".join(descs)
+    ):
         ports = map(itemgetter(1), kinds)
-        rows = zip(guids, map(itemgetter(0), words), map(itemgetter(1), words), descs, ports, repeat("hca"))
+        rows = zip(
+            guids, map(itemgetter(0), words), map(itemgetter(1), words), descs, ports, repeat("hca")
+        )
         return dict(zip(guids, map(new, repeat(Ca), rows), strict=False))
-    return {guid: _ca(guid, ports, desc, kind) for guid, desc, (kind, ports) in zip(guids, descs, kinds, strict=False)}
+    return {
+        guid: _ca(guid, ports, desc, kind)
+        for guid, desc, (kind, ports) in zip(guids, descs, kinds, strict=False)
+    }
 
 
-def _switch_blocks(ids: list[str], headers: list[int], rows: list[int], guid_of: dict[str, str],
-                   switches: dict[str, Switch]) -> list[SwitchEnds] | None:
+def _switch_blocks(
+    ids: list[str],
+    headers: list[int],
+    rows: list[int],
+    guid_of: dict[str, str],
+    switches: dict[str, Switch],
+) -> list[SwitchEnds] | None:
     """Each switch (``headers[row]``) and the GUIDs its port lines reach, in order; None unless
     every switch lists each switch that lists it (then these are exactly the links' switch ends)."""
     ends: list[SwitchEnds] = []
@@ -189,7 +216,7 @@ def _switch_blocks(ids: list[str], headers: list[int], rows: list[int], guid_of:
     for row in rows:
         j = headers[row]
         guid = guid_of[ids[j]]
-        remotes = list(map(get, ids[j + 1:stops[row]]))
+        remotes = list(map(get, ids[j + 1 : stops[row]]))
         ends.append((guid, remotes))
         peers[guid] = set(filter(is_switch, remotes))
     if not all(a in peers[b] for a, bs in peers.items() for b in bs):
@@ -214,7 +241,9 @@ class _Rates(dict[str, tuple[str, str, float]]):
         return value
 
 
-def _build_links(text: str, guid_of: dict[str, str], headers: list[int], ends: list[SwitchEnds]) -> list[Link]:
+def _build_links(
+    text: str, guid_of: dict[str, str], headers: list[int], ends: list[SwitchEnds]
+) -> list[Link]:
     """The links of text that ``_parse_fast`` accepted, as the line parser builds them: one per
     port line kept by the same rule (switch side, else by order), slower end reconciled. The
     rule is decided per line from the node GUIDs (ports only when they tie); port numbers and
@@ -229,7 +258,9 @@ def _build_links(text: str, guid_of: dict[str, str], headers: list[int], ends: l
         links = list(map(tuple.__new__, repeat(Link), _link_rows(pieces, ids, kept, guid_of)))
         rates = _Rates()
         if others and links:
-            words = set(map(itemgetter(2), map(str.split, _tails(pieces, others), repeat(None), repeat(3))))
+            words = set(
+                map(itemgetter(2), map(str.split, _tails(pieces, others), repeat(None), repeat(3)))
+            )
             if min(rates[w][2] for w in words) < max(link.rate_gbps for link in links):
                 _reconcile(links, list(_link_rows(pieces, ids, others, guid_of)))
         return links
@@ -238,8 +269,13 @@ def _build_links(text: str, guid_of: dict[str, str], headers: list[int], ends: l
             gc.enable()
 
 
-def _kept_lines(pieces: list[str], ids: list[str], headers: list[int], ends: list[SwitchEnds],
-                guid_of: dict[str, str]) -> tuple[list[int], list[int]]:
+def _kept_lines(
+    pieces: list[str],
+    ids: list[str],
+    headers: list[int],
+    ends: list[SwitchEnds],
+    guid_of: dict[str, str],
+) -> tuple[list[int], list[int]]:
     """Quoted-line numbers of the port lines whose link is kept, and of the other port lines: a
     switch's line to a non-switch, or to a switch with a higher GUID; a CA's line to a non-switch
     with a higher GUID (the port numbers decide between ends of one node)."""
@@ -251,7 +287,12 @@ def _kept_lines(pieces: list[str], ids: list[str], headers: list[int], ends: lis
         if ids[j][0] == "S":
             local, remotes = next(blocks)
             for line, remote in enumerate(remotes, j + 1):
-                if remote not in switches or local < remote or local == remote and _ports_rise(pieces, line):
+                if (
+                    remote not in switches
+                    or local < remote
+                    or local == remote
+                    and _ports_rise(pieces, line)
+                ):
                     kept.append(line)
                 else:
                     others.append(line)
@@ -259,7 +300,9 @@ def _kept_lines(pieces: list[str], ids: list[str], headers: list[int], ends: lis
         local = guid_of[ids[j]]
         for line in range(j + 1, stop):
             remote = guid_of[ids[line]]
-            if ids[line][0] != "S" and (local < remote or local == remote and _ports_rise(pieces, line)):
+            if ids[line][0] != "S" and (
+                local < remote or local == remote and _ports_rise(pieces, line)
+            ):
                 kept.append(line)
             else:
                 others.append(line)
@@ -273,34 +316,65 @@ def _ports_rise(pieces: list[str], line: int) -> bool:
 
 def _port(piece: str) -> int:
     """The port number of a port line's ``[N]`` piece (its last line, for the piece before it)."""
-    head = piece[piece.rfind("\n") + 1:]
-    return int(head[1:head.index("]")])
+    head = piece[piece.rfind("\n") + 1 :]
+    return int(head[1 : head.index("]")])
 
 
 def _tails(pieces: list[str], lines: list[int]) -> list[str]:
     """The text after the last quote of each of quoted ``lines`` (`` lid 5 4xNDR``)."""
-    return [] if not lines else list(map(itemgetter(0), map(
-        str.partition, _pick(pieces, [4 * j + 4 for j in lines]), repeat("\n"))))
+    return (
+        []
+        if not lines
+        else list(
+            map(
+                itemgetter(0),
+                map(str.partition, _pick(pieces, [4 * j + 4 for j in lines]), repeat("\n")),
+            )
+        )
+    )
 
 
-def _link_rows(pieces: list[str], ids: list[str], lines: list[int], guid_of: dict[str, str]
-               ) -> zip[tuple[str, int, str, int, str, str, float]]:
+def _link_rows(
+    pieces: list[str], ids: list[str], lines: list[int], guid_of: dict[str, str]
+) -> zip[tuple[str, int, str, int, str, str, float]]:
     """(local GUID, local port, remote GUID, remote port, width, speed, rate) of quoted ``lines``."""
     if not lines:
         return zip()
     ports = _PortNumbers()
-    heads = map(itemgetter(2), map(str.rpartition, _pick(pieces, [4 * j for j in lines]), repeat("\n")))
+    heads = map(
+        itemgetter(2), map(str.rpartition, _pick(pieces, [4 * j for j in lines]), repeat("\n"))
+    )
     lports = map(ports.__getitem__, map(itemgetter(0), map(str.partition, heads, repeat("]"))))
-    rports = map(ports.__getitem__, map(itemgetter(0), map(
-        str.partition, _pick(pieces, [4 * j + 2 for j in lines]), repeat("]"))))
-    rates = list(map(_Rates().__getitem__, map(itemgetter(2), map(str.split, _tails(pieces, lines), repeat(None), repeat(3)))))
+    rports = map(
+        ports.__getitem__,
+        map(
+            itemgetter(0),
+            map(str.partition, _pick(pieces, [4 * j + 2 for j in lines]), repeat("]")),
+        ),
+    )
+    rates = list(
+        map(
+            _Rates().__getitem__,
+            map(itemgetter(2), map(str.split, _tails(pieces, lines), repeat(None), repeat(3))),
+        )
+    )
     owners = _owners(pieces, ids, lines, guid_of)
     remotes = map(guid_of.__getitem__, _pick(ids, lines))
-    return zip(owners, lports, remotes, rports, map(itemgetter(0), rates), map(itemgetter(1), rates),
-               map(itemgetter(2), rates), strict=False)
+    return zip(
+        owners,
+        lports,
+        remotes,
+        rports,
+        map(itemgetter(0), rates),
+        map(itemgetter(1), rates),
+        map(itemgetter(2), rates),
+        strict=False,
+    )
 
 
-def _owners(pieces: list[str], ids: list[str], lines: list[int], guid_of: dict[str, str]) -> list[str]:
+def _owners(
+    pieces: list[str], ids: list[str], lines: list[int], guid_of: dict[str, str]
+) -> list[str]:
     """GUID of the node whose record holds each of quoted ``lines``."""
     owners: list[str] = []
     owner = ""

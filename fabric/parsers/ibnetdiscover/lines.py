@@ -35,20 +35,33 @@ _ITEM = re.compile(
     r'[ \t]*#[ \t]*(?:lid \d+ lmc \d+ )?"[^\n]*"[ \t]+lid[ \t]+\d+[ \t]+(\d+x)([A-Z]+\d*)[^\n]*)(?=\n|$)'
 )
 #: A port line's remote id and description (slow path: nodes only port lines mention).
-_REMOTE = re.compile(r'\n\[\d+\](?:\([0-9a-fA-F]+\))?[ \t]*"([^"]+)"\[\d+\][^#\n]*#[ \t]*(?:lid \d+ lmc \d+ )?"([^\n]*)"[ \t]+lid')
+_REMOTE = re.compile(
+    r'\n\[\d+\](?:\([0-9a-fA-F]+\))?[ \t]*"([^"]+)"\[\d+\][^#\n]*#[ \t]*(?:lid \d+ lmc \d+ )?"([^\n]*)"[ \t]+lid'
+)
 _STDERR = re.compile(r"^(?:ibwarn:|ibpanic:|ibnetdiscover:|src/\S+\.c:\d+;|\S+\.c:\d+;)")
 _SHAPED = re.compile(r"^(?:Switch|Ca|Rt)[ \t]|^\[", re.MULTILINE)
 _PORTS_REPORT = re.compile(r"^(?:CA|SW|RT)\s+\d+\s+\d+\s+0x[0-9a-fA-F]+\s")
 #: Pieces of a port line split at its double quotes: ``[1](guid) \t`` | ``"id"`` | ``[5]\t\t# lid 9
 #: lmc 0 `` | ``"description"`` | `` lid 2 4xNDR``; many at a time, one per line.
 _HEADS_BLOCK = re.compile(r"(?:\[\d+\](?:\([0-9a-fA-F]+\))?[ \t]*(?:\n|$))*+")
-_MIDS_BLOCK = re.compile(r"(?:\[\d+\](?:\([0-9a-fA-F]+\))?[ \t]*#[ \t]*(?:lid \d+ lmc \d+ )?(?:\n|$))*+")
+_MIDS_BLOCK = re.compile(
+    r"(?:\[\d+\](?:\([0-9a-fA-F]+\))?[ \t]*#[ \t]*(?:lid \d+ lmc \d+ )?(?:\n|$))*+"
+)
 _TAILS_BLOCK = re.compile(r"(?:[ \t]+lid[ \t]+\d+[ \t]+\d+x[A-Z]+\d*[^\n]*(?:\n|$))*+")
 _HEADER_MID = re.compile(r"[ \t]*#[ \t]*")
 _HEADER_MIDS = frozenset({"\t\t# ", " # ", "\t# "})
 _HEADS = ("Switch ", "Switch\t", "Ca ", "Ca\t", "Rt ", "Rt\t")
-_ALLOWED = ("#", "vendid=", "devid=", "sysimgguid=", "switchguid=", "caguid=", "rtguid=", "Non-Chassis Nodes",
-            "Chassis ")
+_ALLOWED = (
+    "#",
+    "vendid=",
+    "devid=",
+    "sysimgguid=",
+    "switchguid=",
+    "caguid=",
+    "rtguid=",
+    "Non-Chassis Nodes",
+    "Chassis ",
+)
 _HEADER_ERROR = 'a node header: Switch|Ca|Rt <ports> "id" # "description"'
 _PORT_ERROR = 'a port line: [port] "remote id"[port] # "description" lid N <width><speed>'
 
@@ -66,7 +79,9 @@ def _first_bad_line(text: str) -> IbnetdiscoverError | None:
     return None
 
 
-def _add_unlisted(text: str, missing: dict[str, str], switches: dict[str, Switch], cas: dict[str, Ca]) -> None:
+def _add_unlisted(
+    text: str, missing: dict[str, str], switches: dict[str, Switch], cas: dict[str, Ca]
+) -> None:
     """Add nodes that port lines reach but that have no record of their own (a trimmed capture),
     from the id and description the port lines give; ``missing`` maps GUID -> node id."""
     wanted = set(missing.values())
@@ -81,7 +96,9 @@ def _add_unlisted(text: str, missing: dict[str, str], switches: dict[str, Switch
             cas[guid] = _ca(guid, 1, desc, "Rt" if rid.startswith("R-") else "Ca")
 
 
-def _bad_line(lines: list[str], line: str, expected: str, got: str | None = None) -> IbnetdiscoverError:
+def _bad_line(
+    lines: list[str], line: str, expected: str, got: str | None = None
+) -> IbnetdiscoverError:
     """The error for ``line``; the scan stops at the first bad line, so its first occurrence is it."""
     return IbnetdiscoverError(lines.index(line) + 1, expected, line if got is None else got)
 
@@ -95,8 +112,10 @@ def _other_line(lines: list[str], line: str, warnings: list[str]) -> None:
         return
     expected = "ibnetdiscover topology output (node records, # comments)"
     if _PORTS_REPORT.match(line):
-        expected = ("plain ibnetdiscover output (this is the -p ports report, which lacks CA node GUIDs; "
-                    "rerun ibnetdiscover without -p)")
+        expected = (
+            "plain ibnetdiscover output (this is the -p ports report, which lacks CA node GUIDs; "
+            "rerun ibnetdiscover without -p)"
+        )
     raise _bad_line(lines, line, expected)
 
 
@@ -116,7 +135,9 @@ def _parse(text: str) -> FabricGraph:
     switches: dict[str, Switch] = {}
     cas: dict[str, Ca] = {}
     links: list[Link] = []
-    deferred: list[tuple[str, int, str, int, str, str, float]] = []  # lines the other end should report
+    deferred: list[
+        tuple[str, int, str, int, str, str, float]
+    ] = []  # lines the other end should report
     # Caches of parsed line pieces (port fields repeat: "[1]\t", " lid 5 4xNDR"); pieces that
     # are parsed without one are collected and checked against their regex in one pass at the end.
     ports: dict[str, int] = {}
@@ -162,7 +183,12 @@ def _parse(text: str) -> FabricGraph:
                 deferred.append((local, lport, remote, rport) + rate)
         elif (first == "S" or first == "C" or first == "R") and line.startswith(_HEADS):
             parts = line.split('"')
-            if len(parts) < 5 or not parts[1] or parts[2] not in _HEADER_MIDS and not _HEADER_MID.fullmatch(parts[2]):
+            if (
+                len(parts) < 5
+                or not parts[1]
+                or parts[2] not in _HEADER_MIDS
+                and not _HEADER_MID.fullmatch(parts[2])
+            ):
                 raise _bad_line(lines, line, _HEADER_ERROR)
             kind_ports = headers.get(parts[0])
             if kind_ports is None:
@@ -215,13 +241,17 @@ def _quoted_port_line(lines: list[str], line: str) -> tuple[int, str, int, tuple
     try:
         return int(lp), rid, int(rp), (width, speed, link_rate(width, speed))
     except GraphError as err:
-        raise _bad_line(lines, line, f"a known link width and speed ({err})", width + speed) from None
+        raise _bad_line(
+            lines, line, f"a known link width and speed ({err})", width + speed
+        ) from None
 
 
-def _port_number(lines: list[str], line: str, piece: str, cache: dict[str, int], unchecked: list[str]) -> int:
+def _port_number(
+    lines: list[str], line: str, piece: str, cache: dict[str, int], unchecked: list[str]
+) -> int:
     """The port number of a ``[N]...`` line piece; cached when it repeats (no GUID or LID in it)."""
     try:
-        port = int(piece[1:piece.index("]")])
+        port = int(piece[1 : piece.index("]")])
     except ValueError:
         raise _bad_line(lines, line, _PORT_ERROR) from None
     unchecked.append(piece)
@@ -230,8 +260,13 @@ def _port_number(lines: list[str], line: str, piece: str, cache: dict[str, int],
     return port
 
 
-def _tail_rate(lines: list[str], line: str, tail: str, cache: dict[str, tuple[str, str, float]],
-               unchecked: list[str]) -> tuple[str, str, float]:
+def _tail_rate(
+    lines: list[str],
+    line: str,
+    tail: str,
+    cache: dict[str, tuple[str, str, float]],
+    unchecked: list[str],
+) -> tuple[str, str, float]:
     """Width, speed and rate of a port line's ``lid N <width><speed>`` tail (cached per tail)."""
     words = tail.split(None, 3)
     match = _WIDTH_SPEED.match(words[2]) if len(words) > 2 else None
@@ -241,6 +276,8 @@ def _tail_rate(lines: list[str], line: str, tail: str, cache: dict[str, tuple[st
     try:
         rate = cache[tail] = (width, speed, link_rate(width, speed))
     except GraphError as err:
-        raise _bad_line(lines, line, f"a known link width and speed ({err})", width + speed) from None
+        raise _bad_line(
+            lines, line, f"a known link width and speed ({err})", width + speed
+        ) from None
     unchecked.append(tail)
     return rate

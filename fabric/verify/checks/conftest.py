@@ -24,11 +24,11 @@ from typing import Any
 import pytest
 import testinfra
 
-from fabric.verify import context
-from fabric.verify.facts import Facts
 from fabric.lab.faults import IbsimConsole
 from fabric.lab.ibsim_clients import bound_udp_ports
 from fabric.state import StateLayout
+from fabric.verify import context
+from fabric.verify.facts import Facts
 from fabric.verify.plan import CheckPlan, DeclaredLink, HcaPort, Pair, SubnetManagerExpect
 
 PLAN = pytest.StashKey[CheckPlan]()
@@ -45,45 +45,127 @@ class NotGenerated:
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("railyard")
-    group.addoption("--spec", dest="railyard_spec", help="cluster spec or Pulumi stack file (default: from the inventory path)")
-    group.addoption("--report-dir", dest="railyard_report_dir", help="write not_generated.json here")
+    group.addoption(
+        "--spec",
+        dest="railyard_spec",
+        help="cluster spec or Pulumi stack file (default: from the inventory path)",
+    )
+    group.addoption(
+        "--report-dir", dest="railyard_report_dir", help="write not_generated.json here"
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "family(name): the check family, for not-generated reasons")
     if shutil.which("ansible-inventory") is None:  # testinfra's ansible backend shells out to it
-        os.environ["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
+        os.environ["PATH"] = (
+            f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
+        )
     inv_opt = config.getoption("ansible_inventory", None)
     if not inv_opt:
-        raise pytest.UsageError("the check suite needs --ansible-inventory=state/<stack>/inventory.yml")
+        raise pytest.UsageError(
+            "the check suite needs --ansible-inventory=state/<stack>/inventory.yml"
+        )
     inventory_path = Path(inv_opt).resolve()
     inventory = context.load_inventory(inventory_path)
     spec_opt = config.getoption("railyard_spec")
-    spec = context.load_cluster_spec(Path(spec_opt) if spec_opt else context.spec_path_for(inventory_path))
+    spec = context.load_cluster_spec(
+        Path(spec_opt) if spec_opt else context.spec_path_for(inventory_path)
+    )
     hosts = context.select_hosts(config.getoption("hosts"), inventory)
-    config.stash[PLAN] = CheckPlan(spec=spec, hosts=hosts, groups=context.inventory_groups(inventory))
+    config.stash[PLAN] = CheckPlan(
+        spec=spec, hosts=hosts, groups=context.inventory_groups(inventory)
+    )
     config.stash[INVENTORY] = inventory_path
     config.stash[SKIPPED] = {}
 
 
 #: Parameter name -> (values from the plan, test id, host the check runs on, report subject).
-def _params(plan: CheckPlan, connectx: Callable[[], list[tuple[str, str]]] = list) -> dict[str, tuple[Callable[[], list[Any]], Callable[[Any], str], Callable[[Any], str | None], Callable[[Any], str]]]:
+def _params(
+    plan: CheckPlan, connectx: Callable[[], list[tuple[str, str]]] = list
+) -> dict[
+    str,
+    tuple[
+        Callable[[], list[Any]],
+        Callable[[Any], str],
+        Callable[[Any], str | None],
+        Callable[[Any], str],
+    ],
+]:
     return {
-        "hca_port": (lambda: plan.hca_ports, lambda p: p.id, lambda p: p.host, lambda p: f"port:{p.id}"),
-        "ib_port": (lambda: plan.ib_ports, lambda p: p.id, lambda p: p.host, lambda p: f"port:{p.id}"),
-        "netdev": (lambda: plan.netdevs, lambda n: f"{n[0]}/{n[1]}", lambda n: n[0], lambda n: f"host:{n[0]}"),
-        "netdev_pair": (lambda: plan.netdev_pairs, lambda p: p.id, lambda p: p.source, lambda p: f"pair:{p.id}"),
-        "ib_pair": (lambda: plan.ib_pairs, lambda p: p.id, lambda p: p.source, lambda p: f"pair:{p.id}"),
-        "verbs_pair": (lambda: [Pair(source=p.source, target=p.target) for p in plan.ib_pairs],
-                       lambda p: p.id, lambda p: p.source, lambda p: f"pair:{p.id}"),
-        "sm": (lambda: plan.subnet_managers, lambda s: s.host, lambda s: s.host, lambda s: f"host:{s.host}"),
+        "hca_port": (
+            lambda: plan.hca_ports,
+            lambda p: p.id,
+            lambda p: p.host,
+            lambda p: f"port:{p.id}",
+        ),
+        "ib_port": (
+            lambda: plan.ib_ports,
+            lambda p: p.id,
+            lambda p: p.host,
+            lambda p: f"port:{p.id}",
+        ),
+        "netdev": (
+            lambda: plan.netdevs,
+            lambda n: f"{n[0]}/{n[1]}",
+            lambda n: n[0],
+            lambda n: f"host:{n[0]}",
+        ),
+        "netdev_pair": (
+            lambda: plan.netdev_pairs,
+            lambda p: p.id,
+            lambda p: p.source,
+            lambda p: f"pair:{p.id}",
+        ),
+        "ib_pair": (
+            lambda: plan.ib_pairs,
+            lambda p: p.id,
+            lambda p: p.source,
+            lambda p: f"pair:{p.id}",
+        ),
+        "verbs_pair": (
+            lambda: [Pair(source=p.source, target=p.target) for p in plan.ib_pairs],
+            lambda p: p.id,
+            lambda p: p.source,
+            lambda p: f"pair:{p.id}",
+        ),
+        "sm": (
+            lambda: plan.subnet_managers,
+            lambda s: s.host,
+            lambda s: s.host,
+            lambda s: f"host:{s.host}",
+        ),
         "fabric_host": (lambda: plan.fabric_hosts, str, lambda h: h, lambda h: f"host:{h}"),
-        "slurm_node": (lambda: plan.slurm_nodes, str, lambda _: plan.slurm_controller, lambda h: f"host:{h}"),
-        "slurm_switch": (lambda: sorted(plan.slurm_switches), str, lambda _: plan.slurm_controller, lambda s: f"switch:{s}"),
-        "declared_link": (lambda: plan.declared_links, lambda link: link.id, lambda _: plan.discovery_host,
-                          lambda link: f"link:{link.id}"),
-        "observer": (lambda: [plan.observer] if plan.observer else [], str, lambda h: h, lambda _: "fabric"),
-        "connectx_netdev": (lambda: connectx(), lambda n: f"{n[0]}/{n[1]}", lambda n: n[0], lambda n: f"host:{n[0]}"),
+        "slurm_node": (
+            lambda: plan.slurm_nodes,
+            str,
+            lambda _: plan.slurm_controller,
+            lambda h: f"host:{h}",
+        ),
+        "slurm_switch": (
+            lambda: sorted(plan.slurm_switches),
+            str,
+            lambda _: plan.slurm_controller,
+            lambda s: f"switch:{s}",
+        ),
+        "declared_link": (
+            lambda: plan.declared_links,
+            lambda link: link.id,
+            lambda _: plan.discovery_host,
+            lambda link: f"link:{link.id}",
+        ),
+        "observer": (
+            lambda: [plan.observer] if plan.observer else [],
+            str,
+            lambda h: h,
+            lambda _: "fabric",
+        ),
+        "connectx_netdev": (
+            lambda: connectx(),
+            lambda n: f"{n[0]}/{n[1]}",
+            lambda n: n[0],
+            lambda n: f"host:{n[0]}",
+        ),
     }
 
 
@@ -101,7 +183,9 @@ def _connectx_netdevs(config: pytest.Config, plan: CheckPlan) -> list[tuple[str,
         if vendor == CONNECTX_VENDOR:
             found.append((name, dev))
         else:
-            config.stash[SKIPPED][f"test_roce_qos[{name}/{dev}]"] = f"{name} {dev}: no ConnectX (PCI vendor {vendor})"
+            config.stash[SKIPPED][f"test_roce_qos[{name}/{dev}]"] = (
+                f"{name} {dev}: no ConnectX (PCI vendor {vendor})"
+            )
     return found
 
 
@@ -132,9 +216,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     keep, drop = [], []
     for item in items:
         params = getattr(item, "callspec", None)
-        placeholder = next((v for v in (params.params.values() if params else []) if isinstance(v, NotGenerated)), None)
+        placeholder = next(
+            (v for v in (params.params.values() if params else []) if isinstance(v, NotGenerated)),
+            None,
+        )
         if placeholder is None:
-            pair = params.params.get("ib_pair") or params.params.get("verbs_pair") if params else None
+            pair = (
+                params.params.get("ib_pair") or params.params.get("verbs_pair") if params else None
+            )
             if pair is not None:  # one server per target at a time across xdist workers
                 item.add_marker(pytest.mark.xdist_group(name=f"target-{pair.target}"))
             keep.append(item)
@@ -147,7 +236,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     report_dir = config.getoption("railyard_report_dir")
     if report_dir and not hasattr(config, "workerinput"):
         Path(report_dir).mkdir(parents=True, exist_ok=True)
-        (Path(report_dir) / "not_generated.json").write_text(json.dumps(config.stash[SKIPPED], indent=2, sort_keys=True))
+        (Path(report_dir) / "not_generated.json").write_text(
+            json.dumps(config.stash[SKIPPED], indent=2, sort_keys=True)
+        )
 
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
@@ -172,7 +263,9 @@ def facts(request: pytest.FixtureRequest, plan: CheckPlan) -> Facts:
 
     def connect(name: str) -> Any:
         if name not in connections:
-            connections[name] = testinfra.get_host(f"ansible://{name}", ansible_inventory=str(inventory))
+            connections[name] = testinfra.get_host(
+                f"ansible://{name}", ansible_inventory=str(inventory)
+            )
         return connections[name]
 
     return Facts(plan=plan, connect=connect)
@@ -211,11 +304,15 @@ def host(request: pytest.FixtureRequest, plan: CheckPlan, facts: Facts) -> Any:
             if on is None:
                 pytest.fail(f"no host selected to run {request.node.name} on")
             return facts.connect(on)
-    pytest.fail(f"{request.node.name}: a check needs a parameter naming where it runs ({', '.join(table)})")
+    pytest.fail(
+        f"{request.node.name}: a check needs a parameter naming where it runs ({', '.join(table)})"
+    )
 
 
 @pytest.fixture(autouse=True)
-def _subject(request: pytest.FixtureRequest, record_property: Callable[[str, object], None], plan: CheckPlan) -> None:
+def _subject(
+    request: pytest.FixtureRequest, record_property: Callable[[str, object], None], plan: CheckPlan
+) -> None:
     """Record what a check is about (port, pair, link, host) for the report's picture."""
     table = _params(plan)
     params = request.node.callspec.params if hasattr(request.node, "callspec") else {}

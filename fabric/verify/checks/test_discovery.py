@@ -21,7 +21,9 @@ def _findings(facts: Facts, plan: CheckPlan) -> dict[str, list[Discrepancy]]:
     return facts._once(("findings",), lambda: findings_for(plan, facts.discovered()))
 
 
-def test_declared_link_discovered(host, facts: Facts, plan: CheckPlan, declared_link: DeclaredLink) -> None:
+def test_declared_link_discovered(
+    host, facts: Facts, plan: CheckPlan, declared_link: DeclaredLink
+) -> None:
     """The declared cable is up, between the declared ports, at the declared width and speed."""
     problems = _findings(facts, plan).get(declared_link.id, [])
     assert not problems, describe(problems)

@@ -14,4 +14,6 @@ def test_efa_provider(host, fabric_host: str) -> None:
     result = host.run("fi_info -p efa")
     report = PARSERS["fi_info"](result.stdout + result.stderr)
     providers = {entry.provider for entry in getattr(report, "entries", [])}
-    assert "efa" in providers, f"{fabric_host}: fi_info -p efa shows no efa provider ({result.stderr.strip()[:200]})"
+    assert "efa" in providers, (
+        f"{fabric_host}: fi_info -p efa shows no efa provider ({result.stderr.strip()[:200]})"
+    )

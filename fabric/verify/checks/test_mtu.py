@@ -13,10 +13,16 @@ from fabric.verify.plan import CheckPlan, HcaPort, Pair
 def test_ib_active_mtu(host, facts: Facts, ib_port: HcaPort, plan: CheckPlan) -> None:
     """The port's active (neighbour) MTU from PortInfo equals the spec's fabric MTU."""
     info = facts.portinfo(ib_port)
-    assert info.ok and info.neighbor_mtu, f"{ib_port.where}: smpquery portinfo: {info.reason or 'no NeighborMTU'}"
+    assert info.ok and info.neighbor_mtu, (
+        f"{ib_port.where}: smpquery portinfo: {info.reason or 'no NeighborMTU'}"
+    )
     active = ib_mtu_bytes(info.neighbor_mtu)
-    note = f" (spec {plan.spec.fabric.mtu}, capped at ibsim's MTUCap 2048)" if plan.simulated else ""
-    assert active == plan.ib_mtu, f"{ib_port.where}: active MTU {active}, expected {plan.ib_mtu}{note}"
+    note = (
+        f" (spec {plan.spec.fabric.mtu}, capped at ibsim's MTUCap 2048)" if plan.simulated else ""
+    )
+    assert active == plan.ib_mtu, (
+        f"{ib_port.where}: active MTU {active}, expected {plan.ib_mtu}{note}"
+    )
 
 
 @pytest.mark.family("netdev_mtu")
@@ -26,7 +32,9 @@ def test_netdev_mtu(host, netdev: tuple[str, str], plan: CheckPlan) -> None:
     iface = host.interface(dev)
     assert iface.exists, f"{name}: fabric netdev {dev} does not exist"
     mtu = iface.link[0]["mtu"]  # ``ip --json link show DEV``; testinfra's Interface has no ``mtu``
-    assert mtu == plan.spec.fabric.mtu, f"{name}: netdev {dev} MTU {mtu}, expected {plan.spec.fabric.mtu}"
+    assert mtu == plan.spec.fabric.mtu, (
+        f"{name}: netdev {dev} MTU {mtu}, expected {plan.spec.fabric.mtu}"
+    )
 
 
 @pytest.mark.family("path_mtu")

@@ -35,7 +35,9 @@ def test_port_state_active(host, facts: Facts, hca_port: HcaPort) -> None:
 def test_port_physical_state_linkup(host, facts: Facts, hca_port: HcaPort) -> None:
     """Physical port state is LinkUp."""
     port = _port(facts, hca_port)
-    assert port.physical_state == "LinkUp", f"{hca_port.where}: physical state {port.physical_state}, expected LinkUp"
+    assert port.physical_state == "LinkUp", (
+        f"{hca_port.where}: physical state {port.physical_state}, expected LinkUp"
+    )
 
 
 def test_port_rate(host, facts: Facts, hca_port: HcaPort, plan) -> None:  # type: ignore[no-untyped-def]
@@ -64,7 +66,9 @@ def test_port_link_layer(host, facts: Facts, hca_port: HcaPort) -> None:
 def test_port_width(host, facts: Facts, ib_port: HcaPort) -> None:
     """Active link width (seen from the neighbouring switch port) is the declared width."""
     found = facts.neighbour_link(ib_port)
-    assert found is not None, f"{ib_port.where}: no active link to a switch (iblinkinfo -D 0,{ib_port.port})"
+    assert found is not None, (
+        f"{ib_port.where}: no active link to a switch (iblinkinfo -D 0,{ib_port.port})"
+    )
     switch, link = found
     assert (link.width or "").lower() == ib_port.width.lower(), (
         f"{ib_port.where}: width {link.width} on {switch} port {link.port}, expected {ib_port.width}"

@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 
+from fabric.lab.faults import IbsimConsole
 from fabric.parsers import PARSERS
 from fabric.verify.bandwidth import min_write_bw
 from fabric.verify.facts import Facts
-from fabric.lab.faults import IbsimConsole
 from fabric.verify.plan import CheckPlan, Pair
 
 SERVER_SECONDS = 30
@@ -31,33 +31,52 @@ SERVER_SETTLE = 2.0
 SERVER_ATTEMPTS = 3
 
 
-def _serve(facts: Facts, plan: CheckPlan, target: str, command: str, env: str = "",
-           before_retry: Callable[[], object] | None = None) -> Iterator[None]:
+def _serve(
+    facts: Facts,
+    plan: CheckPlan,
+    target: str,
+    command: str,
+    env: str = "",
+    before_retry: Callable[[], object] | None = None,
+) -> Iterator[None]:
     """Run ``command`` detached on ``target`` for the duration of a check, then stop it."""
     remote = facts.connect(target)
     prefix = f"env {env} " if env else ""
     log = f"/tmp/railyard-server-{command.split()[0]}.log"
     for attempt in range(1, SERVER_ATTEMPTS + 1):
-        started = remote.run(f"{prefix}nohup timeout {SERVER_SECONDS} {command} </dev/null >{log} 2>&1 & echo $!")
+        started = remote.run(
+            f"{prefix}nohup timeout {SERVER_SECONDS} {command} </dev/null >{log} 2>&1 & echo $!"
+        )
         pid = started.stdout.strip()
-        assert started.rc == 0 and pid.isdigit(), f"{target}: could not start {command!r}: {started.stderr.strip()}"
+        assert started.rc == 0 and pid.isdigit(), (
+            f"{target}: could not start {command!r}: {started.stderr.strip()}"
+        )
         time.sleep(SERVER_SETTLE * attempt)
         if remote.run(f"kill -0 {pid}").rc == 0:
             break
         said = remote.run(f"tail -c 300 {log}").stdout.strip()
         if attempt == SERVER_ATTEMPTS:
-            pytest.fail(f"{target}: {command!r} exited at once, {attempt} times: {said or 'no output'}")
+            pytest.fail(
+                f"{target}: {command!r} exited at once, {attempt} times: {said or 'no output'}"
+            )
         if before_retry is not None:
             before_retry()
     try:
         yield
     finally:
-        remote.run(f"kill {pid} 2>/dev/null; while kill -0 {pid} 2>/dev/null; do sleep 0.1; done; true")
+        remote.run(
+            f"kill {pid} 2>/dev/null; while kill -0 {pid} 2>/dev/null; do sleep 0.1; done; true"
+        )
 
 
 @pytest.fixture
-def ibping_server(facts: Facts, plan: CheckPlan, ib_pair: Pair, ibsim_console: IbsimConsole | None,
-                  alive_ports: Callable[[str, list[int]], set[int]]) -> Iterator[None]:
+def ibping_server(
+    facts: Facts,
+    plan: CheckPlan,
+    ib_pair: Pair,
+    ibsim_console: IbsimConsole | None,
+    alive_ports: Callable[[str, list[int]], set[int]],
+) -> Iterator[None]:
     """An ``ibping -S`` responder on the pair's target, started and stopped around the check.
 
     In the lab the server registers with ibsim as the port's SM-class client (SIM_SET_ISSM=1:
@@ -70,11 +89,19 @@ def ibping_server(facts: Facts, plan: CheckPlan, ib_pair: Pair, ibsim_console: I
         yield from _serve(facts, plan, ib_pair.target, "ibping -S")
         return
     if ibsim_console is None or not ibsim_console.available():
-        pytest.fail(f"{ib_pair.target}: the lab's ibsim console is missing, so stale ibping servers cannot be dropped")
+        pytest.fail(
+            f"{ib_pair.target}: the lab's ibsim console is missing, so stale ibping servers cannot be dropped"
+        )
     ibsim_console.reap(ib_pair.target, alive_ports)
     try:
-        yield from _serve(facts, plan, ib_pair.target, "ibping -S", env="SIM_SET_ISSM=1",
-                          before_retry=lambda: ibsim_console.reap(ib_pair.target, alive_ports))
+        yield from _serve(
+            facts,
+            plan,
+            ib_pair.target,
+            "ibping -S",
+            env="SIM_SET_ISSM=1",
+            before_retry=lambda: ibsim_console.reap(ib_pair.target, alive_ports),
+        )
     finally:
         ibsim_console.reap(ib_pair.target, alive_ports)
 
@@ -85,7 +112,9 @@ def test_ibping(host, facts: Facts, ib_pair: Pair, ibping_server: None) -> None:
     guid = facts.port_guid(ib_pair.target)
     assert guid, f"{ib_pair.target}: no InfiniBand port GUID in ibstat"
     report = PARSERS["ibping"](facts.output(ib_pair.source, f"ibping -c 3 -G {guid}")[1])
-    assert report.pongs, f"{ib_pair.source} -> {ib_pair.target} (port {guid}): no ibping reply: {report.reason}"
+    assert report.pongs, (
+        f"{ib_pair.source} -> {ib_pair.target} (port {guid}): no ibping reply: {report.reason}"
+    )
 
 
 @pytest.mark.family("ib_pairs")
@@ -94,7 +123,9 @@ def test_pma_reachable(host, facts: Facts, ib_pair: Pair) -> None:
     lid = facts.lid(ib_pair.target)
     assert lid, f"{ib_pair.target}: no LID on its InfiniBand port (ibstat)"
     report = PARSERS["perfquery"](facts.output(ib_pair.source, f"perfquery {lid} 1")[1])
-    assert report.ok, f"{ib_pair.source} -> {ib_pair.target} (lid {lid}): perfquery got no answer: {report.reason}"
+    assert report.ok, (
+        f"{ib_pair.source} -> {ib_pair.target} (lid {lid}): perfquery got no answer: {report.reason}"
+    )
 
 
 def _expected_switches(plan: CheckPlan, pair: Pair) -> tuple[str, str] | None:
@@ -116,7 +147,9 @@ def test_ibtracert_declared_path(host, facts: Facts, plan: CheckPlan, ib_pair: P
     src_lid, dst_lid = facts.lid(ib_pair.source), facts.lid(ib_pair.target)
     assert src_lid and dst_lid, f"{ib_pair.id}: missing LID (source {src_lid}, target {dst_lid})"
     report = PARSERS["ibtracert"](facts.output(ib_pair.source, f"ibtracert {src_lid} {dst_lid}")[1])
-    assert report.ok, f"{ib_pair.source} -> {ib_pair.target}: ibtracert lid {src_lid} -> {dst_lid} failed: {report.reason}"
+    assert report.ok, (
+        f"{ib_pair.source} -> {ib_pair.target}: ibtracert lid {src_lid} -> {dst_lid} failed: {report.reason}"
+    )
     switches = [name.strip() for name in report.switches]
     leaves = {load.switch for load in plan.declared_graph.leaf_loads()}  # type: ignore[union-attr]
     expected_len = 1 if ends[0] == ends[1] else 3
@@ -135,13 +168,20 @@ def test_ibtracert_declared_path(host, facts: Facts, plan: CheckPlan, ib_pair: P
 @pytest.fixture
 def pingpong_server(facts: Facts, plan: CheckPlan, verbs_pair: Pair) -> Iterator[None]:
     """``ibv_rc_pingpong`` server on the target."""
-    yield from _serve(facts, plan, verbs_pair.target, _verbs_args(plan, verbs_pair.target, "ibv_rc_pingpong"))
+    yield from _serve(
+        facts, plan, verbs_pair.target, _verbs_args(plan, verbs_pair.target, "ibv_rc_pingpong")
+    )
 
 
 @pytest.fixture
 def write_bw_server(facts: Facts, plan: CheckPlan, verbs_pair: Pair) -> Iterator[None]:
     """``ib_write_bw`` server on the target."""
-    yield from _serve(facts, plan, verbs_pair.target, _verbs_args(plan, verbs_pair.target, "ib_write_bw --report_gbits"))
+    yield from _serve(
+        facts,
+        plan,
+        verbs_pair.target,
+        _verbs_args(plan, verbs_pair.target, "ib_write_bw --report_gbits"),
+    )
 
 
 def _verbs_args(plan: CheckPlan, host_name: str, tool: str) -> str:
@@ -155,16 +195,22 @@ def _address(facts: Facts, name: str) -> Any:
 
 
 @pytest.mark.family("verbs")
-def test_rc_pingpong(host, facts: Facts, plan: CheckPlan, verbs_pair: Pair, pingpong_server: None) -> None:
+def test_rc_pingpong(
+    host, facts: Facts, plan: CheckPlan, verbs_pair: Pair, pingpong_server: None
+) -> None:
     """An RC queue pair exchanges messages from source to target (verbs data path)."""
     cmd = f"{_verbs_args(plan, verbs_pair.source, 'ibv_rc_pingpong')} {_address(facts, verbs_pair.target)}"
     result = host.run(cmd)
     report = PARSERS["ibv_rc_pingpong"](result.stdout + result.stderr)
-    assert report.ok and report.iterations, f"{verbs_pair.id}: ibv_rc_pingpong failed: {report.reason or report.errors}"
+    assert report.ok and report.iterations, (
+        f"{verbs_pair.id}: ibv_rc_pingpong failed: {report.reason or report.errors}"
+    )
 
 
 @pytest.mark.family("verbs")
-def test_write_bandwidth(host, facts: Facts, plan: CheckPlan, verbs_pair: Pair, write_bw_server: None) -> None:
+def test_write_bandwidth(
+    host, facts: Facts, plan: CheckPlan, verbs_pair: Pair, write_bw_server: None
+) -> None:
     """ib_write_bw from source to target reaches the floor for the declared link rate."""
     rate = plan.spec.hosts[verbs_pair.source].hcas[0].rate_gbps
     floor = min_write_bw(rate)
@@ -173,4 +219,6 @@ def test_write_bandwidth(host, facts: Facts, plan: CheckPlan, verbs_pair: Pair, 
     report = PARSERS["perftest"](result.stdout + result.stderr)
     rows = [row.bw_average for run in report.runs for row in run.bw]
     assert rows, f"{verbs_pair.id}: ib_write_bw gave no result: {report.reason}"
-    assert max(rows) >= floor, f"{verbs_pair.id}: ib_write_bw {max(rows):.1f} Gb/s < floor {floor} Gb/s for {rate} Gb/s links"
+    assert max(rows) >= floor, (
+        f"{verbs_pair.id}: ib_write_bw {max(rows):.1f} Gb/s < floor {floor} Gb/s for {rate} Gb/s links"
+    )

@@ -25,7 +25,9 @@ def test_trust_mode(host, connectx_netdev: tuple[str, str], plan: CheckPlan) -> 
     """The port trusts the declared field (dscp or pcp)."""
     want = plan.spec.fabric.roce.trust if plan.spec.fabric.roce else "dscp"
     report = _qos(host, connectx_netdev)
-    assert report.trust == want, f"{connectx_netdev[0]} {connectx_netdev[1]}: trust {report.trust}, expected {want}"
+    assert report.trust == want, (
+        f"{connectx_netdev[0]} {connectx_netdev[1]}: trust {report.trust}, expected {want}"
+    )
 
 
 def test_pfc_on_rdma_priority(host, connectx_netdev: tuple[str, str], plan: CheckPlan) -> None:
@@ -38,7 +40,9 @@ def test_pfc_on_rdma_priority(host, connectx_netdev: tuple[str, str], plan: Chec
     )
 
 
-def test_rdma_dscp_maps_to_pfc_priority(host, connectx_netdev: tuple[str, str], plan: CheckPlan) -> None:
+def test_rdma_dscp_maps_to_pfc_priority(
+    host, connectx_netdev: tuple[str, str], plan: CheckPlan
+) -> None:
     """RDMA traffic's DSCP lands on the lossless priority."""
     roce = plan.spec.fabric.roce
     dscp, prio = (roce.rdma_dscp, roce.pfc_priority) if roce else (26, 3)

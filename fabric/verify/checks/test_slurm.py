@@ -29,7 +29,9 @@ def test_topology_switch(host, slurm_switch: str, plan: CheckPlan) -> None:
     assert result.rc == 0, f"scontrol show topology failed: {result.stderr.strip()}"
     loaded = parse_show_topology(result.stdout).get(slurm_switch)
     nodes, switches = plan.slurm_switches[slurm_switch]
-    assert loaded is not None, f"Slurm topology has no switch {slurm_switch} (declared nodes {nodes}, switches {switches})"
+    assert loaded is not None, (
+        f"Slurm topology has no switch {slurm_switch} (declared nodes {nodes}, switches {switches})"
+    )
     got_nodes = sorted(expand(loaded["Nodes"])) if loaded.get("Nodes") else []
     got_switches = sorted(expand(loaded["Switches"])) if loaded.get("Switches") else []
     assert (got_nodes, got_switches) == (nodes, switches), (

@@ -22,13 +22,17 @@ def _sm_info(facts: Facts, plan: CheckPlan, sm: SubnetManagerExpect):  # type: i
 def test_sm_answers(host, facts: Facts, plan: CheckPlan, sm: SubnetManagerExpect) -> None:
     """The OpenSM on this host answers SMInfo as MASTER or STANDBY."""
     info = _sm_info(facts, plan, sm)
-    assert info.state in ("MASTER", "STANDBY"), f"SM on {sm.host}: state {info.state}, expected MASTER or STANDBY"
+    assert info.state in ("MASTER", "STANDBY"), (
+        f"SM on {sm.host}: state {info.state}, expected MASTER or STANDBY"
+    )
 
 
 def test_sm_priority(host, facts: Facts, plan: CheckPlan, sm: SubnetManagerExpect) -> None:
     """The OpenSM runs with the declared priority."""
     info = _sm_info(facts, plan, sm)
-    assert info.priority == sm.priority, f"SM on {sm.host}: priority {info.priority}, declared {sm.priority}"
+    assert info.priority == sm.priority, (
+        f"SM on {sm.host}: priority {info.priority}, declared {sm.priority}"
+    )
 
 
 def _states(facts: Facts, plan: CheckPlan) -> dict[str, str | None]:

@@ -8,7 +8,9 @@ from pathlib import Path
 HERE = Path(__file__).parent
 FIXTURES = HERE.parents[2] / "tests" / "fixtures"
 
-_spec = importlib.util.spec_from_file_location("efa_fi_info_filter", HERE.parent / "filter_plugins" / "fi_info.py")
+_spec = importlib.util.spec_from_file_location(
+    "efa_fi_info_filter", HERE.parent / "filter_plugins" / "fi_info.py"
+)
 assert _spec and _spec.loader
 plugin = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(plugin)
@@ -16,7 +18,12 @@ _spec.loader.exec_module(plugin)
 
 def test_parallelcluster_node_has_one_efa_rdm_domain() -> None:
     result = plugin.efa_fi_info((FIXTURES / "fi_info__perfstudy__1.txt").read_text())
-    assert result == {"ok": True, "reason": None, "providers": ["efa"], "rdm_domains": ["rdmap0s31-rdm"]}
+    assert result == {
+        "ok": True,
+        "reason": None,
+        "providers": ["efa"],
+        "rdm_domains": ["rdmap0s31-rdm"],
+    }
 
 
 def test_layered_provider_is_listed_but_not_counted_as_a_device() -> None:

@@ -128,7 +128,12 @@ def test_empty_or_failed_output():
 
 def test_filter_module_exports_what_the_tasks_use():
     names = set(mlx.FilterModule().filters())
-    assert {"mlxconfig_params", "mlxconfig_diff", "mlxconfig_reboot_pending", "mlxconfig_set_args"} <= names
+    assert {
+        "mlxconfig_params",
+        "mlxconfig_diff",
+        "mlxconfig_reboot_pending",
+        "mlxconfig_set_args",
+    } <= names
 
 
 #: ``query -e`` (the role's query) in mlxconfig's layout: ``*`` marks rows whose next-boot value
@@ -154,7 +159,12 @@ The '*' shows parameters with next value different from default/current value.
 
 def test_query_e_marked_rows_are_read():
     params = mlx.mlxconfig_params(QUERY_E)
-    assert params == {"MEMIC_BAR_SIZE": "0", "SRIOV_EN": "True(1)", "NUM_OF_VFS": "8", "LINK_TYPE_P1": "IB(1)"}
+    assert params == {
+        "MEMIC_BAR_SIZE": "0",
+        "SRIOV_EN": "True(1)",
+        "NUM_OF_VFS": "8",
+        "LINK_TYPE_P1": "IB(1)",
+    }
     assert mlx.mlxconfig_params(QUERY_E, column="Current")["SRIOV_EN"] == "False(0)"
 
 
@@ -164,7 +174,9 @@ def test_query_e_reboot_pending():
 
 
 def test_query_e_diff_and_set_args_as_the_device_task_chains_them():
-    changes = mlx.mlxconfig_diff(mlx.mlxconfig_params(QUERY_E), {"SRIOV_EN": True, "NUM_OF_VFS": 16})
+    changes = mlx.mlxconfig_diff(
+        mlx.mlxconfig_params(QUERY_E), {"SRIOV_EN": True, "NUM_OF_VFS": 16}
+    )
     assert changes == {"NUM_OF_VFS": 16}
     assert mlx.mlxconfig_set_args(changes) == ["NUM_OF_VFS=16"]
 

@@ -41,7 +41,11 @@ def test_dscp2prio_maps_rdma_and_cnp_dscp():
 def test_tc_mapping_older_format():
     qos = parse("mlnx_qos__netarbiter__1.txt")
     assert qos["tcs"][0] == {
-        "tc": 0, "ratelimit_gbps": None, "tsa": "vendor", "bw_percent": None, "priorities": [1]
+        "tc": 0,
+        "ratelimit_gbps": None,
+        "tsa": "vendor",
+        "bw_percent": None,
+        "priorities": [1],
     }
     assert qos["tcs"][1]["priorities"] == [0]
     assert sorted(qos["tcs"]) == list(range(8))

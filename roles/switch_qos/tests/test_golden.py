@@ -76,9 +76,9 @@ def test_sonic_ets_weights_sum_to_100(path):
 
 @pytest.mark.parametrize("path", NVUE_FILES, ids=lambda p: p.parent.name)
 def test_nvue_lines_are_set_commands(path):
-    lines = [l for l in path.read_text().splitlines() if l and not l.startswith("#")]
+    lines = [line for line in path.read_text().splitlines() if line and not line.startswith("#")]
     assert lines
-    assert all(l.startswith(("nv set qos ", "nv set interface ")) for l in lines)
+    assert all(line.startswith(("nv set qos ", "nv set interface ")) for line in lines)
 
 
 @pytest.mark.parametrize("path", NVUE_FILES, ids=lambda p: p.parent.name)

@@ -71,8 +71,13 @@ def test_local_fact_reports_connectx_knob_skipped(fact, knob):
 
 def test_local_fact_keeps_the_wanted_values(fact):
     assert fact["wanted"] == {
-        "mtu": 9000, "trust": "dscp", "pfc_priority": 3, "rdma_dscp": 26,
-        "cnp_dscp": 48, "ecn": True, "roce_tos": 106,
+        "mtu": 9000,
+        "trust": "dscp",
+        "pfc_priority": 3,
+        "rdma_dscp": 26,
+        "cnp_dscp": 48,
+        "ecn": True,
+        "roce_tos": 106,
     }
 
 

@@ -46,7 +46,9 @@ def test_log_shows_this_sms_role(host):
     # The role each OpenSM took, from its own log. "SUBNET UP" is not required: under ibsim's
     # remote mode a restarted OpenSM sometimes never logs it although sminfo shows it MASTER
     # and the ports are Active (the tests above), so the sweep result is checked there.
-    want = "Entering MASTER state" if _priority(host) == MASTER_PRIORITY else "Entering STANDBY state"
+    want = (
+        "Entering MASTER state" if _priority(host) == MASTER_PRIORITY else "Entering STANDBY state"
+    )
     # The SM may still be discovering when the verifier starts: wait, bounded.
     for _ in range(30):
         log = host.file("/var/log/opensm.log").content_string

@@ -35,7 +35,9 @@ def test_standby_takes_over_when_master_stops(host):
     if host.backend.get_hostname() != STANDBY:
         pytest.skip("run once, from the standby")
     master = _other(MASTER)
-    standby_guid = re.search(r"Port GUID: (0x[0-9a-f]+)", host.check_output(SIM + "ibstat")).group(1)
+    standby_guid = re.search(r"Port GUID: (0x[0-9a-f]+)", host.check_output(SIM + "ibstat")).group(
+        1
+    )
     master.run_test("systemctl stop opensm")
     try:
         out = _wait_for_master(host, 10)
