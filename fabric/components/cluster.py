@@ -20,7 +20,36 @@ from fabric.components.munge import munge_key
 from fabric.components.target import target_outputs
 from fabric.components.verify import Verification
 from fabric.inventory import inventory_text
-from fabric.spec import ClusterSpec
+from fabric.spec import ClusterSpec, SpecError
+from fabric.spec.targets import stack_config_problems
+
+#: Stack config keys the spec must agree with (besides the secrets the spec names).
+CHECKED_CONFIG = (
+    "aws:region",
+    "gcp:project",
+    "gcp:region",
+    "gcp:zone",
+    "railyard:bootTarget",
+    "railyard:settleBootTarget",
+)
+
+
+def program_config(spec: ClusterSpec) -> dict[str, object]:
+    """The stack config ``stack_config_problems`` reads, as this update sees it: the same
+    check ``python -m fabric validate`` runs on the stack file (a secret stays hidden: only
+    whether it is one is passed on)."""
+    from pulumi.runtime.config import get_config, is_config_secret
+
+    refs = [spec.slurm.munge_key, spec.bmc.password if spec.bmc else None]
+    keys = [*CHECKED_CONFIG]
+    keys += [r.config if ":" in r.config else f"railyard:{r.config}" for r in refs if r]
+    config: dict[str, object] = {}
+    for key in keys:
+        if is_config_secret(key):
+            config[key] = {"secure": "(hidden)"}
+        elif (value := get_config(key)) is not None:
+            config[key] = value
+    return config
 
 
 @dataclass(frozen=True)
@@ -43,6 +72,8 @@ class Cluster(pulumi.ComponentResource):
         self, name: str, args: ClusterArgs, opts: pulumi.ResourceOptions | None = None
     ) -> None:
         super().__init__("railyard:index:Cluster", name, None, opts)
+        if problems := stack_config_problems(program_config(args.spec), args.spec):
+            raise SpecError(problems, f"stack {args.stack}")
         self.target = cluster_component(name, args.spec, pulumi.ResourceOptions(parent=self))
         self.inventory = self.target.inventory
         self.hosts = self.target.hosts

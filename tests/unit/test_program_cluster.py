@@ -76,3 +76,51 @@ def test_handoff_and_verification_can_be_switched_off(mocks: Mocks) -> pulumi.Ou
         assert set(cluster.outputs) == set(TARGET_OUTPUTS)
 
     return cluster.inventory.apply(check)
+
+
+AWS_EXAMPLE = yaml.safe_load(
+    (Path(__file__).parents[2] / "Pulumi.aws-efa.example.yaml").read_text()
+)["config"]
+
+
+def test_pulumi_up_refuses_the_stack_config_validate_refuses(
+    mock_pulumi: Callable[..., Mocks], state_root: Path
+) -> None:
+    """``aws:region`` apart from ``aws.region``: the program refuses it before any resource,
+    with the message ``python -m fabric validate`` gives for the same stack file."""
+    from fabric.components.cluster import Cluster, ClusterArgs
+    from fabric.spec import SpecError, spec_from_mapping
+    from fabric.spec.targets import stack_config_problems
+
+    mocks = mock_pulumi("efa", config={"aws:region": "eu-west-1"})
+    spec = spec_from_mapping(AWS_EXAMPLE["railyard:cluster"])
+    expected = stack_config_problems({**AWS_EXAMPLE, "aws:region": "eu-west-1"}, spec)
+    assert [p.path for p in expected] == ["config aws:region"]
+    with pytest.raises(SpecError) as refused:
+        Cluster("efa", ClusterArgs(spec=spec, stack="efa"))
+    assert refused.value.problems == expected
+    assert not [r for r in mocks.resources if r.typ != "railyard:index:Cluster"]
+
+
+def test_the_program_sees_whether_a_config_value_is_secret_not_its_value(
+    mock_pulumi: Callable[..., Mocks], state_root: Path
+) -> None:
+    """A munge key set in plain text reaches the check as plain text (and is refused); set
+    with ``--secret`` it reaches it hidden (and passes)."""
+    from fabric.components.cluster import program_config
+    from fabric.spec import spec_from_mapping
+    from fabric.spec.targets import stack_config_problems
+
+    cluster = AWS_EXAMPLE["railyard:cluster"]
+    spec = spec_from_mapping(
+        {**cluster, "slurm": {**cluster["slurm"], "munge_key": {"config": "mungeKey"}}}
+    )
+    config = {"aws:region": "us-east-2", "railyard:mungeKey": "S3CRET-VALUE"}
+    mock_pulumi("efa", config=config)
+    plain = program_config(spec)
+    assert [p.path for p in stack_config_problems(plain, spec)] == ["config railyard:mungeKey"]
+    mock_pulumi("efa", config=config, secret_keys=["railyard:mungeKey"])
+    hidden = program_config(spec)
+    assert hidden["railyard:mungeKey"] == {"secure": "(hidden)"}
+    assert "S3CRET-VALUE" not in repr(hidden)
+    assert stack_config_problems(hidden, spec) == []
