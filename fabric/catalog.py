@@ -19,6 +19,17 @@ Sources (public documentation):
 - GCP A3 Ultra: 8 H200, each with a dedicated ConnectX-7 RoCE NIC —
   https://cloud.google.com/compute/docs/accelerator-optimized-machines#a3-ultra-vms
   (RoCE VPC networks use MTU 8896).
+- GPUDirect RDMA over EFA (device RDMA): "only p4 and p5 instances support both EFA and NVIDIA
+  GPUDirect RDMA" — aws/aws-ofi-nccl doc/efa-env-var.md (section "Sample Presets", commit
+  2daf7d303aa139a03140aa530957d10521e4478d), which also gives the job environment
+  (``FI_PROVIDER=efa``, ``FI_EFA_USE_DEVICE_RDMA=1``; harmless with libfabric >= 1.18).
+- A3 GPU NIC names and the control NIC as Cluster Toolkit's A3 blueprints use them (Ubuntu/Debian
+  predictable names): GoogleCloudPlatform/cluster-toolkit
+  examples/machine-learning/a3-highgpu-8g/nccl-tests/run-nccl-tests.sh and
+  a3-megagpu-8g/nccl-tests/run-nccl-tests.sh (commit 1047080375afbb44da4b596be314634e7486af4a):
+  ``NCCL_SOCKET_IFNAME=enp0s12``, GPU NICs ``enp6s0,enp12s0,enp134s0,enp140s0`` (A3 High) and
+  ``enp6s0,enp7s0,enp13s0,enp14s0,enp134s0,enp135s0,enp141s0,enp142s0`` (A3 Mega); the blueprints
+  set ``bandwidth_tier: gvnic_enabled`` (gVNIC, kernel driver ``gve``).
 """
 
 from __future__ import annotations
@@ -35,6 +46,7 @@ class AwsInstanceType:
     gpus: int
     gpu_type: str | None
     efa_interfaces: int
+    gpudirect_rdma: bool = False
 
     @property
     def efa(self) -> bool:
@@ -52,14 +64,28 @@ class GcpMachineType:
     gpu_nics: int
     gpu_nic_mtu: int
     transport: Literal["gpudirect-tcpx", "gpudirect-tcpxo", "rdma-roce"]
+    control_nic: str | None = None
+    gpu_nic_names: tuple[str, ...] = ()
+    gpu_nic_driver: str | None = None
+
+    @property
+    def rxdm(self) -> bool:
+        """True when GPUDirect-TCPX(O) needs the receive-data-path manager (A3 High, A3 Mega)."""
+        return self.transport in ("gpudirect-tcpx", "gpudirect-tcpxo")
 
 
 _AWS: tuple[AwsInstanceType, ...] = (
-    AwsInstanceType("p5.48xlarge", gpus=8, gpu_type="h100", efa_interfaces=32),
-    AwsInstanceType("p5e.48xlarge", gpus=8, gpu_type="h200", efa_interfaces=32),
-    AwsInstanceType("p5en.48xlarge", gpus=8, gpu_type="h200", efa_interfaces=16),
-    AwsInstanceType("p4d.24xlarge", gpus=8, gpu_type="a100", efa_interfaces=4),
-    AwsInstanceType("p4de.24xlarge", gpus=8, gpu_type="a100", efa_interfaces=4),
+    AwsInstanceType("p5.48xlarge", gpus=8, gpu_type="h100", efa_interfaces=32, gpudirect_rdma=True),
+    AwsInstanceType(
+        "p5e.48xlarge", gpus=8, gpu_type="h200", efa_interfaces=32, gpudirect_rdma=True
+    ),
+    AwsInstanceType(
+        "p5en.48xlarge", gpus=8, gpu_type="h200", efa_interfaces=16, gpudirect_rdma=True
+    ),
+    AwsInstanceType("p4d.24xlarge", gpus=8, gpu_type="a100", efa_interfaces=4, gpudirect_rdma=True),
+    AwsInstanceType(
+        "p4de.24xlarge", gpus=8, gpu_type="a100", efa_interfaces=4, gpudirect_rdma=True
+    ),
     AwsInstanceType("trn1.32xlarge", gpus=0, gpu_type=None, efa_interfaces=8),
     AwsInstanceType("trn1n.32xlarge", gpus=0, gpu_type=None, efa_interfaces=16),
     AwsInstanceType("g5.xlarge", gpus=1, gpu_type="a10g", efa_interfaces=0),
@@ -75,6 +101,9 @@ _GCP: tuple[GcpMachineType, ...] = (
         gpu_nics=4,
         gpu_nic_mtu=8244,
         transport="gpudirect-tcpx",
+        control_nic="enp0s12",
+        gpu_nic_names=("enp6s0", "enp12s0", "enp134s0", "enp140s0"),
+        gpu_nic_driver="gve",
     ),
     GcpMachineType(
         "a3-megagpu-8g",
@@ -83,6 +112,18 @@ _GCP: tuple[GcpMachineType, ...] = (
         gpu_nics=8,
         gpu_nic_mtu=8244,
         transport="gpudirect-tcpxo",
+        control_nic="enp0s12",
+        gpu_nic_names=(
+            "enp6s0",
+            "enp7s0",
+            "enp13s0",
+            "enp14s0",
+            "enp134s0",
+            "enp135s0",
+            "enp141s0",
+            "enp142s0",
+        ),
+        gpu_nic_driver="gve",
     ),
     GcpMachineType(
         "a3-ultragpu-8g",

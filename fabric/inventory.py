@@ -12,6 +12,7 @@ from typing import Any
 
 import yaml
 
+from fabric.hostkeys import JumpHost, ssh_common_args
 from fabric.spec import ClusterSpec
 from fabric.state import StateLayout
 
@@ -29,8 +30,15 @@ def build_inventory(
     ssh_user: str,
     private_key_file: str,
     known_hosts_file: str,
+    bastion_address: str | None = None,
 ) -> dict[str, Any]:
-    """Return the YAML inventory (as a dict) for ``spec`` with each host at ``addresses[host]``."""
+    """Return the YAML inventory (as a dict) for ``spec`` with each host at ``addresses[host]``.
+
+    With ``spec.access.bastion`` every host is reached through it (``bastion_address``: where
+    the bastion is, default its ``host``); a bastion that is a node of the spec is reached
+    directly at ``bastion_address`` (a cloud's public address; default its own address) and
+    the others through it.
+    """
     missing = [h for h in spec.hosts if h not in addresses]
     if missing:
         raise InventoryError(
@@ -42,7 +50,16 @@ def build_inventory(
     ):
         if not Path(path).is_absolute():
             raise InventoryError(f"{what} must be an absolute path, got {path!r}")
-    hosts = {h: {"ansible_host": addresses[h]} for h in spec.hosts}
+    direct = ssh_common_args(known_hosts_file)
+    common, hosts = direct, {h: {"ansible_host": addresses[h]} for h in spec.hosts}
+    bastion = spec.access.bastion
+    if bastion is not None:
+        node = bastion.host in spec.hosts
+        address = bastion_address or (addresses[bastion.host] if node else bastion.host)
+        jump = JumpHost(address=address, user=bastion.user, port=bastion.port)
+        common = ssh_common_args(known_hosts_file, jump, private_key_file)
+        if bastion.host in hosts:  # the bastion node itself, at the address the jump uses
+            hosts[bastion.host] = {"ansible_host": address, "ansible_ssh_common_args": direct}
     children: dict[str, Any] = {}
     for role in ROLE_GROUPS:
         members = spec.hosts_with_role(role)
@@ -62,7 +79,7 @@ def build_inventory(
             "vars": {
                 "ansible_user": ssh_user,
                 "ansible_ssh_private_key_file": private_key_file,
-                "ansible_ssh_common_args": f"-o UserKnownHostsFile={known_hosts_file} -o StrictHostKeyChecking=yes",
+                "ansible_ssh_common_args": common,
                 "railyard_cluster": spec.name,
                 "railyard_target": spec.target,
             },
@@ -79,10 +96,12 @@ def provisioned_inventory(
     *,
     private_key_file: str | None = None,
     known_hosts_file: str | None = None,
+    bastion_address: str | None = None,
 ) -> dict[str, Any]:
     """The inventory of a bare-metal or cloud target: ``spec.management.ssh_user`` with the given
     key and known_hosts files (``~`` expanded, made absolute), by default the stack's
-    ``layout.provided_ssh_key`` and ``layout.known_hosts``."""
+    ``layout.provided_ssh_key`` and ``layout.known_hosts``; ``bastion_address`` as in
+    :func:`build_inventory`."""
     key = Path(private_key_file).expanduser() if private_key_file else layout.provided_ssh_key
     known = Path(known_hosts_file).expanduser() if known_hosts_file else layout.known_hosts
     return build_inventory(
@@ -91,6 +110,7 @@ def provisioned_inventory(
         ssh_user=spec.management.ssh_user,
         private_key_file=str(key.absolute()),
         known_hosts_file=str(known.absolute()),
+        bastion_address=bastion_address,
     )
 
 

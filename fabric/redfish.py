@@ -8,16 +8,19 @@ seconds after answering 204, so callers wait on what they read, not on what
 they asked.
 
 The password is held only by the ``requests`` session and never appears in an
-error message or ``repr``.
+error message or ``repr``: URLs are shown without a user or password, a BMC's answer
+is shown with the password (plain or in a Basic authorization token) replaced by
+``***``, and the ``requests`` exception (whose text may carry the URL) is not chained.
 """
 
 from __future__ import annotations
 
+import base64
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
-from urllib.parse import urljoin
+from urllib.parse import urljoin, urlsplit, urlunsplit
 
 import requests
 
@@ -40,6 +43,17 @@ RESET_TYPES = (
 
 class RedfishError(RuntimeError):
     """A Redfish call failed; the message names the URL and what to check."""
+
+
+def shown_url(url: str) -> str:
+    """``url`` without the user and password a URL may carry (``https://u:p@bmc`` -> ``https://bmc``)."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return "(an unparsable URL)"
+    if "@" not in parts.netloc:
+        return url
+    return urlunsplit(parts._replace(netloc=parts.netloc.rsplit("@", 1)[1]))
 
 
 @dataclass(frozen=True)
@@ -106,9 +120,24 @@ class RedfishClient:
         self._session.headers.update({"Accept": "application/json", "OData-Version": "4.0"})
         if username is not None and password is not None:
             self._session.auth = (username, password)
+        self._hidden = _credentials(base_url, username, password)
 
     def __repr__(self) -> str:
-        return f"RedfishClient({self.base_url!r})"
+        return f"RedfishClient({shown_url(self.base_url)!r})"
+
+    def _where(self, path: str = "") -> str:
+        """The URL of ``path`` (the service itself when empty) as messages show it."""
+        return shown_url(self._url(path) if path else self.base_url)
+
+    def _error(self, message: str) -> RedfishError:
+        """A RedfishError whose message holds no credential."""
+        return RedfishError(self._scrub(message))
+
+    def _scrub(self, text: str) -> str:
+        """``text`` with the password and its Basic token replaced by ``***``."""
+        for secret in self._hidden:
+            text = text.replace(secret, "***")
+        return text
 
     def __enter__(self) -> RedfishClient:
         return self
@@ -126,9 +155,16 @@ class RedfishClient:
         return urljoin(self.base_url + "/", path.lstrip("/"))
 
     def _request(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
-        url = self._url(path)
         try:
-            response = self._session.request(method, url, json=body, timeout=self.timeout)
+            return self._send(method, path, body)
+        except RedfishError as error:
+            raise RedfishError(self._scrub(str(error))) from None
+
+    def _send(self, method: str, path: str, body: dict[str, Any] | None) -> Any:
+        target = self._url(path)
+        url = shown_url(target)
+        try:
+            response = self._session.request(method, target, json=body, timeout=self.timeout)
         except requests.exceptions.SSLError as exc:
             raise RedfishError(
                 f"{method} {url}: TLS verification failed ({exc.__class__.__name__}); "
@@ -160,7 +196,7 @@ class RedfishClient:
         """GET a resource and return its JSON body."""
         body = self._request("GET", path)
         if not isinstance(body, dict):
-            raise RedfishError(f"GET {self._url(path)}: empty answer")
+            raise self._error(f"GET {self._where(path)}: empty answer")
         return body
 
     # -- resources ------------------------------------------------------------
@@ -179,15 +215,15 @@ class RedfishClient:
         """The path of ``Systems/<system_id>``, or of the first system when None."""
         members = self.systems()
         if not members:
-            raise RedfishError(f"{self.base_url}: the service lists no systems")
+            raise self._error(f"{self._where()}: the service lists no systems")
         if system_id is None:
             return members[0]
         for member in members:
             if member.rstrip("/").rsplit("/", 1)[-1] == system_id:
                 return member
         ids = ", ".join(m.rstrip("/").rsplit("/", 1)[-1] for m in members)
-        raise RedfishError(
-            f"{self.base_url}: no system {system_id!r} (have: {ids}); "
+        raise self._error(
+            f"{self._where()}: no system {system_id!r} (have: {ids}); "
             "fix bmc.endpoints.<node>.system_id"
         )
 
@@ -237,8 +273,8 @@ class RedfishClient:
         action = body.get("Actions", {}).get("#ComputerSystem.Reset", {})
         allowed = action.get("ResetType@Redfish.AllowableValues") or list(RESET_TYPES)
         if reset_type not in allowed:
-            raise RedfishError(
-                f"{self._url(system_path)}: ResetType {reset_type!r} not allowed "
+            raise self._error(
+                f"{self._where(system_path)}: ResetType {reset_type!r} not allowed "
                 f"(allowed: {', '.join(allowed)})"
             )
         target = action.get("target", f"{system_path.rstrip('/')}/Actions/ComputerSystem.Reset")
@@ -255,8 +291,8 @@ class RedfishClient:
         """
         before = self.boot_override(system_path)
         if before.allowed_targets and target not in before.allowed_targets:
-            raise RedfishError(
-                f"{self._url(system_path)}: boot target {target!r} not offered by the BMC "
+            raise self._error(
+                f"{self._where(system_path)}: boot target {target!r} not offered by the BMC "
                 f"(allowed: {', '.join(before.allowed_targets)})"
             )
         self._request(
@@ -267,8 +303,8 @@ class RedfishClient:
         readback = self.boot_override(system_path)
         result = BootOverrideResult(target, enabled, readback)
         if not result.target_applied:
-            raise RedfishError(
-                f"{self._url(system_path)}: asked boot target {target!r}, "
+            raise self._error(
+                f"{self._where(system_path)}: asked boot target {target!r}, "
                 f"the BMC reads back {readback.target!r}"
             )
         return result
@@ -299,11 +335,28 @@ class RedfishClient:
             if seen == state:
                 return clock() - start
             if clock() - start >= timeout:
-                raise RedfishError(
-                    f"{self._url(system_path)}: PowerState still {seen!r} after "
+                raise self._error(
+                    f"{self._where(system_path)}: PowerState still {seen!r} after "
                     f"{timeout:.0f} s waiting for {state!r}"
                 )
             sleep(interval)
+
+
+def _credentials(url: str, username: str | None, password: str | None) -> tuple[str, ...]:
+    """What an answer or a message must never show: the password given and the one a URL may
+    carry (``https://user:password@bmc``), each also as its HTTP Basic token."""
+    pairs = [(username, password)]
+    try:
+        parts = urlsplit(url)
+        pairs.append((parts.username, parts.password))
+    except ValueError:
+        pass
+    hidden: list[str] = []
+    for user, secret in pairs:
+        if user is not None and secret:
+            token = base64.b64encode(f"{user}:{secret}".encode()).decode("ascii")
+            hidden += [token, secret]
+    return tuple(hidden)
 
 
 def _boot(system: dict[str, Any]) -> BootOverride:

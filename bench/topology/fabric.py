@@ -27,7 +27,7 @@ def spec(hosts: int) -> ClusterSpec:
     return ClusterSpec.model_validate(
         {
             "name": "bench",
-            "target": "baremetal",
+            "target": "lab",
             "nodes": [
                 {
                     "names": f"gpu[{1:0{width}d}-{hosts:0{width}d}]",
@@ -50,7 +50,7 @@ def spec(hosts: int) -> ClusterSpec:
                 },
                 "infiniband": {"subnet_managers": [{"host": "gpu" + "1".zfill(width)}]},
             },
-            "management": {"subnet": "10.0.0.0/16"},
+            "management": {"subnet": "198.19.0.0/17"},
         }
     )
 

@@ -1,11 +1,12 @@
-"""``python -m fabric check --stack STACK``: run the check suite and write its reports."""
+"""``python -m fabric check --stack STACK``: run the check suite and write its reports.
+``python -m fabric check --plan SPEC_OR_STACK_FILE``: list what it would check, touching no host."""
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
 
-from fabric.cli.errors import Exit, stack_name
+from fabric.cli.errors import Exit, check_readable, emit, emit_json, require_stack, stack_name
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -16,11 +17,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Run the testinfra check suite against state/<stack>/inventory.yml. Exit 0 when "
         "every check passes, 1 when one fails, 2 when the stack has no inventory or its spec has problems.",
     )
-    parser.add_argument(
+    what = parser.add_mutually_exclusive_group(required=True)
+    what.add_argument(
         "--stack",
-        required=True,
         type=stack_name,
         help="stack name (state/<stack>/inventory.yml, Pulumi.<stack>.yaml)",
+    )
+    what.add_argument(
+        "--plan",
+        type=Path,
+        metavar="SPEC_OR_STACK_FILE",
+        help="print the checks that would run for this spec, each with its parameters, or why a "
+        "family is not generated; touches no host",
     )
     parser.add_argument(
         "--junit", type=Path, help="JUnit XML file (default: <report dir>/checks.xml)"
@@ -46,9 +54,13 @@ def cmd_check(args: argparse.Namespace) -> int:
     SpecError) is bad input, found before the suite runs: exit 2 (via main)."""
     import json
 
+    if args.plan is not None:
+        return cmd_check_plan(args.plan, as_json=args.json)
     from fabric.verify import context
     from fabric.verify.runner import run_checks
 
+    if not args.spec:
+        require_stack(args.stack)
     inventory = context.inventory_path(args.stack)
     context.load_inventory(inventory)
     context.load_cluster_spec(args.spec or context.spec_path_for(inventory))
@@ -61,11 +73,37 @@ def cmd_check(args: argparse.Namespace) -> int:
         workers=args.workers,
     )
     if args.json:
-        print(json.dumps(outcome.model_dump(), indent=2))
+        emit(json.dumps(outcome.model_dump(), indent=2))
     else:
         from fabric.verify.report import terminal_table
 
         terminal_table(outcome.results, outcome.not_generated)
-        print(outcome.summary())
-        print("reports: " + ", ".join(outcome.files))
+        emit(outcome.summary() + "\nreports: " + ", ".join(outcome.files))
     return Exit.OK if outcome.ok else Exit.FAILED
+
+
+def cmd_check_plan(path: Path, *, as_json: bool) -> int:
+    """Print the check plan of a spec or stack file: every family's checks and parameters over
+    every declared host, or the reason it is not generated. A bad spec exits 2 (via main)."""
+    import json
+
+    from fabric.verify import context
+    from fabric.verify.plan import CheckPlan, describe
+
+    check_readable(path, "give a spec YAML or a Pulumi.<stack>.yaml stack file")
+    spec = context.load_cluster_spec(path)
+    families = describe(CheckPlan(spec=spec, hosts=list(spec.hosts)))
+    if as_json:
+        emit_json({"spec": str(path), "families": families})
+        return Exit.OK
+    lines = []
+    for family, entry in families.items():
+        if "not_generated" in entry:
+            lines.append(f"{family}: not generated: {entry['not_generated']}")
+            continue
+        checks = ", ".join(entry["checks"])  # type: ignore[arg-type]
+        params = entry["parameters"]
+        lines.append(f"{family}: {checks} over {len(params)} parameter(s)")  # type: ignore[arg-type]
+        lines += [f"  {json.dumps(v, sort_keys=True)}" for v in params]  # type: ignore[attr-defined]
+    emit("\n".join(lines))
+    return Exit.OK

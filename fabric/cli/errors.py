@@ -13,7 +13,10 @@ from __future__ import annotations
 import sys
 from enum import IntEnum
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from fabric.parsers.text import Source
 
 
 class Exit(IntEnum):
@@ -78,7 +81,10 @@ def fail(
     problems: list[dict[str, str]] | None = None,
 ) -> int:
     """Report an error and return ``code``: one line on stderr, or under ``--json`` one JSON
-    object on stdout (so stdout always parses as JSON). The only place errors are printed."""
+    object on stdout (so stdout always parses as JSON). The only place errors are printed.
+    An empty message prints nothing (stdout's reader went away)."""
+    if not message:
+        return int(code)
     message = one_line(message)
     if json_mode:
         import json
@@ -86,7 +92,7 @@ def fail(
         doc: dict[str, Any] = {"error": message, "exit_code": int(code)}
         if problems:
             doc["problems"] = problems
-        print(json.dumps(doc, indent=2))
+        emit(json.dumps(doc, indent=2))
     else:
         print(f"{prog}: error: {message}", file=sys.stderr)
     return int(code)
@@ -96,16 +102,58 @@ def _unreadable(path: str | Path, err: OSError, fix: str) -> CommandError:
     return CommandError(f"cannot read {path}: {err.strerror or err}; {fix}")
 
 
-def read_input(path: str, fix: str = "check the path") -> str:
-    """The text of an input file (``-`` reads stdin); a CommandError (exit 2) if unreadable."""
-    if path == "-":
-        return sys.stdin.read()
+def read_input(
+    path: str, fix: str = "check the path", limit_mib: int | None = None, raise_with: str = ""
+) -> Source:
+    """Tool output from a file (``-`` reads stdin), through the one decoder
+    (:func:`fabric.parsers.text.read_text`); a CommandError (exit 2) if it is unreadable,
+    binary, not UTF-8 or over ``limit_mib`` (``raise_with``: the option that raises it)."""
+    from fabric.parsers.text import InputError, read_text
+
     try:
-        return Path(path).read_text(encoding="utf-8")
+        return read_text(path, limit_mib, raise_with)
     except OSError as err:
         raise _unreadable(path, err, fix) from err
-    except UnicodeDecodeError as err:
-        raise CommandError(f"cannot read {path}: not UTF-8 text (byte {err.start}); {fix}") from err
+    except InputError as err:
+        raise CommandError(str(err)) from None
+
+
+def _detach_stdout() -> None:
+    """Point stdout at /dev/null: its reader is gone (``| head``), and the interpreter's last
+    flush must not raise BrokenPipeError again."""
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):  # no file descriptor behind stdout (captured in tests)
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - replaces stdout for the process's rest
+
+
+def emit(text: str) -> bool:
+    """Print ``text`` (and a newline) on stdout and flush it. A reader that closed the pipe
+    (``| head``) ends the output quietly and the command keeps its exit code; False then."""
+    try:
+        sys.stdout.write(text + "\n")
+        sys.stdout.flush()
+    except BrokenPipeError:
+        _detach_stdout()
+        return False
+    return True
+
+
+def emit_json(doc: Any) -> bool:
+    """:func:`emit` for a JSON document, written as it is encoded (a large result is never
+    held as one string)."""
+    import json
+
+    try:
+        json.dump(doc, sys.stdout, indent=2)
+    except BrokenPipeError:
+        _detach_stdout()
+        return False
+    return emit("")
 
 
 def check_readable(path: str | Path, fix: str = "check the path") -> None:
@@ -146,7 +194,8 @@ KNOWN_ERRORS: tuple[tuple[str, str, Exit], ...] = (
     ("fabric.handoff.vars", "HandoffError", Exit.USAGE),
     ("fabric.verify.context", "ContextError", Exit.USAGE),
     ("fabric.parsers", "UnknownToolError", Exit.USAGE),
-    ("fabric.parsers.common", "ParseError", Exit.USAGE),
+    ("fabric.parsers", "ParseError", Exit.USAGE),
+    ("fabric.parsers.text", "InputError", Exit.USAGE),
     ("fabric.topology.graph", "GraphError", Exit.USAGE),
     ("fabric.hostlist", "HostlistError", Exit.USAGE),
     ("fabric.lab.image", "ImageError", Exit.FAILED),
@@ -159,6 +208,9 @@ def describe(exc: BaseException) -> CommandError | None:
         return exc
     if isinstance(exc, KeyboardInterrupt):
         return CommandError("interrupted", Exit.INTERRUPTED)
+    if isinstance(exc, BrokenPipeError):  # stdout's reader went away (| head): a quiet exit
+        _detach_stdout()
+        return CommandError("", Exit.OK)
     for module, name, code in KNOWN_ERRORS:
         cls = getattr(sys.modules.get(module), name, None)
         if isinstance(cls, type) and isinstance(exc, cls):
@@ -170,6 +222,24 @@ def describe(exc: BaseException) -> CommandError | None:
         target = exc.filename if exc.filename is not None else "a file"
         return CommandError(f"cannot access {target}: {exc.strerror or exc}", Exit.USAGE)
     return None
+
+
+def require_stack(stack: str) -> None:
+    """A CommandError (exit 2) naming the known stacks unless ``stack`` is one: this checkout
+    has its ``Pulumi.<stack>.yaml`` or the state root a folder for it."""
+    from fabric.state import REPO_ROOT, StateLayout
+
+    if (REPO_ROOT / f"Pulumi.{stack}.yaml").is_file() or StateLayout(stack).dir.is_dir():
+        return
+    known = sorted(
+        path.name.removeprefix("Pulumi.").removesuffix(".yaml")
+        for path in REPO_ROOT.glob("Pulumi.*.yaml")
+        if not path.name.endswith(".example.yaml")
+    )
+    raise CommandError(
+        f"no stack named {stack!r} (no Pulumi.{stack}.yaml, no state); known stacks: "
+        f"{', '.join(known) or 'none'}; pass one with --stack, or a spec file with --spec"
+    )
 
 
 def stack_name(text: str) -> str:

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import argparse
-import sys
 
-from fabric.cli.errors import Exit, read_input
+from fabric.cli.errors import Exit, emit_json, read_input
 
 
 class _ToolsFormatter(argparse.HelpFormatter):
@@ -15,8 +14,10 @@ class _ToolsFormatter(argparse.HelpFormatter):
     def add_text(self, text: str | None) -> None:
         if text and "{tools}" in text:
             from fabric.parsers import PARSERS
+            from fabric.parsers.text import DEFAULT_LIMIT_MIB
 
             text = text.replace("{tools}", ", ".join(sorted(PARSERS)))
+            text = text.replace("{max_mb}", str(DEFAULT_LIMIT_MIB))
         super().add_text(text)
 
 
@@ -26,26 +27,49 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "parse",
         help="parse captured RDMA tool output into JSON",
         description="Parse a tool's output and print it as JSON. Tools: {tools}. Exit 0 (also when "
-        'the output is the tool\'s own failure: "ok": false), or 2 when TOOL is unknown, FILE '
-        "cannot be read or is not that tool's output.",
+        'the output is the tool\'s own failure or was cut short: "ok": false with the reason, '
+        "the records before it kept), or 2 when TOOL is unknown, FILE cannot be read, is binary, "
+        "not UTF-8, larger than --max-mb (default {max_mb} MiB) or not that tool's output.",
         formatter_class=_ToolsFormatter,
     )
     parser.add_argument("tool", metavar="TOOL", help="tool name, e.g. ibstat")
     parser.add_argument("file", metavar="FILE", help="file holding the output ('-' for stdin)")
+    parser.add_argument(
+        "--max-mb",
+        type=_positive,
+        default=None,
+        metavar="N",
+        help="refuse input larger than N MiB before reading further (default in the description)",
+    )
     parser.set_defaults(func=cmd_parse)
 
 
-def cmd_parse(args: argparse.Namespace) -> int:
-    """Parse ``args.file`` as ``args.tool`` output; print JSON. An unknown tool or text that
-    is not the tool's output (ParseError, naming the line) is bad input: exit 2 (via main)."""
-    import json
+def _positive(text: str) -> int:
+    """An argparse ``type``: a whole number above 0."""
+    if not text.isdecimal() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of MiB above 0")
+    return int(text)
 
+
+def cmd_parse(args: argparse.Namespace) -> int:
+    """Parse ``args.file`` as ``args.tool`` output; print JSON. An unknown tool, input that is
+    binary, not UTF-8 or over the cap, or text that is not the tool's output (ParseError,
+    naming the line) is bad input: exit 2 (via main). Output cut mid-line keeps what parsed,
+    with ``ok: false`` (a graph, which has no ``ok``: exit 2)."""
     from fabric.parsers import PARSERS, UnknownToolError, parse
+    from fabric.parsers.common import cut_short
+    from fabric.parsers.text import DEFAULT_LIMIT_MIB
 
     if args.tool not in PARSERS:
         raise UnknownToolError(args.tool)
-    text = read_input(args.file, "pass a file holding the tool's output, or '-' for stdin")
-    model = parse(args.tool, text)
-    json.dump(model.model_dump(mode="json"), sys.stdout, indent=2)
-    sys.stdout.write("\n")
+    source = read_input(
+        args.file,
+        "pass a file holding the tool's output, or '-' for stdin",
+        args.max_mb or DEFAULT_LIMIT_MIB,
+        "--max-mb N",
+    )
+    result = parse(args.tool, source.text)
+    if not source.complete:
+        result = cut_short(args.tool, result, source.last_line)
+    emit_json(result.model_dump(mode="json"))
     return Exit.OK

@@ -14,7 +14,7 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from fabric.cli.errors import Exit, stack_name
+from fabric.cli.errors import Exit, emit, require_stack, stack_name
 
 if TYPE_CHECKING:
     from fabric.handoff.summary import PlaybookResult
@@ -91,6 +91,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     from fabric.handoff.secrets import munge_key
     from fabric.spec import load_spec
 
+    if not args.spec:
+        require_stack(args.stack)
     spec_path = Path(args.spec) if args.spec else REPO_ROOT / f"Pulumi.{args.stack}.yaml"
     spec = load_spec(spec_path)
     key = munge_key(args.stack, REPO_ROOT)
@@ -105,7 +107,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     doc = _result_doc(result)
     if args.result_json:
         Path(args.result_json).write_text(json.dumps(doc))
-    print(json.dumps(doc, indent=2) if args.json else result.summary())
+    emit(json.dumps(doc, indent=2) if args.json else result.summary())
     return Exit.OK if result.ok else Exit.FAILED
 
 

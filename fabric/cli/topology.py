@@ -9,6 +9,10 @@ from typing import TYPE_CHECKING
 
 from fabric.cli.errors import CommandError, Exit, read_input
 
+#: The default input cap (``--max-mb``): a 16,384-host, 131,072-HCA fabric prints about 55 MB.
+DEFAULT_MAX_MB = 1024
+_FIX = "pass ibnetdiscover's plain output (a file, or '-' for stdin)"
+
 if TYPE_CHECKING:
     from fabric.topology.graph import FabricGraph
 
@@ -20,7 +24,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="print Slurm topology.conf / topology.yaml from a spec or ibnetdiscover output",
         description="Print the Slurm topology of a fabric. Hosts cabled to several leaves "
         "(rail-optimized) are placed under their rail-0 leaf (see fabric.topology.slurm). "
-        "Exit 0, or 2 on a bad spec, unreadable ibnetdiscover output or a bad option.",
+        "Exit 0, or 2 on a bad spec, a bad option, or ibnetdiscover output that is unreadable, "
+        "binary, larger than --max-mb, empty, cut off or not ibnetdiscover's, or a fabric with "
+        "no switch cabled to a host.",
     )
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument(
@@ -44,6 +50,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="keep only these hosts (the Slurm nodes), e.g. gpu[01-08]: Slurm refuses a "
         "topology.conf naming a host slurm.conf does not; leaves left without one are dropped",
     )
+    parser.add_argument(
+        "--max-mb",
+        type=int,
+        default=DEFAULT_MAX_MB,
+        metavar="N",
+        help=f"refuse ibnetdiscover input larger than N MiB (default {DEFAULT_MAX_MB})",
+    )
     parser.add_argument("--ibsim-net", action="store_true", help="print an ibsim net file instead")
     parser.add_argument(
         "--oversubscription",
@@ -61,7 +74,13 @@ def _graph(args: argparse.Namespace) -> FabricGraph:
         return graph_from_spec(load_spec(args.from_spec))
     from fabric.parsers.ibnetdiscover import parse
 
-    return parse(read_input(args.from_ibnetdiscover, "pass ibnetdiscover output or '-' for stdin"))
+    source = read_input(args.from_ibnetdiscover, _FIX, args.max_mb, "--max-mb N")
+    if not source.complete:
+        raise CommandError(
+            f"{source.name}: line {source.last_line}: the last line has no newline, so the "
+            "capture was cut off mid-line; capture the whole ibnetdiscover output again"
+        )
+    return parse(source.text)
 
 
 def _render(args: argparse.Namespace, graph: FabricGraph) -> str:
@@ -89,6 +108,8 @@ def cmd_topology(args: argparse.Namespace) -> int:
     ibnetdiscover output, a bad host list or block size are bad input: exit 2 (via main)."""
     if args.block_size is not None and args.block_size < 1:
         raise CommandError("--block-size must be 1 or more")
+    if args.max_mb < 1:
+        raise CommandError("--max-mb must be 1 or more")
     graph = _graph(args)
     if args.nodes is not None:
         from fabric.hostlist import HostlistError, expand

@@ -6,7 +6,9 @@ directions (EFA's OS-bypass traffic needs a self-referencing ingress *and*
 egress rule), one launch template per compute node group carrying every EFA
 interface of the instance type (counts from :mod:`fabric.catalog`), and one
 instance per host. Non-compute nodes (login, controller) become plain instances
-in the same subnet and security group: the head node. Outputs: every target's
+in the same subnet and security group: the head node. Each instance's host key is
+pinned from its console output's SSH HOST KEY block (else at first contact), through
+``access.bastion`` when set (``fabric.components.access``). Outputs: every target's
 (``TargetCluster``; no switches, no BMCs).
 """
 
@@ -18,7 +20,8 @@ import pulumi
 import pulumi_aws as aws
 
 from fabric.catalog import aws_instance
-from fabric.components.target import TargetCluster, target_inventory
+from fabric.components.access import pinned_inventory
+from fabric.components.target import TargetCluster
 from fabric.spec import AwsSpec, ClusterSpec, NodeGroup, SpecError, provision_problems
 
 #: EC2 tag keys railyard sets on everything it creates.
@@ -107,8 +110,21 @@ class AwsCluster(TargetCluster):
                 for host, inst in instances.items()
             }
         )
-        addresses = pulumi.Output.all(**{h: i.private_ip for h, i in instances.items()})
-        self.export(spec, inventory=target_inventory(spec, addresses, config), hosts=hosts)
+        inventory = pinned_inventory(
+            name,
+            spec,
+            private={h: i.private_ip for h, i in instances.items()},
+            public={h: i.public_ip for h, i in instances.items()},
+            sources={
+                h: i.id.apply(
+                    lambda id_: {"cloud": "aws", "instance_id": id_, "region": self._aws.region}
+                )
+                for h, i in instances.items()
+            },
+            parent=self,
+            config=config,
+        )
+        self.export(spec, inventory=inventory, hosts=hosts)
 
     def _network(self) -> tuple[pulumi.Input[str], pulumi.Input[str], bool]:
         """The VPC and subnet ids, and whether the head node gets a public address."""

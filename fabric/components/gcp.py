@@ -5,6 +5,8 @@ and subnet per GPU NIC with the GPU MTU (8244), firewall rules allowing traffic
 inside each network, a compact placement policy (COLLOCATED), and one instance
 per host with gVNIC on every interface and ``on_host_maintenance: TERMINATE``.
 Head nodes (login, controller) get the system NIC only and an external address.
+Each instance's host key is pinned from its ``hostkeys/`` guest attributes (else at first
+contact), through ``access.bastion`` when set (``fabric.components.access``).
 GPU NIC counts come from :mod:`fabric.catalog`. Outputs: every target's (``TargetCluster``;
 ``fabric`` carries the VPCs, also exported as ``networks``; no switches, no BMCs).
 """
@@ -18,7 +20,8 @@ import pulumi
 import pulumi_gcp as gcp
 
 from fabric.catalog import gcp_machine
-from fabric.components.target import TargetCluster, target_inventory
+from fabric.components.access import pinned_inventory
+from fabric.components.target import TargetCluster
 from fabric.spec import ClusterSpec, GcpSpec, NodeGroup, SpecError, provision_problems
 
 #: First address block of the default GPU subnets, one /20 per GPU NIC.
@@ -98,15 +101,27 @@ class GcpCluster(TargetCluster):
                 for host, inst in instances.items()
             }
         )
-        addresses = pulumi.Output.all(
-            **{
+        inventory = pinned_inventory(
+            name,
+            spec,
+            private={
                 h: i.network_interfaces.apply(lambda n: _addresses(n)["private_ip"])
                 for h, i in instances.items()
-            }
+            },
+            public={
+                h: i.network_interfaces.apply(lambda n: _addresses(n)["public_ip"])
+                for h, i in instances.items()
+            },
+            sources={
+                h: {"cloud": "gcp", "name": h, "zone": self._gcp.zone, "project": self._gcp.project}
+                for h in instances
+            },
+            parent=self,
+            config=config,
         )
         self.export(
             spec,
-            inventory=target_inventory(spec, addresses, config),
+            inventory=inventory,
             hosts=hosts,
             fabric=networks.apply(lambda n: {"kind": spec.fabric.kind, "networks": n}),
             networks=networks,
@@ -205,9 +220,9 @@ class GcpCluster(TargetCluster):
                 for _, subnet in gpu_networks
             ),
         ]
-        metadata = None
+        metadata = {"enable-guest-attributes": "TRUE"}  # the guest agent publishes hostkeys/
         if key := config.get("sshPublicKey"):
-            metadata = {"ssh-keys": f"{self._spec.management.ssh_user}:{key}"}
+            metadata["ssh-keys"] = f"{self._spec.management.ssh_user}:{key}"
         return gcp.compute.Instance(
             f"{self._name}-{host}",
             name=host,

@@ -12,32 +12,27 @@ topology code) and is imported only when it is first called.
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from typing import Any, Protocol, runtime_checkable
 
-from fabric.parsers import (
-    ethtool,
-    fi_info,
-    ibdiagnet,
-    iblinkinfo,
-    ibping,
-    ibstat,
-    ibstatus,
-    ibtracert,
-    ibv_devinfo,
-    ibv_rc_pingpong,
-    mlnx_qos,
-    mlxconfig,
-    perfquery,
-    perftest,
-    show_gids,
-    sminfo,
-    smpquery,
-    sysfs,
-)
-from fabric.parsers.common import ParseError
-
 __all__ = ["PARSERS", "ParseError", "Parsed", "UnknownToolError", "parse"]
+
+
+class ParseError(ValueError):
+    """Text that is not the named tool's output: names the tool, line and expectation.
+    Defined here, free of pydantic, so that the ibnetdiscover path loads none."""
+
+    def __init__(self, tool: str, line: int, expected: str, got: str | None = None) -> None:
+        self.tool = tool
+        self.line = line
+        self.expected = expected
+        self.got = got
+        where = f"line {line}" if line else "end of input"
+        message = f"{tool}: {where}: expected {expected}"
+        if got is not None:
+            message += f", got {got.strip()[:80]!r}"
+        super().__init__(message)
 
 
 @runtime_checkable
@@ -57,27 +52,52 @@ def _ibnetdiscover(text: str) -> Parsed:
     return parse_ibnetdiscover(text)
 
 
-PARSERS: dict[str, Callable[[str], Parsed]] = {
-    "ibstat": ibstat.parse,
-    "ibstatus": ibstatus.parse,
-    "ibv_devinfo": ibv_devinfo.parse,
-    "iblinkinfo": iblinkinfo.parse,
-    "ibnetdiscover": _ibnetdiscover,
-    "mlnx_qos": mlnx_qos.parse,
-    "show_gids": show_gids.parse,
-    "mlxconfig": mlxconfig.parse,
-    "perftest": perftest.parse,
-    "ibv_rc_pingpong": ibv_rc_pingpong.parse,
-    "sysfs": sysfs.parse,
-    "ethtool": ethtool.parse,
-    "fi_info": fi_info.parse,
-    "sminfo": sminfo.parse,
-    "perfquery": perfquery.parse,
-    "ibdiagnet": ibdiagnet.parse,
-    "ibping": ibping.parse,
-    "ibtracert": ibtracert.parse,
-    "smpquery": smpquery.parse,
+#: Tool name -> the module of ``fabric.parsers`` that parses its output, imported on first
+#: use of ``PARSERS`` (``None``: ``ibnetdiscover``, its own package).
+_MODULES: dict[str, str | None] = {
+    "ibstat": "ibstat",
+    "ibstatus": "ibstatus",
+    "ibv_devinfo": "ibv_devinfo",
+    "iblinkinfo": "iblinkinfo",
+    "ibnetdiscover": None,
+    "mlnx_qos": "mlnx_qos",
+    "show_gids": "show_gids",
+    "mlxconfig": "mlxconfig",
+    "perftest": "perftest",
+    "ibv_rc_pingpong": "ibv_rc_pingpong",
+    "sysfs": "sysfs",
+    "ethtool": "ethtool",
+    "ethtool_i": "ethtool_driver",
+    "fi_info": "fi_info",
+    "sminfo": "sminfo",
+    "perfquery": "perfquery",
+    "ibdiagnet": "ibdiagnet",
+    "ibping": "ibping",
+    "ibtracert": "ibtracert",
+    "smpquery": "smpquery",
 }
+
+
+def _registry() -> dict[str, Callable[[str], Parsed]]:
+    """Tool name -> parse function, importing each parser module (the registry's first use)."""
+    return {
+        tool: _ibnetdiscover
+        if module is None
+        else importlib.import_module(f"fabric.parsers.{module}").parse
+        for tool, module in _MODULES.items()
+    }
+
+
+#: Tool name -> parse function; bound by ``__getattr__`` on first access.
+PARSERS: dict[str, Callable[[str], Parsed]]
+
+
+def __getattr__(name: str) -> Any:
+    """``PARSERS``, built on first access (so importing one parser loads only that one)."""
+    if name == "PARSERS":
+        parsers = globals()["PARSERS"] = _registry()
+        return parsers
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class UnknownToolError(KeyError):
@@ -85,7 +105,7 @@ class UnknownToolError(KeyError):
 
     def __init__(self, tool: str) -> None:
         self.tool = tool
-        super().__init__(f"unknown tool {tool!r}; valid tools: {', '.join(sorted(PARSERS))}")
+        super().__init__(f"unknown tool {tool!r}; valid tools: {', '.join(sorted(_MODULES))}")
 
     def __str__(self) -> str:
         return str(self.args[0])
@@ -95,7 +115,7 @@ def parse(tool: str, text: str) -> Parsed:
     """Parse ``text`` as the output of ``tool``: a pydantic model, or a FabricGraph for
     ``ibnetdiscover``."""
     try:
-        parser = PARSERS[tool]
+        parser = (globals().get("PARSERS") or __getattr__("PARSERS"))[tool]
     except KeyError:
         raise UnknownToolError(tool) from None
     return parser(text)

@@ -11,7 +11,9 @@ import re
 from collections.abc import Iterable, Iterator
 from typing import TypeVar
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from fabric.parsers import ParseError  # defined there: the ibnetdiscover path loads no pydantic
 
 Number = int | float
 M = TypeVar("M", bound=BaseModel)
@@ -67,21 +69,6 @@ FAILURE_MARKERS = (
     re.compile(r"^.*No IB devices found.*"),
     re.compile(r"^-E- .*"),
 )
-
-
-class ParseError(ValueError):
-    """Text that is not the named tool's output: names the tool, line and expectation."""
-
-    def __init__(self, tool: str, line: int, expected: str, got: str | None = None) -> None:
-        self.tool = tool
-        self.line = line
-        self.expected = expected
-        self.got = got
-        where = f"line {line}" if line else "end of input"
-        message = f"{tool}: {where}: expected {expected}"
-        if got is not None:
-            message += f", got {got.strip()[:80]!r}"
-        super().__init__(message)
 
 
 class Model(BaseModel):
@@ -180,14 +167,45 @@ def speed_from_lane_gbps(gbps: float) -> str | None:
     return None
 
 
+def failure_line(line: str, extra: Iterable[re.Pattern[str]] = ()) -> str | None:
+    """``line`` (stripped) when it records a tool failure (``ibpanic: ...``), else None."""
+    stripped = line.strip()
+    markers = (*FAILURE_MARKERS, *extra)
+    return stripped if any(marker.match(stripped) for marker in markers) else None
+
+
 def find_failure(text: str, extra: Iterable[re.Pattern[str]] = ()) -> str | None:
     """Return the first line that records a tool failure, if any."""
-    markers = (*FAILURE_MARKERS, *extra)
     for _, line in lines(text):
-        stripped = line.strip()
-        if any(marker.match(stripped) for marker in markers):
-            return stripped
+        if reason := failure_line(line, extra):
+            return reason
     return None
+
+
+def failed(tool: str, model: type[M], data: dict[str, object], reason: str) -> M:
+    """The envelope of a run the tool itself reported as failed: the records parsed before its
+    failure line, ``ok=False`` and the line as the reason (only the reason when the records
+    before it are incomplete)."""
+    try:
+        return model.model_validate({**data, "ok": False, "reason": reason})
+    except ValidationError:
+        return model.model_validate({"ok": False, "reason": reason})
+
+
+P = TypeVar("P")
+
+
+def cut_short(tool: str, result: P, line: int) -> P:
+    """The result envelope of output whose last line (``line``) has no newline, i.e. was cut
+    short: a result with ``ok`` keeps its records and becomes ``ok=False`` with the reason (a
+    tool failure already reported stays the reason); one without (ibnetdiscover's graph)
+    becomes a ParseError."""
+    reason = f"{tool}: line {line} ends without a newline: the output was cut short"
+    if "ok" in getattr(type(result), "model_fields", {}):
+        if not result.ok:  # type: ignore[attr-defined]
+            return result
+        return result.model_copy(update={"ok": False, "reason": reason})  # type: ignore[attr-defined]
+    raise ParseError(tool, line, "a last line ending in a newline (was the output cut short?)")
 
 
 def first_content_line(text: str) -> tuple[int, str]:
@@ -202,5 +220,10 @@ def build(tool: str, model: type[M], data: object, line: int = 0) -> M:
     """Validate ``data`` into ``model``; a validation failure becomes a ParseError."""
     try:
         return model.model_validate(data)
-    except ValueError as err:
-        raise ParseError(tool, line, f"complete {model.__name__} fields ({err})") from err
+    except ValidationError as err:
+        problems = [f"{'.'.join(map(str, e['loc']))}: {e['msg'].lower()}" for e in err.errors()[:3]]
+        more = f" and {err.error_count() - 3} more" if err.error_count() > 3 else ""
+        hint = "; was the output cut short?" if line == 0 else ""
+        raise ParseError(
+            tool, line, f"complete {model.__name__} fields ({'; '.join(problems)}{more}){hint}"
+        ) from None

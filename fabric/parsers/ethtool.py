@@ -4,13 +4,22 @@ from __future__ import annotations
 
 import re
 
-from fabric.parsers.common import ParseError, ToolResult, build, find_failure, lines
+from fabric.parsers.common import (
+    ParseError,
+    ToolResult,
+    build,
+    failure_line,
+    find_failure,
+    lines,
+)
 
 TOOL = "ethtool"
 
 _HEADER = re.compile(r"^Settings for (?P<name>\S+):\s*$")
 _FIELD = re.compile(r"^\t(?P<key>[A-Za-z][^:]*?):\s*(?P<value>.*?)\s*$")
 _CONTINUATION = re.compile(r"^\t\s+(?P<value>\S.*?)\s*$")
+#: ethtool's own failure lines (``Cannot get device settings: ...``), beyond the shared ones.
+_FAILURES = (re.compile(r"^Cannot .*"), re.compile(r".*: No data"))
 _LIST_KEYS = {
     "Supported link modes",
     "Advertised link modes",
@@ -47,15 +56,14 @@ def parse(text: str) -> EthtoolSettings:
     name: str | None = None
     settings: dict[str, str | list[str]] = {}
     key: str | None = None
+    reason: str | None = None
     for lineno, line in lines(text):
         if not line.strip():
             continue
         if match := _HEADER.match(line):
             name = match["name"]
         elif name is None:
-            if reason := find_failure(
-                text, [re.compile(r"^Cannot .*"), re.compile(r".*: No data")]
-            ):
+            if reason := find_failure(text, _FAILURES):
                 return EthtoolSettings(ok=False, reason=reason)
             raise ParseError(TOOL, lineno, "'Settings for <netdev>:'", line)
         elif (match := _CONTINUATION.match(line)) and key in _LIST_KEYS:
@@ -64,20 +72,32 @@ def parse(text: str) -> EthtoolSettings:
             key = match["key"]
             value = match["value"]
             settings[key] = value.split() if key in _LIST_KEYS else value
+        elif failure := failure_line(line, _FAILURES):
+            reason = reason or failure
         else:
             raise ParseError(TOOL, lineno, "'\\t<setting>: <value>'", line)
     if name is None:
         raise ParseError(TOOL, 0, "'Settings for <netdev>:'")
+    if reason is None and "Link detected" not in settings:
+        reason = (
+            "ethtool: no 'Link detected:' line (ethtool prints it last): the output was cut short"
+        )
     speed = str(settings.get("Speed", ""))
     data: dict[str, object] = {
         "interface": name,
-        "speed_mbps": int(speed.removesuffix("Mb/s")) if speed.endswith("Mb/s") else None,
+        "speed_mbps": int(speed[:-4])
+        if speed.endswith("Mb/s") and speed[:-4].isdecimal()
+        else None,
         "duplex": settings.get("Duplex"),
-        "lanes": int(str(settings["Lanes"])) if str(settings.get("Lanes", "")).isdigit() else None,
+        "lanes": int(str(settings["Lanes"]))
+        if str(settings.get("Lanes", "")).isdecimal()
+        else None,
         "port": settings.get("Port"),
         "auto_negotiation": _yes(str(settings.get("Auto-negotiation", ""))),
         "link_detected": _yes(str(settings.get("Link detected", ""))),
         "settings": settings,
+        "ok": reason is None,
+        "reason": reason,
     }
     for key_ in _LIST_KEYS:
         field = key_.lower().replace(" ", "_")

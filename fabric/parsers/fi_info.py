@@ -4,7 +4,16 @@ from __future__ import annotations
 
 import re
 
-from fabric.parsers.common import Model, ParseError, ToolResult, build, find_failure, lines
+from fabric.parsers.common import (
+    Model,
+    ParseError,
+    ToolResult,
+    build,
+    failed,
+    failure_line,
+    find_failure,
+    lines,
+)
 
 TOOL = "fi_info"
 
@@ -61,8 +70,10 @@ def parse(text: str) -> FiInfoReport:
         elif entries and (match := _FIELD.match(line)):
             entries[-1][match["key"]] = match["value"]
         else:
-            if not entries and (reason := find_failure(text, [_NO_DATA])):
-                return FiInfoReport(ok=False, reason=reason)
+            if (reason := failure_line(line, [_NO_DATA])) or (
+                not entries and (reason := find_failure(text, [_NO_DATA]))
+            ):
+                return failed(TOOL, FiInfoReport, {"entries": entries}, reason)
             raise ParseError(TOOL, lineno, "'provider: <name>' or an indented entry field", line)
     if not entries:
         raise ParseError(TOOL, 0, "'provider: <name>'")

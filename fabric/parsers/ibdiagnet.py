@@ -132,10 +132,30 @@ def parse(text: str) -> IbdiagnetReport:
                 data[field] = int(match["value"])
         else:
             raise ParseError(TOOL, lineno, "an ibdiagnet summary, stage or SM line", line)
-    if not (data["counts"] or data["stages"] or data["subnet_managers"] or data["errors"]):
+    found = data["counts"] or data["stages"] or data["subnet_managers"] or data["errors"]
+    if not found and role is None:
         lineno, line = first_content_line(text)
         raise ParseError(TOOL, lineno, "a 'Fabric Summary', stage table or SM report", line)
     errors: list[str] = data["errors"]  # type: ignore[assignment]
     if errors:
         data.update(ok=False, reason=errors[0])
+    elif cut := _cut_short(data, role, in_stages):
+        data.update(ok=False, reason=f"ibdiagnet: {cut}: the output was cut short")
     return build(TOOL, IbdiagnetReport, data)
+
+
+#: The Fabric Summary lines every ibdiagnet version prints, in order, once it prints the first.
+_SUMMARY_LINES = ("Total Nodes", "IB Switches", "IB Channel Adapters", "IB Routers")
+
+
+def _cut_short(data: dict[str, object], role: str | None, in_stages: bool) -> str | None:
+    """What a complete summary or SM report would hold and this one lacks, if anything."""
+    counts: dict[str, int] = data["counts"]  # type: ignore[assignment]
+    if "Total Nodes" in counts and (missing := [k for k in _SUMMARY_LINES if k not in counts]):
+        return f"the Fabric Summary has no '{missing[0]}' line"
+    if in_stages and not data["stages"]:
+        return "the stage table has no rows"
+    sms: list[dict[str, object]] = data["subnet_managers"]  # type: ignore[assignment]
+    if role is not None and not any(sm["role"] == role for sm in sms):
+        return f"'SM - {role}' lists no port"
+    return None

@@ -11,6 +11,8 @@ from fabric.parsers.common import (
     ParseError,
     ToolResult,
     build,
+    failed,
+    failure_line,
     find_failure,
     lines,
     normalize_guid,
@@ -105,12 +107,12 @@ def parse(text: str) -> IblinkinfoReport:
             continue
         match = _LINK.match(line)
         if not match:
-            if not nodes and (reason := find_failure(text)):
-                return IblinkinfoReport(ok=False, reason=reason)
+            if (reason := failure_line(line)) or (not nodes and (reason := find_failure(text))):
+                return failed(TOOL, IblinkinfoReport, {"nodes": nodes}, reason)
             raise ParseError(TOOL, lineno, "a 'Switch:'/'CA:' header or a link line", line)
         if match["node_guid"]:  # -l line mode: the node is on every line
             guid = normalize_guid(match["node_guid"])
-            if not nodes or nodes[-1]["guid"] != guid:
+            if not nodes or nodes[-1].get("guid") != guid:
                 nodes.append({"kind": None, "name": match["node_name"], "guid": guid, "links": []})
         elif not nodes:
             raise ParseError(TOOL, lineno, "a 'Switch:' or 'CA:' header", line)

@@ -9,6 +9,7 @@ from fabric.parsers.common import (
     Number,
     ParseError,
     build,
+    failure_line,
     find_failure,
     lines,
     normalize_guid,
@@ -128,6 +129,8 @@ def parse(text: str) -> IbstatReport:
             continue
         match = _FIELD.match(line)
         if not match:
+            if reason := failure_line(line):  # ibstat gave up after the CAs above
+                return _report(devices, reason)
             raise ParseError(TOOL, lineno, "'<field>: <value>'", line)
         key, value = match["key"], match["value"]
         try:
@@ -143,4 +146,18 @@ def parse(text: str) -> IbstatReport:
             raise ParseError(TOOL, lineno, f"a valid {key}", line) from err
     if not devices:
         raise ParseError(TOOL, 0, "\"CA '<name>'\"")
-    return build(TOOL, IbstatReport, {"devices": devices})
+    return _report(devices)
+
+
+def _report(devices: list[dict[str, object]], reason: str | None = None) -> IbstatReport:
+    """The report; not ok with ``reason`` (ibstat's own failure), or when a CA lists fewer
+    ports than its ``Number of ports`` promised (the output was cut short)."""
+    for device in devices:
+        promised, listed = device.get("number_of_ports"), len(device["ports"])  # type: ignore[arg-type]
+        if reason is None and isinstance(promised, int) and listed < promised:
+            reason = (
+                f"ibstat: CA '{device['name']}' lists {listed} of its {promised} ports: "
+                "the output was cut short"
+            )
+    data = {"devices": devices, "ok": reason is None, "reason": reason}
+    return build(TOOL, IbstatReport, data)

@@ -10,6 +10,8 @@ from fabric.parsers.common import (
     ParseError,
     ToolResult,
     build,
+    failed,
+    failure_line,
     find_failure,
     lines,
     normalize_link_layer,
@@ -78,8 +80,8 @@ def parse(text: str) -> IbstatusReport:
             continue
         match = _FIELD.match(line)
         if not ports or not match:
-            if not ports and (reason := find_failure(text)):
-                return IbstatusReport(ok=False, reason=reason)
+            if (reason := failure_line(line)) or (not ports and (reason := find_failure(text))):
+                return failed(TOOL, IbstatusReport, {"ports": ports}, reason)
             raise ParseError(TOOL, lineno, "\"Infiniband device '<dev>' port <n> status:\"", line)
         try:
             _field(ports[-1], match["key"], match["value"], lineno, line)

@@ -10,6 +10,7 @@ from fabric.parsers.common import (
     ParseError,
     ToolResult,
     build,
+    failure_line,
     find_failure,
     lines,
     normalize_guid,
@@ -147,6 +148,8 @@ def parse(text: str) -> DevinfoReport:
             continue
         match = _FIELD.match(line)
         if not match:
+            if reason := failure_line(line):  # the tool gave up after the devices above
+                return _report(devices, verbose, reason)
             if port is not None:
                 raise ParseError(TOOL, lineno, "'<port field>: <value>'", line)
             continue  # verbose-only capability lists and banners
@@ -161,4 +164,20 @@ def parse(text: str) -> DevinfoReport:
             raise ParseError(TOOL, lineno, f"a valid {key}", line) from err
     if not devices:
         raise ParseError(TOOL, 0, "'hca_id: <device>'")
-    return build(TOOL, DevinfoReport, {"verbose": verbose, "devices": devices})
+    return _report(devices, verbose)
+
+
+def _report(
+    devices: list[dict[str, object]], verbose: bool, reason: str | None = None
+) -> DevinfoReport:
+    """The report; not ok with ``reason`` (the tool's own failure), or when a device lists
+    fewer ports than its ``phys_port_cnt`` promised (the output was cut short)."""
+    for device in devices:
+        promised, listed = device.get("phys_port_cnt"), len(device["ports"])  # type: ignore[arg-type]
+        if reason is None and isinstance(promised, int) and listed < promised:
+            reason = (
+                f"ibv_devinfo: {device['hca_id']} lists {listed} of its {promised} ports: "
+                "the output was cut short"
+            )
+    data = {"verbose": verbose, "devices": devices, "ok": reason is None, "reason": reason}
+    return build(TOOL, DevinfoReport, data)

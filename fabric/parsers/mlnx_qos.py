@@ -9,6 +9,8 @@ from fabric.parsers.common import (
     ParseError,
     ToolResult,
     build,
+    failed,
+    failure_line,
     find_failure,
     lines,
 )
@@ -18,6 +20,7 @@ TOOL = "mlnx_qos"
 _KV = re.compile(r"^(?P<key>[A-Za-z][A-Za-z0-9 ()]*?):\s*(?P<value>.*?)\s*$")
 _DSCP = re.compile(r"^\s+prio:(?P<prio>\d+)\s+dscp:(?P<dscp>[\d,]*)\s*$")
 _PFC_ROW = re.compile(r"^\s+(?P<row>priority|enabled|buffer)\s+(?P<values>[\d\s]+?)\s*$")
+_GBPS = re.compile(r"\d+(?:\.\d+)?\s*Gbps")
 _TC = re.compile(
     r"^tc:\s*(?P<tc>\d+)\s+ratelimit:\s*(?P<limit>[^,]+),\s*tsa:\s*(?P<tsa>\w+)"
     r"(?:,\s*bw:\s*(?P<bw>\d+)%)?\s*$"
@@ -77,6 +80,10 @@ def parse(text: str) -> MlnxQosReport:
             continue
         if match := _TC.match(line):
             limit = match["limit"].strip()
+            if limit != "unlimited" and not _GBPS.fullmatch(limit):
+                raise ParseError(
+                    TOOL, lineno, "a ratelimit such as 'unlimited' or '25.0 Gbps'", line
+                )
             tcs.append(
                 {
                     "tc": int(match["tc"]),
@@ -109,6 +116,8 @@ def parse(text: str) -> MlnxQosReport:
             elif key == "Priority trust state":
                 data["trust"] = value
             elif key == "default priority":
+                if value and not value.isdecimal():
+                    raise ParseError(TOOL, lineno, "a priority number", line)
                 data["default_priority"] = int(value) if value else None
             elif key == "Receive buffer size (bytes)":
                 # newer MLNX_OFED ends the list with ``max_buffer_size=N``
@@ -116,16 +125,18 @@ def parse(text: str) -> MlnxQosReport:
                 if cells and (match := _MAX_BUFFER.match(cells[-1])):
                     data["max_buffer_bytes"] = int(match["n"])
                     cells.pop()
-                if not all(cell.isdigit() for cell in cells):
+                if not all(cell.isdecimal() for cell in cells):
                     raise ParseError(TOOL, lineno, "comma-separated buffer sizes", line)
                 data["receive_buffer_bytes"] = [int(cell) for cell in cells]
             elif key == "Cable len":
+                if not value.isdecimal():
+                    raise ParseError(TOOL, lineno, "a cable length in metres", line)
                 data["cable_len"] = int(value)
             elif key not in {"PFC configuration", "dscp2prio mapping"}:
                 raise ParseError(TOOL, lineno, "a known mlnx_qos field", line)
         else:
-            if (reason := find_failure(text)) and not tcs:
-                return MlnxQosReport(ok=False, reason=reason)
+            if (reason := failure_line(line)) or (not tcs and (reason := find_failure(text))):
+                return failed(TOOL, MlnxQosReport, data, reason)
             raise ParseError(TOOL, lineno, "a mlnx_qos status line", line)
     if not tcs and "trust" not in data:
         if reason := find_failure(text):

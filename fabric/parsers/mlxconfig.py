@@ -17,7 +17,16 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 
-from fabric.parsers.common import Model, ParseError, ToolResult, build, find_failure, lines
+from fabric.parsers.common import (
+    Model,
+    ParseError,
+    ToolResult,
+    build,
+    failed,
+    failure_line,
+    find_failure,
+    lines,
+)
 
 TOOL = "mlxconfig"
 
@@ -181,8 +190,8 @@ def parse(text: str) -> MlxconfigReport:
                 }
             )
         else:
-            if not settings and (reason := find_failure(text)):
-                return MlxconfigReport(ok=False, reason=reason)
+            if (reason := failure_line(line)) or (not settings and (reason := find_failure(text))):
+                return failed(TOOL, MlxconfigReport, data, reason)
             raise ParseError(TOOL, lineno, "a 'Device #N:' header or a configuration row", line)
     if not settings:
         if reason := find_failure(text):

@@ -9,6 +9,8 @@ from fabric.parsers.common import (
     ParseError,
     ToolResult,
     build,
+    failed,
+    failure_line,
     find_failure,
     first_content_line,
     lines,
@@ -16,6 +18,7 @@ from fabric.parsers.common import (
 )
 
 TOOL = "perfquery"
+_IBWARN = re.compile(r"^ibwarn: .*")
 
 _HEADER = re.compile(
     r"^# Port (?P<ext>extended )?counters: Lid (?P<lid>\d+) port (?P<port>\d+) "
@@ -106,6 +109,9 @@ def parse(text: str) -> PerfqueryReport:
             blocks[-1]["counters"][match["name"]] = value  # type: ignore[index]
             if field := FIELDS.get(match["name"]):
                 blocks[-1][field] = value
+        elif blocks and (reason := failure_line(line, [_IBWARN])):  # gave up after the blocks
+            failures = [ln.strip() for _, ln in lines(text) if "iberror" in ln]
+            return failed(TOOL, PerfqueryReport, {"blocks": blocks}, (failures or [reason])[0])
         elif not blocks and (reason := find_failure(text)):
             failures = [ln.strip() for _, ln in lines(text) if "iberror" in ln]
             return PerfqueryReport(ok=False, reason=failures[0] if failures else reason)

@@ -128,10 +128,11 @@ def _finish(run: dict[str, object]) -> dict[str, object]:
     settings: dict[str, str] = run["settings"]  # type: ignore[assignment]
     run["device"] = settings.get("Device")
     run["link_type"] = settings.get("Link type")
-    if mtu := settings.get("Mtu"):
-        run["mtu"] = int(mtu.removesuffix("[B]"))
-    if gid := settings.get("GID index"):
-        run["gid_index"] = int(gid)
+    for key, field in (("Mtu", "mtu"), ("GID index", "gid_index")):
+        if value := settings.get(key):
+            if not value.removesuffix("[B]").isdecimal():
+                raise ParseError(TOOL, 0, f"a number as the {key} setting", f"{key}: {value}")
+            run[field] = int(value.removesuffix("[B]"))
     return run
 
 
@@ -173,7 +174,10 @@ def parse(text: str) -> PerftestReport:
             raise ParseError(TOOL, lineno, "a perftest title such as 'RDMA_Write BW Test'", line)
         run = runs[-1]
         if match := _ADDRESS.match(line):
-            last_endpoint = {k: int(match[k], 16) for k in ("lid", "qpn", "psn")}
+            try:
+                last_endpoint = {k: int(match[k], 16) for k in ("lid", "qpn", "psn")}
+            except ValueError as err:
+                raise ParseError(TOOL, lineno, "hexadecimal LID, QPN and PSN", line) from err
             run[match["side"]] = last_endpoint
         elif match := _GID.match(line):
             if last_endpoint is None:

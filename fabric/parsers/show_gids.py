@@ -4,7 +4,16 @@ from __future__ import annotations
 
 import re
 
-from fabric.parsers.common import Model, ParseError, ToolResult, build, find_failure, lines
+from fabric.parsers.common import (
+    Model,
+    ParseError,
+    ToolResult,
+    build,
+    failed,
+    failure_line,
+    find_failure,
+    lines,
+)
 
 TOOL = "show_gids"
 
@@ -61,8 +70,8 @@ def parse(text: str) -> ShowGidsReport:
                 }
             )
         else:
-            if not header and (reason := find_failure(text)):
-                return ShowGidsReport(ok=False, reason=reason)
+            if (reason := failure_line(line)) or (not header and (reason := find_failure(text))):
+                return failed(TOOL, ShowGidsReport, {"gids": gids, "n_gids_found": found}, reason)
             raise ParseError(TOOL, lineno, "a GID row 'DEV PORT INDEX GID [IPv4] VER [DEV]'", line)
     if not header and not gids:
         raise ParseError(TOOL, 0, "the 'DEV PORT INDEX GID IPv4 VER DEV' header")

@@ -25,6 +25,17 @@ TOOL = "smpquery"
 
 _FIELD = re.compile(r"^(?P<key>[A-Za-z0-9_]+):\.+(?P<value>.*)$")
 _HEADER = re.compile(r"^# Port info: (?P<where>.*)$")
+#: PortInfo fields smpquery always prints and the report reads: one missing means a cut.
+_REQUIRED = (
+    "Lid",
+    "SMLid",
+    "LinkWidthActive",
+    "LinkState",
+    "PhysLinkState",
+    "LinkSpeedActive",
+    "NeighborMTU",
+    "MtuCap",
+)
 _GBPS = re.compile(r"^(?P<gbps>\d+(?:\.\d+)?) Gbps$")
 
 
@@ -53,7 +64,7 @@ def _speed(fields: dict[str, str]) -> str | None:
 
 def _int(fields: dict[str, str], key: str) -> int | None:
     value = fields.get(key, "")
-    return int(value) if value.isdigit() else None
+    return int(value) if value.isdecimal() else None
 
 
 def parse(text: str) -> PortInfoReport:
@@ -75,7 +86,15 @@ def parse(text: str) -> PortInfoReport:
         lineno, line = first_content_line(text)
         raise ParseError(TOOL, lineno, "'# Port info: ...' and 'Key:....value' lines", line)
     width = fields.get("LinkWidthActive")
+    missing = [key for key in _REQUIRED if key not in fields]
+    reason = (
+        f"smpquery: no {missing[0]} line (PortInfo always has one): the output was cut short"
+        if missing
+        else None
+    )
     return PortInfoReport(
+        ok=reason is None,
+        reason=reason,
         where=where,
         fields=fields,
         lid=_int(fields, "Lid"),

@@ -7,9 +7,11 @@ validator imports the rules when it runs):
 - ``problems``: :class:`Problem` (a path and a message) and :class:`SpecError`;
 - ``models``: the pydantic models, ClusterSpec at the top;
 - ``checker``: :class:`Checker`, through which every rule reads a spec;
-- ``targets``: what each target needs (lab, baremetal, aws, gcp);
+- ``targets``: what each target needs (lab, baremetal, aws, gcp), and what a stack's own
+  config must agree with (:func:`~fabric.spec.targets.stack_config_problems`);
+- ``networks``: subnets that must not overlap, addresses that must fit them;
 - ``rules``: the general cross-field rules and :func:`cross_field_problems`, which runs
-  them and the target rules;
+  them, the network rules and the target rules;
 - ``load``: reading YAML / Pulumi stack files into a ClusterSpec, every problem at once.
 
 ``from fabric.spec import ClusterSpec, SpecError, load_spec`` is the usual entry point.
@@ -43,6 +45,8 @@ from fabric.spec.load import (
 from fabric.spec.models import (
     AwsSpec,
     BmcNetwork,
+    Cable,
+    CableEnd,
     ClusterSpec,
     FabricKind,
     FabricSpec,
@@ -85,6 +89,8 @@ __all__ = [
     "STACK_KEY",
     "AwsSpec",
     "BmcNetwork",
+    "Cable",
+    "CableEnd",
     "Checker",
     "ClusterSpec",
     "FabricKind",

@@ -23,9 +23,10 @@ from pydantic import BaseModel, ValidationError
 from pydantic.fields import FieldInfo
 
 from fabric.spec.constants import SKIP_RULES
-from fabric.spec.models import ClusterSpec
+from fabric.spec.models import ClusterSpec, SecretRef
 from fabric.spec.problems import Problem, SpecError
 from fabric.spec.rules import cross_field_problems
+from fabric.spec.targets import stack_config_problems
 
 __all__ = [
     "STACK_KEY",
@@ -109,18 +110,97 @@ def _shown(value: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
+#: The Pulumi config key each secret field's examples name.
+_SECRET_EXAMPLES = {"bmc.password": "bmcPassword", "slurm.munge_key": "mungeKey"}
+
+
+def _secret_field(loc: Sequence[int | str]) -> str | None:
+    """The path of the secret field (a SecretRef) ``loc`` is in or at, or None."""
+    for end in range(len(loc), 0, -1):
+        if _type_at(loc[:end]) is SecretRef:
+            return format_path(loc[:end])
+    return None
+
+
+def _secret_problem(path: str, field: str, kind: str) -> Problem:
+    """A field error in a secret field, without its value or any key written there."""
+    name = _SECRET_EXAMPLES.get(field, "mySecret")
+    how = f"write {{config: {name}}} and run `pulumi config set --secret {name} ...`"
+    if path == field and kind != "missing":
+        return Problem(path, f"a secret is never written in the spec (value not shown); {how}")
+    if kind == "extra_forbidden":
+        return Problem(field, f"a secret reference has only the key config (keys not shown); {how}")
+    return Problem(path, f"names the Pulumi config secret holding the value; {how}")
+
+
+def _count(n: int, one: str, many: str) -> str:
+    return f"{n} {one if n == 1 else many}"
+
+
+def _expected(error: Mapping[str, Any], loc: Sequence[int | str]) -> str:
+    """What the field takes, in the spec's terms, for one pydantic error type."""
+    kind, ctx = error["type"], error.get("ctx") or {}
+    if kind in ("int_parsing", "int_type", "int_from_float"):
+        return "expected a whole number"
+    if kind in ("bool_parsing", "bool_type"):
+        return "expected true or false"
+    if kind == "string_type":
+        return "expected text"
+    if kind in ("list_type", "tuple_type"):
+        return "expected a list"
+    bounds = {
+        "greater_than_equal": ("ge", "must be {} or more"),
+        "greater_than": ("gt", "must be more than {}"),
+        "less_than_equal": ("le", "must be {} or less"),
+        "less_than": ("lt", "must be less than {}"),
+    }
+    if kind in bounds:
+        key, text = bounds[kind]
+        return text.format(ctx.get(key))
+    if kind == "literal_error":
+        return f"use one of {ctx.get('expected')}"
+    if kind == "too_short" and tuple(loc) == ("nodes",):
+        return "declare at least one node group, e.g. - {names: gpu[01-04], gpus: 8}"
+    if kind == "too_short":
+        return f"needs at least {_count(ctx.get('min_length', 1), 'entry', 'entries')}"
+    if kind == "string_too_short":
+        return "must not be empty"
+    if kind == "string_pattern_mismatch" and tuple(loc) == ("name",):
+        return (
+            "use lowercase letters, digits and hyphens, starting with a letter, at most"
+            " 40 characters, e.g. gpu-cluster"
+        )
+    if kind == "ip_v4_network":
+        return "expected an IPv4 network with no host bits set, e.g. 10.10.0.0/24"
+    if kind == "ip_v4_address":
+        return "expected an IPv4 address, e.g. 10.10.0.11"
+    if kind in ("model_type", "dict_type", "model_attributes_type"):
+        model = _model_at(loc)
+        keys = f" ({', '.join(model.model_fields)})" if model else ""
+        return f"expected a mapping of keys{keys}; see python -m fabric schema"
+    message = str(error["msg"])
+    for phrase, plain in (("Input should be ", "expected "), ("Input is not ", "not ")):
+        if message.startswith(phrase):
+            return plain + message[len(phrase) :]
+    return message
+
+
 def _field_problem(error: Mapping[str, Any]) -> Problem:
-    """One pydantic field error as a problem with the bad value and the fix."""
+    """One pydantic field error as a problem with the bad value and the fix; a secret
+    field's value is never shown."""
     loc = tuple(error["loc"])
     path = format_path(loc) or "(spec)"
     kind = error["type"]
+    secret = _secret_field(loc)
+    if secret is not None:
+        return _secret_problem(path, secret, kind)
     if kind == "missing":
         return Problem(path, "required but missing")
     if kind == "extra_forbidden":
         model = _model_at(loc[:-1])
         allowed = ", ".join(model.model_fields) if model else "see python -m fabric schema"
         return Problem(path, f"unknown key {str(loc[-1])!r}; allowed keys: {allowed}")
-    return Problem(path, f"{error['msg']}; got {_shown(error.get('input'))}")
+    return Problem(path, f"{_expected(error, loc)}; got {_shown(error.get('input'))}")
 
 
 def _rule_problems(error: ValidationError) -> list[Problem] | None:
@@ -280,7 +360,8 @@ def spec_from_mapping(data: Any, source: str | None = None) -> ClusterSpec:
     try:
         return ClusterSpec.model_validate(data)
     except ValidationError as error:
-        raise SpecError(problems_of(error, data), source) from error
+        # Not chained: pydantic's own text repeats every input value, secrets included.
+        raise SpecError(problems_of(error, data), source) from None
 
 
 def _read_yaml(path: Path) -> Any:
@@ -296,14 +377,14 @@ def _read_yaml(path: Path) -> Any:
         raise SpecError([Problem(where, "is a directory; pass a spec YAML file")]) from None
     except (OSError, UnicodeDecodeError) as error:
         raise SpecError([Problem(where, f"cannot be read: {error}")]) from error
-    try:
+    try:  # not chained below: a YAML error's text quotes the source line, maybe a secret
         return yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 - a SafeLoader subclass
     except yaml.MarkedYAMLError as error:
         mark = error.problem_mark
         at = f"{where}:{mark.line + 1}:{mark.column + 1}" if mark else where
-        raise SpecError([Problem(at, f"invalid YAML: {error.problem}")], where) from error
+        raise SpecError([Problem(at, f"invalid YAML: {error.problem}")], where) from None
     except yaml.YAMLError as error:
-        raise SpecError([Problem(where, f"invalid YAML: {error}")], where) from error
+        raise SpecError([Problem(where, f"invalid YAML: {error}")], where) from None
 
 
 def cluster_mapping(data: Any, source: str) -> Any:
@@ -328,6 +409,13 @@ def cluster_mapping(data: Any, source: str) -> Any:
 
 
 def load_spec(path: str | Path) -> ClusterSpec:
-    """Read and validate a spec YAML or Pulumi stack file; raise SpecError on any problem."""
+    """Read and validate a spec YAML or Pulumi stack file; raise SpecError on any problem
+    (a stack's provider settings and secrets are checked against its spec too)."""
     path = Path(path)
-    return spec_from_mapping(cluster_mapping(_read_yaml(path), str(path)), str(path))
+    data = _read_yaml(path)
+    spec = spec_from_mapping(cluster_mapping(data, str(path)), str(path))
+    if isinstance(data, Mapping) and isinstance(data.get("config"), Mapping):
+        problems = stack_config_problems(data["config"], spec)
+        if problems:
+            raise SpecError(problems, str(path))
+    return spec

@@ -37,7 +37,11 @@ from fabric.spec.constants import (
 from fabric.spec.problems import SpecError
 
 __all__ = [
+    "AccessSpec",
     "AwsSpec",
+    "Bastion",
+    "Cable",
+    "CableEnd",
     "BmcNetwork",
     "ClusterSpec",
     "FabricKind",
@@ -63,10 +67,11 @@ __all__ = [
     "Target",
 ]
 
-Target = Literal["lab", "baremetal", "aws", "gcp"]
+Target = Literal["lab", "baremetal", "aws", "gcp", "existing"]
 NodeRole = Literal["compute", "controller", "login", "sm"]
 FabricKind = Literal["infiniband", "roce", "efa", "gcp-gpudirect"]
 LinkWidth = Literal["1x", "2x", "4x", "8x", "12x"]
+LinkSpeed = Literal["SDR", "DDR", "QDR", "FDR10", "FDR", "EDR", "HDR", "NDR", "XDR"]
 
 
 def _range_schema(bounds: tuple[int, int]) -> dict[str, int]:
@@ -122,7 +127,8 @@ class NodeGroup(Model):
 
 
 class FatTree(Model):
-    """A two-level fat tree (leaves and spines)."""
+    """A fat tree: leaves and spines, and for a three-level tree ``pods`` of them joined by
+    ``super_spines`` (fabric/topology/from_spec.py gives the cabling)."""
 
     kind: Literal["fat-tree"] = "fat-tree"
     leaves: int = Field(ge=1)
@@ -132,6 +138,17 @@ class FatTree(Model):
         ge=1, description="host ports per leaf (per rail when rail-optimized)"
     )
     uplinks_per_leaf: int = Field(default=0, ge=0, description="links from each leaf to the spines")
+    pods: int = Field(
+        default=1,
+        ge=1,
+        description="leaves and spines split evenly into pods; a leaf's uplinks go to its pod's spines",
+    )
+    super_spines: int = Field(
+        default=0, ge=0, description="third tier above the spines, joining the pods"
+    )
+    uplinks_per_spine: int = Field(
+        default=0, ge=0, description="links from each spine to the super-spines"
+    )
     rail_optimized: bool = Field(
         default=False, description="HCA k of every node of a scalable unit goes to leaf k"
     )
@@ -155,7 +172,7 @@ class Partition(Model):
 
     name: str
     pkey: str = Field(description="partition key, e.g. 0x7fff")
-    members: str = Field(default="ALL", description="ALL, or a host list")
+    members: str = Field(default="ALL", description="ALL, ALL_CAS, ALL_SWITCHES or SELF")
     membership: Literal["full", "limited", "both"] = "full"
     ipoib: bool = True
 
@@ -206,6 +223,34 @@ class Switch(Model):
     role: Literal["leaf", "spine", "management"] = "leaf"
 
 
+class CableEnd(Model):
+    """One end of a cable: a switch port, a host's HCA port, or a CA known only by its GUID
+    (a node description never set, a SHARP aggregation node)."""
+
+    switch: str | None = None
+    host: str | None = None
+    hca: str | None = Field(default=None, description="the host's RDMA device, e.g. mlx5_0")
+    guid: str | None = Field(default=None, pattern=r"^0x[0-9a-f]{16}$")
+    port: int = Field(ge=0, le=255)
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> CableEnd:
+        kinds = [self.switch is not None, self.host is not None, self.guid is not None]
+        if sum(kinds) != 1 or (self.host is None) != (self.hca is None):
+            raise ValueError("name one of: switch, host with hca, or guid")
+        return self
+
+
+class Cable(Model):
+    """A cable as discovered (``python -m fabric import`` writes them): its two ends, width
+    and speed. When ``fabric.cabling`` is set it is the declared fabric, not the fat tree."""
+
+    a: CableEnd
+    b: CableEnd
+    width: LinkWidth = "4x"
+    speed: LinkSpeed = "NDR"
+
+
 class FabricSpec(Model):
     """The RDMA fabric."""
 
@@ -215,6 +260,11 @@ class FabricSpec(Model):
     infiniband: InfinibandSpec | None = None
     roce: RoceSpec | None = None
     switches: list[Switch] = Field(default_factory=list)
+    cabling: list[Cable] = Field(
+        default_factory=list,
+        description="every cable, as imported from ibnetdiscover; set, it replaces the "
+        "fat tree's layout in the declared fabric",
+    )
 
 
 class ManagementNetwork(Model):
@@ -226,6 +276,24 @@ class ManagementNetwork(Model):
         default_factory=dict, description="fixed node addresses (bare metal); others are assigned"
     )
     ssh_user: str = "root"
+
+
+class Bastion(Model):
+    """The SSH jump host every node is reached through (OpenSSH ``-W``, as ProxyJump does)."""
+
+    host: str = Field(
+        min_length=1,
+        description="address or DNS name of the jump host, or a non-compute node of this spec "
+        "(reached at its public address, the others through it)",
+    )
+    user: str = Field(default="root", min_length=1, description="login on the jump host")
+    port: int = Field(default=22, ge=1, le=65535)
+
+
+class AccessSpec(Model):
+    """How the controller reaches the nodes over SSH."""
+
+    bastion: Bastion | None = Field(default=None, description="jump host; none: direct SSH")
 
 
 class RedfishEndpoint(Model):
@@ -262,8 +330,14 @@ class SlurmSpec(Model):
     cluster_name: str | None = None
     controller: str | None = Field(default=None, description="host running slurmctld")
     partitions: list[SlurmPartition] = Field(default_factory=list)
-    topology_plugin: Literal["tree", "block"] = "tree"
-    block_size: int | None = Field(default=None, ge=1)
+    topology_plugin: Literal["tree", "block", "yaml"] = Field(
+        default="tree",
+        description="tree, block (topology.conf; block needs Slurm 23.11+) or yaml "
+        "(topology.yaml with a tree and a block topology; Slurm 25.05+)",
+    )
+    block_size: int | None = Field(
+        default=None, ge=1, description="nodes per block (block and yaml)"
+    )
     munge_key: SecretRef | None = Field(
         default=None,
         description="Pulumi config secret holding the munge key (>= 32 bytes); unset: the stack generates one",
@@ -297,6 +371,21 @@ class AwsSpec(Model):
     key_name: str
     efa: bool = True
     gpudirect_rdma: bool = True
+    efa_installer_url: str | None = Field(
+        default=None,
+        pattern=r"^https?://\S+$",
+        description="aws-efa-installer tarball on your mirror; unset: the AMI must carry EFA",
+    )
+    efa_installer_version: str | None = Field(
+        default=None,
+        pattern=r"^\d+\.\d+\.\d+$",
+        description="that tarball's version, e.g. 1.38.0; another installed version is replaced",
+    )
+    efa_installer_checksum: str | None = Field(
+        default=None,
+        pattern=r"^sha256:[0-9a-fA-F]{64}$",
+        description="sha256:<hex> of the tarball; required with efa_installer_url",
+    )
     capacity_reservation_id: str | None = None
     capacity_block: bool = False
     head_instance_type: str = "c6i.2xlarge"
@@ -325,6 +414,7 @@ class ClusterSpec(Model):
     fabric: FabricSpec
     management: ManagementNetwork
     bmc: BmcNetwork | None = None
+    access: AccessSpec = Field(default_factory=AccessSpec)
     slurm: SlurmSpec = Field(default_factory=SlurmSpec)
     lab: LabSpec | None = None
     aws: AwsSpec | None = None

@@ -1,8 +1,9 @@
 """The cluster spec's cross-field rules: what no single field can check on its own.
 
 Each rule reads a ClusterSpec through a :class:`~fabric.spec.checker.Checker` and records
-problems; :func:`cross_field_problems` runs them all (these general rules, then the
-target rules of fabric.spec.targets), so a user sees every mistake in one pass. Paths
+problems; :func:`cross_field_problems` runs them all (these general rules with the network
+rules of fabric.spec.networks, then the target rules of fabric.spec.targets), so a user
+sees every mistake in one pass. Paths
 are written as users read them: ``fabric.infiniband.subnet_managers[1].priority``.
 
 A spec whose fields failed validation can still be checked: fabric.spec.load passes the
@@ -21,14 +22,22 @@ from fabric.spec.constants import (
     CLOUD_FABRIC,
     CLOUD_MAX_MTU,
     DSCP_RANGE,
+    ETH_LANE_RATES,
     ETH_MTU_RANGE,
     FABRIC_LINK_LAYER,
     HOSTNAME_PATTERN,
+    IB_LANE_RATES,
     IB_MTUS,
+    NETDEV_PATTERN,
     PFC_PRIORITY_RANGE,
+    RDMA_DEVICE_PATTERN,
+    SLURM_TIME_PATTERN,
+    SM_MEMBER_KEYWORDS,
     SM_PRIORITY_RANGE,
+    WIDTH_LANES,
 )
-from fabric.spec.models import ClusterSpec, FatTree, NodeGroup, Target
+from fabric.spec.models import ClusterSpec, FatTree, LinkLayer, NodeGroup, Target
+from fabric.spec.networks import NETWORK_RULES
 from fabric.spec.problems import Problem
 from fabric.spec.targets import TARGET_RULES
 
@@ -48,6 +57,9 @@ _TREE_FIELDS = (
     "uplinks_per_leaf",
     "ports_per_switch",
     "rail_optimized",
+    "pods",
+    "super_spines",
+    "uplinks_per_spine",
 )
 
 
@@ -100,6 +112,102 @@ def check_hca_devices(c: Checker) -> None:
                     reads=[f"nodes[{index}].hcas[{devices[hca.device]}].device"],
                 )
             devices.setdefault(hca.device, hca_index)
+            if not RDMA_DEVICE_PATTERN.match(hca.device):
+                c.add(
+                    path,
+                    f"{hca.device!r} is not an RDMA device name; write it as `rdma link show`"
+                    " or ibv_devinfo lists it, e.g. mlx5_0",
+                )
+        netdevs: dict[str, int] = {}
+        for hca_index, hca in enumerate(group.hcas):
+            if hca.netdev is None:
+                continue
+            if not NETDEV_PATTERN.match(hca.netdev):
+                c.add(
+                    f"nodes[{index}].hcas[{hca_index}].netdev",
+                    f"{hca.netdev!r} is not a network interface name (at most 15 letters, digits,"
+                    " '_', '.', '-'); write it as `ip link` lists it, e.g. ens1f0np0",
+                )
+            if hca.netdev in netdevs:
+                first = netdevs[hca.netdev]
+                c.add(
+                    f"nodes[{index}].hcas[{hca_index}].netdev",
+                    f"netdev {hca.netdev!r} is also hcas[{first}]'s ({group.hcas[first].device});"
+                    " each HCA port has its own netdev: see `rdma link show` on the node",
+                    reads=[f"nodes[{index}].hcas[{first}].netdev"],
+                )
+            netdevs.setdefault(hca.netdev, hca_index)
+
+
+def link_rates(layer: LinkLayer, width: str) -> dict[int, str]:
+    """The whole-Gb/s rates a link of ``width`` runs at, each with its generation name."""
+    table: dict[str, float] = IB_LANE_RATES if layer == "InfiniBand" else ETH_LANE_RATES
+    lanes = WIDTH_LANES[width]
+    rates: dict[int, str] = {}
+    for generation, lane in table.items():
+        rate = lane * lanes
+        if rate == int(rate) and int(rate) not in rates:
+            rates[int(rate)] = generation
+    return dict(sorted(rates.items()))
+
+
+def _rate_problem(layer: LinkLayer, rate: int, width: str) -> str | None:
+    """Why ``rate`` at ``width`` is not a rate of any ``layer`` generation, or None."""
+    rates = link_rates(layer, width)
+    if rate in rates:
+        return None
+    widths = [w for w in WIDTH_LANES if rate in link_rates(layer, w)]
+    listed = ", ".join(widths[:-1]) + " or " + widths[-1] if len(widths) > 1 else "".join(widths)
+    fits = f"; {rate} Gb/s is a {listed} rate" if widths else ""
+    allowed = ", ".join(f"{r} ({g})" for r, g in rates.items())
+    return f"no {layer} generation runs {width} at {rate} Gb/s{fits}; {width} runs at {allowed}"
+
+
+def check_link_rates(c: Checker) -> None:
+    """Every HCA rate and the switch link rate exist for their width in some InfiniBand or
+    Ethernet generation (EFA devices report no rate: not checked)."""
+    if c.spec.fabric.kind == "efa" or not c.known("fabric.kind"):
+        return
+    for index, group in enumerate(c.spec.nodes):
+        for hca_index, hca in enumerate(group.hcas):
+            path = f"nodes[{index}].hcas[{hca_index}]"
+            problem = _rate_problem(hca.link_layer, hca.rate_gbps, hca.width)
+            if problem is not None:
+                c.add(f"{path}.rate_gbps", problem, reads=[f"{path}.width", f"{path}.link_layer"])
+    tree = c.spec.fabric.topology
+    if tree is not None:
+        layer: LinkLayer = "InfiniBand" if c.spec.fabric.kind == "infiniband" else "Ethernet"
+        problem = _rate_problem(layer, tree.link_rate_gbps, tree.link_width)
+        if problem is not None:
+            path = "fabric.topology"
+            c.add(f"{path}.link_rate_gbps", problem, reads=[f"{path}.link_width"])
+
+
+def check_roce_netdevs(c: Checker) -> None:
+    """Every HCA of a RoCE fabric names its netdev: PFC, trust and ECN are set per netdev
+    (not in the lab: its nodes have no ConnectX to set them on)."""
+    if c.spec.fabric.kind != "roce" or c.spec.target == "lab" or not c.known("fabric.kind"):
+        return
+    for index, group in enumerate(c.spec.nodes):
+        for hca_index, hca in enumerate(group.hcas):
+            if hca.netdev is None:
+                c.add(
+                    f"nodes[{index}].hcas[{hca_index}].netdev",
+                    f"RoCE HCA {hca.device!r} needs its netdev (PFC, trust and ECN are set per"
+                    " netdev); set netdev as `rdma link show` lists it, e.g. ens1f0np0",
+                )
+
+
+def check_gpus(c: Checker) -> None:
+    """A GPU type names the GPUs a node has: none without GPUs."""
+    for index, group in enumerate(c.spec.nodes):
+        if group.gpu_type is not None and group.gpus == 0:
+            c.add(
+                f"nodes[{index}].gpus",
+                f"0 GPUs, but gpu_type is {group.gpu_type!r}; set gpus to the GPUs per node,"
+                " or remove gpu_type",
+                reads=[f"nodes[{index}].gpu_type"],
+            )
 
 
 # --- target and fabric kind ----------------------------------------------------------------
@@ -202,6 +310,9 @@ def check_topology(c: Checker) -> None:
     fabric_nodes = [(host, g) for host, g in c.host_groups() if g.hcas]
     rails = 1 + max((h.rail for _, g in fabric_nodes for h in g.hcas), default=0)
     node_reads = [HOST_NAMES, "nodes[*].hcas[*].rail"]
+    if tree.rail_optimized and not check_rails(c, tree):
+        check_spines(c, tree)  # the leaf counts read the rails: wrong ones would mislead
+        return
     if tree.rail_optimized:
         units = tree.leaves // rails
         ports = units * tree.nodes_per_leaf
@@ -226,6 +337,37 @@ def check_topology(c: Checker) -> None:
             )
     check_leaf_ports(c, tree, fabric_nodes)
     check_spines(c, tree)
+
+
+def check_rails(c: Checker, tree: FatTree) -> bool:
+    """In a rail-optimized tree each HCA of a node has its own rail, numbered 0..rails-1
+    (rails: the most HCAs a node has), each rail a leaf of the scalable unit. False when
+    a rail is wrong (reported at that HCA's ``rail``)."""
+    rails = max((len(group.hcas) for group in c.spec.nodes), default=0)
+    before = len(c.problems)
+    for index, group in enumerate(c.spec.nodes):
+        taken: dict[int, int] = {}
+        free = [r for r in range(rails) if r not in {h.rail for h in group.hcas}]
+        for hca_index, hca in enumerate(group.hcas):
+            path = f"nodes[{index}].hcas[{hca_index}].rail"
+            use = f"; use rail {free[0]}" if free else ""
+            if hca.rail in taken:
+                first = taken[hca.rail]
+                c.add(
+                    path,
+                    f"rail {hca.rail} is also hcas[{first}]'s ({group.hcas[first].device}); in a"
+                    f" rail-optimized tree each HCA of a node has its own rail{use}",
+                    reads=[f"nodes[{index}].hcas[{first}].rail"],
+                )
+            elif hca.rail >= rails:
+                c.add(
+                    path,
+                    f"rail {hca.rail} is outside 0-{rails - 1}: nodes have at most {rails} HCAs,"
+                    f" one rail each{use}",
+                    reads=["nodes[*].hcas"],
+                )
+            taken.setdefault(hca.rail, hca_index)
+    return len(c.problems) == before
 
 
 def check_leaf_ports(c: Checker, tree: FatTree, fabric_nodes: list[tuple[str, NodeGroup]]) -> None:
@@ -260,13 +402,62 @@ def check_spines(c: Checker, tree: FatTree) -> None:
             f"{path}.uplinks_per_leaf",
             f"0 uplinks leave {tree.spines} spines unreachable; set uplinks_per_leaf >= 1",
         )
-    spine_ports = tree.spines * tree.ports_per_switch
+    down_ports = tree.ports_per_switch - tree.uplinks_per_spine
+    spine_ports = tree.spines * down_ports
     if tree.spines > 0 and tree.leaves * tree.uplinks_per_leaf > spine_ports:
+        each = f"{tree.ports_per_switch} ports"
+        if tree.uplinks_per_spine:
+            each = f"({each} - {tree.uplinks_per_spine} uplinks_per_spine)"
         c.add(
             f"{path}.spines",
             f"{tree.leaves} leaves x {tree.uplinks_per_leaf} uplinks = "
             f"{tree.leaves * tree.uplinks_per_leaf} spine ports needed, but {tree.spines} spines"
-            f" x {tree.ports_per_switch} ports = {spine_ports}",
+            f" x {each} = {spine_ports}",
+        )
+    check_three_levels(c, tree)
+
+
+def check_three_levels(c: Checker, tree: FatTree) -> None:
+    """Pods split the leaves and spines evenly (a scalable unit's rail leaves in one pod), the
+    super-spines join them, and their ports add up."""
+    path = "fabric.topology"
+    for field, count in (("leaves", tree.leaves), ("spines", tree.spines)):
+        if tree.pods > 1 and count % tree.pods:
+            c.add(
+                f"{path}.pods",
+                f"{tree.pods} pods do not split {count} {field} evenly; use a divisor of {count}",
+                reads=[f"{path}.{field}"],
+            )
+    if tree.pods > 1 and tree.super_spines == 0:
+        c.add(
+            f"{path}.super_spines",
+            f"{tree.pods} pods need super-spines to join them (one subnet); set super_spines",
+        )
+    if tree.super_spines and tree.spines == 0:
+        c.add(f"{path}.spines", "super-spines sit above spines; set spines >= 1")
+    if tree.super_spines and tree.uplinks_per_spine == 0:
+        c.add(
+            f"{path}.uplinks_per_spine",
+            f"0 uplinks leave {tree.super_spines} super-spines unreachable; set it >= 1",
+        )
+    if tree.uplinks_per_spine and tree.super_spines == 0:
+        c.add(f"{path}.super_spines", "uplinks_per_spine needs super_spines >= 1")
+    needed = tree.spines * tree.uplinks_per_spine
+    if tree.super_spines and needed > tree.super_spines * tree.ports_per_switch:
+        c.add(
+            f"{path}.super_spines",
+            f"{tree.spines} spines x {tree.uplinks_per_spine} uplinks = {needed} super-spine "
+            f"ports needed, but {tree.super_spines} super-spines x {tree.ports_per_switch} "
+            f"ports = {tree.super_spines * tree.ports_per_switch}",
+        )
+    rails = max((len(group.hcas) for group in c.spec.nodes), default=1)
+    per_pod = tree.leaves // tree.pods
+    if tree.rail_optimized and tree.pods > 1 and not tree.leaves % tree.pods and per_pod % rails:
+        c.add(
+            f"{path}.pods",
+            f"{per_pod} leaves per pod do not hold whole scalable units of {rails} rail leaves; "
+            f"make leaves / pods a multiple of {rails}",
+            reads=[f"{path}.leaves", "nodes[*].hcas"],
         )
 
 
@@ -306,14 +497,24 @@ def check_subnet_managers(c: Checker) -> None:
 
 
 def check_partitions(c: Checker) -> None:
-    """InfiniBand partitions name declared hosts and have distinct, valid partition keys."""
+    """InfiniBand partitions have distinct names, members OpenSM can resolve (a keyword: port
+    GUIDs are known only after discovery) and distinct, valid partition keys."""
     ib = c.spec.fabric.infiniband
     if ib is None:
         return
     pkeys: dict[int, int] = {}
+    names: dict[str, int] = {}
     for index, part in enumerate(ib.partitions):
         path = f"fabric.infiniband.partitions[{index}]"
-        c.check_host_list(f"{path}.members", part.members)
+        if part.name in names:
+            c.add(f"{path}.name", f"{part.name!r} is already partitions[{names[part.name]}]")
+        names.setdefault(part.name, index)
+        if part.members not in SM_MEMBER_KEYWORDS:
+            c.add(
+                f"{path}.members",
+                f"{part.members!r}: OpenSM partitions name port GUIDs, known only after"
+                f" discovery, not hosts; use one of {', '.join(SM_MEMBER_KEYWORDS)}",
+            )
         value = int(part.pkey, 16) if re.fullmatch(r"0x[0-9a-fA-F]{1,4}", part.pkey) else None
         if value is None or not 1 <= value <= 0x7FFF:
             c.add(f"{path}.pkey", f"{part.pkey!r} is not a partition key; use hex 0x0001-0x7fff")
@@ -360,7 +561,7 @@ def check_roce(c: Checker) -> None:
 
 
 def check_slurm(c: Checker) -> None:
-    """Slurm names a declared controller and has a block size exactly for the block plugin."""
+    """Slurm names a declared controller; a block size for the block plugin, none for tree."""
     slurm = c.spec.slurm
     if slurm.controller is not None:
         c.check_host("slurm.controller", slurm.controller)
@@ -371,10 +572,10 @@ def check_slurm(c: Checker) -> None:
             "topology_plugin block needs block_size (nodes per block), e.g. 16",
             reads=plugin,
         )
-    if slurm.topology_plugin != "block" and slurm.block_size is not None:
+    if slurm.topology_plugin == "tree" and slurm.block_size is not None:
         c.add(
             "slurm.block_size",
-            f"block_size applies only to topology_plugin block, not {slurm.topology_plugin!r}",
+            "block_size applies only to topology_plugin block, not 'tree' (yaml takes it too)",
             reads=plugin,
         )
 
@@ -386,6 +587,12 @@ def check_slurm_partitions(c: Checker) -> None:
     for index, part in enumerate(c.spec.slurm.partitions):
         path = f"slurm.partitions[{index}]"
         c.check_host_list(f"{path}.nodes", part.nodes)
+        if not SLURM_TIME_PATTERN.match(part.max_time):
+            c.add(
+                f"{path}.max_time",
+                f"{part.max_time!r} is not a Slurm time; write INFINITE, minutes (60),"
+                " hours:minutes:seconds (12:00:00) or days-hours (2-00)",
+            )
         if part.name in names:
             c.add(f"{path}.name", f"{part.name!r} is already partitions[{names[part.name]}]")
         names.setdefault(part.name, index)
@@ -429,34 +636,49 @@ def check_management(c: Checker) -> None:
         owners.setdefault(address, host)
 
 
-def check_bmc(c: Checker) -> None:
-    """BMC endpoints belong to declared hosts and are Redfish URLs."""
-    if c.spec.bmc is None:
-        return
-    for host, endpoint in c.spec.bmc.endpoints.items():
-        path = f"bmc.endpoints.{host}"
-        c.check_host(path, host)
-        if not endpoint.url.startswith(("https://", "http://")):
-            c.add(f"{path}.url", f"{endpoint.url!r} is not a Redfish URL; write https://BMC[:port]")
+def check_cabling(c: Checker) -> None:
+    """Cable ends name declared switches and hosts' HCAs, and each port carries one cable."""
+    switches = {sw.name for sw in c.spec.fabric.switches}
+    devices = {(h, hca.device) for h, g in c.host_groups() for hca in g.hcas}
+    used: dict[tuple[str, ...], int] = {}
+    for index, cable in enumerate(c.spec.fabric.cabling):
+        for side, end in (("a", cable.a), ("b", cable.b)):
+            path = f"fabric.cabling[{index}].{side}"
+            if end.switch is not None and end.switch not in switches:
+                c.add(f"{path}.switch", f"{end.switch!r} is not in fabric.switches; declare it")
+            if end.host is not None and (end.host, end.hca) not in devices and c.all_hosts_known:
+                c.add(
+                    f"{path}.hca",
+                    f"{end.host} {end.hca} is not a declared HCA; add it to that node's hcas",
+                    reads=[HOST_NAMES, "nodes[*].hcas[*].device"],
+                )
+            key = (end.switch or end.host or end.guid or "", end.hca or "", str(end.port))
+            if key in used:
+                c.add(f"{path}.port", f"port {end.port} already has fabric.cabling[{used[key]}]")
+            used.setdefault(key, index)
 
 
 #: The general rules, in the order their problems are reported.
 GENERAL_RULES: tuple[Rule, ...] = (
     check_host_names,
     check_hca_devices,
+    check_link_rates,
+    check_roce_netdevs,
+    check_gpus,
     check_target_kind,
     check_target_blocks,
     check_mtu,
     check_fabric_blocks,
     check_hca_link_layers,
     check_topology,
+    check_cabling,
     check_subnet_managers,
     check_partitions,
     check_roce,
     check_slurm,
     check_slurm_partitions,
     check_management,
-    check_bmc,
+    *NETWORK_RULES,
 )
 
 #: Every rule ``validate`` and the components run: the general rules, then the target rules.

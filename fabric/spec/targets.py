@@ -10,11 +10,14 @@ checked by :func:`baremetal_settings_problems`, which the bare-metal component c
 
 from __future__ import annotations
 
-from typing import Protocol
+import re
+from collections.abc import Mapping
+from typing import Any, Protocol
 
 from fabric.catalog import aws_efa_types, aws_instance, gcp_gpu_machine_types, gcp_machine
 from fabric.spec.checker import Checker, Rule
-from fabric.spec.constants import BOOT_TARGETS
+from fabric.spec.constants import AWS_REGION_PATTERN, BOOT_TARGETS, GCP_REGION_PATTERN
+from fabric.spec.models import ClusterSpec
 from fabric.spec.problems import Problem
 
 __all__ = [
@@ -22,21 +25,75 @@ __all__ = [
     "BootSettings",
     "baremetal_settings_problems",
     "check_aws",
+    "check_access",
+    "check_aws_ids",
     "check_aws_instance_types",
     "check_baremetal",
     "check_gcp",
+    "check_gcp_names",
     "check_lab",
+    "stack_config_problems",
 ]
 
 #: Where a node group's role is read.
 _ROLES = "nodes[*].role"
+#: A Compute Engine resource name (RFC 1035 label: lowercase, at most 63 characters).
+_GCP_NAME = re.compile(r"^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$")
+#: The longest suffix railyard appends to ``gcp.network_prefix`` (``-gpu-15-subnet``).
+_GCP_SUFFIX = len("-gpu-15-subnet")
+#: A bastion host: a DNS name or an IPv4 address, nothing ssh would read as options.
+_BASTION_HOST = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?$")
+
+
+# --- access --------------------------------------------------------------------------------
+
+
+def check_access(c: Checker) -> None:
+    """A bastion is a plain host name or address; when it names a node of the spec, that node
+    is not a compute node and has an address the controller can reach."""
+    bastion = c.spec.access.bastion
+    if bastion is None:
+        return
+    if not _BASTION_HOST.match(bastion.host):
+        c.add(
+            "access.bastion.host",
+            f"{bastion.host!r} is not a host name or address; write e.g. bastion.example.org"
+            " (the user goes in access.bastion.user, the port in access.bastion.port)",
+        )
+        return
+    if not re.match(r"^[a-z_][a-z0-9_.-]*$", bastion.user):
+        c.add("access.bastion.user", f"{bastion.user!r} is not a login name, e.g. ec2-user")
+    group = c.spec.hosts.get(bastion.host) if c.all_hosts_known else None
+    if group is None or not c.known("target"):
+        return
+    if group.role == "compute":
+        c.add(
+            "access.bastion.host",
+            f"{bastion.host} is a compute node; name a login or controller node, or an address",
+            reads=[_ROLES],
+        )
+    aws = c.spec.aws
+    if c.spec.target == "aws" and aws is not None and aws.vpc_id:
+        c.add(
+            "access.bastion.host",
+            f"{bastion.host} gets no public address in an existing VPC (aws.vpc_id); name a"
+            " bastion address the controller reaches",
+            reads=["aws.vpc_id"],
+        )
 
 
 # --- lab -----------------------------------------------------------------------------------
 
 
 def check_lab(c: Checker) -> None:
-    """The lab's Redfish emulator and ibsim listen on different ports."""
+    """The lab's Redfish emulator and ibsim listen on different ports; lab nodes log in as
+    root."""
+    if c.spec.target == "lab" and c.spec.management.ssh_user != "root":
+        c.add(
+            "management.ssh_user",
+            f"{c.spec.management.ssh_user!r}: lab nodes log in as root; set ssh_user: root",
+            reads=["target"],
+        )
     lab = c.spec.lab
     if lab is not None and lab.bmc_port == lab.ibsim_port:
         c.add(
@@ -99,18 +156,12 @@ class BootSettings(Protocol):
 
 def baremetal_settings_problems(settings: BootSettings) -> list[Problem]:
     """Problems of the bare-metal stack config: boot targets Redfish does not know."""
-    problems = []
-    for key, value in (
-        ("bootTarget", settings.boot_target),
-        ("settleBootTarget", settings.settle_target),
-    ):
-        if value not in BOOT_TARGETS:
-            problems.append(
-                Problem(
-                    f"config railyard:{key}", f"{value!r}; use one of {', '.join(BOOT_TARGETS)}"
-                )
-            )
-    return problems
+    values = (("bootTarget", settings.boot_target), ("settleBootTarget", settings.settle_target))
+    return [_boot_target_problem(key, value) for key, value in values if value not in BOOT_TARGETS]
+
+
+def _boot_target_problem(key: str, value: Any) -> Problem:
+    return Problem(f"config railyard:{key}", f"{value!r}; use one of {', '.join(BOOT_TARGETS)}")
 
 
 # --- clouds --------------------------------------------------------------------------------
@@ -122,6 +173,17 @@ def check_aws(c: Checker) -> None:
     aws = c.spec.aws
     if aws is None or c.spec.target != "aws" or not c.known("target"):
         return
+    if not AWS_REGION_PATTERN.match(aws.region):
+        c.add("aws.region", f"{aws.region!r} is not an AWS region name; write e.g. us-east-2")
+    elif aws.availability_zone is not None and not re.fullmatch(
+        re.escape(aws.region) + "[a-z]", aws.availability_zone
+    ):
+        c.add(
+            "aws.availability_zone",
+            f"{aws.availability_zone!r} is not a zone of region {aws.region}; write the region"
+            f" and a letter, e.g. {aws.region}a, or fix aws.region",
+            reads=["aws.region"],
+        )
     if c.spec.fabric.kind == "efa" and not aws.efa:
         c.add("aws.efa", "fabric kind efa needs aws.efa: true", reads=["fabric.kind"])
     efa = ["aws.efa"]
@@ -142,6 +204,13 @@ def check_aws(c: Checker) -> None:
             "aws.placement_group",
             "EFA clusters need a cluster placement group name, e.g. railyard-pg",
             reads=efa,
+        )
+    if aws.efa_installer_url and not aws.efa_installer_checksum:
+        c.add(
+            "aws.efa_installer_checksum",
+            "required with aws.efa_installer_url: write sha256:<hex> of the tarball "
+            "(sha256sum aws-efa-installer-*.tar.gz)",
+            reads=["aws.efa_installer_url"],
         )
     if aws.capacity_block and not aws.capacity_reservation_id:
         c.add(
@@ -164,6 +233,28 @@ def check_aws(c: Checker) -> None:
         )
 
 
+#: EC2 resource ids: ``ami-`` and friends, then 8 or 17 hex digits.
+_AWS_IDS = {
+    "ami": ("ami", "ami-0123456789abcdef0"),
+    "vpc_id": ("vpc", "vpc-0123456789abcdef0"),
+    "subnet_id": ("subnet", "subnet-0123456789abcdef0"),
+    "capacity_reservation_id": ("cr", "cr-0123456789abcdef0"),
+}
+
+
+def check_aws_ids(c: Checker) -> None:
+    """The AMI, VPC, subnet and capacity reservation are EC2 ids (EC2 refuses anything else)."""
+    aws = c.spec.aws
+    if aws is None or c.spec.target != "aws" or not c.known("target"):
+        return
+    for name, (prefix, example) in _AWS_IDS.items():
+        value = getattr(aws, name)
+        if value is not None and not re.fullmatch(
+            rf"{prefix}-([0-9a-f]{{8}}|[0-9a-f]{{17}})", value
+        ):
+            c.add(f"aws.{name}", f"{value!r} is not an EC2 {prefix} id, e.g. {example}")
+
+
 def check_aws_instance_types(c: Checker) -> None:
     """Compute nodes on AWS name a catalogued (EFA, with EFA on) type and its GPU count."""
     aws = c.spec.aws
@@ -184,7 +275,7 @@ def check_aws_instance_types(c: Checker) -> None:
             if aws.efa:
                 c.add(
                     f"{path}.instance_type",
-                    f"{group.instance_type!r} is not in fabric/catalog.py; EFA types known:"
+                    f"{group.instance_type!r} is not a known EFA instance type; use one of"
                     f" {', '.join(aws_efa_types())}",
                     reads=["aws.efa"],
                 )
@@ -201,6 +292,21 @@ def check_aws_instance_types(c: Checker) -> None:
                 f"{group.gpus} GPUs, but {known.name} has {known.gpus}",
                 reads=[f"{path}.instance_type"],
             )
+        _check_gpu_type(c, index, known.name, known.gpu_type)
+
+
+def _check_gpu_type(c: Checker, index: int, machine: str, gpu_type: str | None) -> None:
+    """nodes[index].gpu_type names the GPUs the catalog lists for its machine type."""
+    group = c.spec.nodes[index]
+    if group.gpu_type is None or (gpu_type or "").lower() == group.gpu_type.lower():
+        return
+    fix = f"set gpu_type: {gpu_type}" if gpu_type else "remove gpu_type"
+    has = f"{gpu_type} GPUs" if gpu_type else "no GPUs"
+    c.add(
+        f"nodes[{index}].gpu_type",
+        f"{group.gpu_type!r}, but {machine} has {has}; {fix}, or change instance_type",
+        reads=[f"nodes[{index}].instance_type"],
+    )
 
 
 def check_gcp(c: Checker) -> None:
@@ -209,8 +315,15 @@ def check_gcp(c: Checker) -> None:
     gcp = c.spec.gcp
     if gcp is None or c.spec.target != "gcp" or not c.known("target"):
         return
-    if not gcp.zone.startswith(gcp.region + "-"):
-        c.add("gcp.zone", f"{gcp.zone!r} is not in region {gcp.region!r}", reads=["gcp.region"])
+    if not GCP_REGION_PATTERN.match(gcp.region):
+        c.add("gcp.region", f"{gcp.region!r} is not a GCP region name; write e.g. us-central1")
+    elif not re.fullmatch(re.escape(gcp.region) + "-[a-z]", gcp.zone):
+        c.add(
+            "gcp.zone",
+            f"{gcp.zone!r} is not a zone of region {gcp.region}; write the region, a hyphen and"
+            f" a letter, e.g. {gcp.region}-a, or fix gcp.region",
+            reads=["gcp.region"],
+        )
     if gcp.gpu_nic_mtu != c.spec.fabric.mtu:
         c.add(
             "gcp.gpu_nic_mtu",
@@ -222,7 +335,13 @@ def check_gcp(c: Checker) -> None:
         path = f"nodes[{index}]"
         if group.role != "compute" or not c.known(f"{path}.role"):
             continue
-        known = gcp_machine(group.instance_type) if group.instance_type else None
+        if group.instance_type is None:
+            c.add(
+                f"{path}.instance_type",
+                "target gcp needs a machine type for compute nodes, e.g. a3-highgpu-8g",
+            )
+            continue
+        known = gcp_machine(group.instance_type)
         if known is None:
             c.add(
                 f"{path}.instance_type",
@@ -237,6 +356,7 @@ def check_gcp(c: Checker) -> None:
                 f"{group.gpus} GPUs, but {known.name} has {known.gpus}",
                 reads=machine,
             )
+        _check_gpu_type(c, index, known.name, known.gpu_type)
         subnets = len(gcp.gpu_subnet_cidrs)
         if subnets and subnets != known.gpu_nics and not subnets_reported:
             c.add(
@@ -257,11 +377,97 @@ def check_gcp(c: Checker) -> None:
         )
 
 
+def check_gcp_names(c: Checker) -> None:
+    """Compute Engine names what railyard creates after the hosts (instances) and after
+    gcp.network_prefix (networks, subnets, firewalls): lowercase RFC 1035 labels."""
+    gcp = c.spec.gcp
+    if gcp is None or c.spec.target != "gcp" or not c.known("target"):
+        return
+    longest = 63 - _GCP_SUFFIX
+    if not _GCP_NAME.match(gcp.network_prefix) or len(gcp.network_prefix) > longest:
+        c.add(
+            "gcp.network_prefix",
+            f"{gcp.network_prefix!r}: use lowercase letters, digits and hyphens, starting with"
+            f" a letter, at most {longest} characters (railyard appends e.g. -gpu-0-subnet)",
+        )
+    for index, group in enumerate(c.spec.nodes):
+        bad = [h for h in group.hosts if not _GCP_NAME.match(h)] if c.all_hosts_known else []
+        if bad:
+            c.add(
+                f"nodes[{index}].names",
+                f"{bad[0]!r} cannot name a Compute Engine instance; use lowercase letters,"
+                " digits and hyphens, starting with a letter",
+            )
+
+
+def _is_secure(value: Any) -> bool:
+    """Whether a stack config value is a Pulumi secret (``{secure: v1:...}``)."""
+    return isinstance(value, Mapping) and set(value) == {"secure"}
+
+
+def stack_config_problems(config: Mapping[str, Any], spec: ClusterSpec) -> list[Problem]:
+    """Problems of a Pulumi stack's config around its spec: a secret the spec names stored
+    in plain text, bare-metal boot targets Redfish does not know, the AWS provider's region (``aws:region``, which the instances use) and
+    the GCP provider's project, region and zone that contradict the spec."""
+    problems: list[Problem] = []
+    wanted: list[tuple[str, str, Any]] = []
+    if spec.target == "aws" and spec.aws is not None:
+        if "aws:region" not in config:
+            problems.append(
+                Problem(
+                    "config aws:region",
+                    f"missing: the AWS provider needs it; set aws:region: {spec.aws.region}"
+                    f" (pulumi config set aws:region {spec.aws.region})",
+                )
+            )
+        wanted.append(("aws:region", "aws.region", spec.aws.region))
+    if spec.target == "gcp" and spec.gcp is not None:
+        gcp = spec.gcp
+        wanted += [
+            ("gcp:project", "gcp.project", gcp.project),
+            ("gcp:region", "gcp.region", gcp.region),
+            ("gcp:zone", "gcp.zone", gcp.zone),
+        ]
+    for field, ref in (
+        ("bmc.password", spec.bmc.password if spec.bmc else None),
+        ("slurm.munge_key", spec.slurm.munge_key),
+    ):
+        if ref is None:
+            continue
+        key = ref.config if ":" in ref.config else f"railyard:{ref.config}"
+        if key in config and not _is_secure(config[key]):
+            problems.append(
+                Problem(
+                    f"config {key}",
+                    f"{field} names it, but it is stored in plain text in the stack file (value"
+                    f" not shown); remove it and run `pulumi config set --secret {ref.config} ...`",
+                )
+            )
+    if spec.target == "baremetal":
+        for key in ("bootTarget", "settleBootTarget"):
+            value = config.get(f"railyard:{key}")
+            if value is not None and value not in BOOT_TARGETS:
+                problems.append(_boot_target_problem(key, value))
+    for key, field, value in wanted:
+        if key in config and str(config[key]) != value:
+            problems.append(
+                Problem(
+                    f"config {key}",
+                    f"{str(config[key])!r} differs from {field} {value!r} in railyard:cluster;"
+                    " set them equal",
+                )
+            )
+    return problems
+
+
 #: The target rules, in the order their problems are reported (after the general rules).
 TARGET_RULES: tuple[Rule, ...] = (
     check_lab,
     check_baremetal,
+    check_access,
     check_aws,
+    check_aws_ids,
     check_aws_instance_types,
     check_gcp,
+    check_gcp_names,
 )

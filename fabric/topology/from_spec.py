@@ -12,8 +12,16 @@ Deterministic layout rules:
 * Leaf uplinks use the top ``uplinks_per_leaf`` ports of each leaf; uplink i of leaf L (from 0)
   goes to spine ``(L * uplinks_per_leaf + i) mod spines``, on that spine's next free port
   (ports 1, 2, ...): uplinks are dealt round-robin, so spines differ by at most one link.
+* Three levels (``pods`` > 1 or ``super_spines``): leaves and spines are split evenly into
+  ``pods`` in order (pod p holds leaves ``p * L/pods ..`` and spines ``p * S/pods ..``; a
+  rail-optimized scalable unit's leaves stay in one pod), and the rule above deals each pod's
+  leaf uplinks over that pod's spines (L counted within the pod). Spine uplinks use the top
+  ``uplinks_per_spine`` ports of each spine; uplink j of spine s (from 0, over all pods) goes to
+  super-spine ``(s * uplinks_per_spine + j) mod super_spines``, ``superspine01..``, on its next
+  free port.
 * Host links take width/rate from the HCA; uplinks from ``link_width``/``link_rate_gbps``.
-* GUIDs: switch n (leaves, then spines, counted from 0) is ``SWITCH_GUID_BASE + n``; CA n
+* GUIDs: switch n (leaves, spines, then super-spines, counted from 0) is
+  ``SWITCH_GUID_BASE + n``; CA n
   (in placement order) is ``CA_GUID_BASE + 4 n``, leaving room for ibsim's port GUIDs
   (node GUID + port).
 """
@@ -21,6 +29,7 @@ Deterministic layout rules:
 from __future__ import annotations
 
 from fabric.spec import ClusterSpec, FatTree, HcaSpec
+from fabric.topology.cabling import graph_from_cabling
 from fabric.topology.graph import Ca, FabricGraph, GraphError, Link, Switch, link_rate, speed_for
 
 SWITCH_GUID_BASE = 0x0002C90301000000
@@ -46,6 +55,15 @@ def _topology(spec: ClusterSpec) -> FatTree:
     if topo.spines and not topo.uplinks_per_leaf:
         raise GraphError(
             "fabric.topology.uplinks_per_leaf is 0 but spines are declared; set it >= 1"
+        )
+    if topo.leaves % topo.pods or topo.spines % topo.pods:
+        raise GraphError(
+            f"fabric.topology.pods: {topo.pods} pods do not split {topo.leaves} leaves and "
+            f"{topo.spines} spines evenly; use a common divisor"
+        )
+    if topo.super_spines and not (topo.spines and topo.uplinks_per_spine):
+        raise GraphError(
+            "fabric.topology.super_spines need spines and uplinks_per_spine >= 1 to reach them"
         )
     return topo
 
@@ -80,7 +98,10 @@ def _placements(spec: ClusterSpec, topo: FatTree) -> list[tuple[int, str, HcaSpe
 
 
 def graph_from_spec(spec: ClusterSpec) -> FabricGraph:
-    """Return the declared fabric of ``spec`` (see the module docstring for the layout)."""
+    """Return the declared fabric of ``spec`` (see the module docstring for the layout), or
+    the cables it lists (``fabric.cabling``, fabric.topology.cabling) when it lists them."""
+    if spec.fabric.cabling:
+        return graph_from_cabling(spec)
     topo = _topology(spec)
     nports = topo.ports_per_switch
     leaves = [
@@ -135,33 +156,62 @@ def graph_from_spec(spec: ClusterSpec) -> FabricGraph:
                     link_rate(hca.width, speed),
                 )
             )
+    supers = [
+        Switch(
+            guid=guid_str(SWITCH_GUID_BASE + topo.leaves + topo.spines + i),
+            name=f"superspine{i + 1:02d}",
+            description=f"superspine{i + 1:02d}",
+            ports=nports,
+        )
+        for i in range(topo.super_spines)
+    ]
     if spines:
-        up_speed = speed_for(topo.link_width, topo.link_rate_gbps)
-        up_rate = link_rate(topo.link_width, up_speed)
-        spine_port = [1] * len(spines)
-        for n, leaf in enumerate(leaves):
-            for i in range(topo.uplinks_per_leaf):
-                s = (n * topo.uplinks_per_leaf + i) % len(spines)
-                if spine_port[s] > nports:
-                    raise GraphError(
-                        f"{spines[s].name} is out of ports: {topo.leaves} leaves x uplinks_per_leaf="
-                        f"{topo.uplinks_per_leaf} over {len(spines)} spines exceeds ports_per_switch={nports}; "
-                        "add spines or lower uplinks_per_leaf"
-                    )
-                links.append(
-                    Link(
-                        leaf.guid,
-                        first_uplink + i,
-                        spines[s].guid,
-                        spine_port[s],
-                        topo.link_width,
-                        up_speed,
-                        up_rate,
-                    )
-                )
-                spine_port[s] += 1
+        links += _uplinks(topo, leaves, spines, first_uplink, supers)
     return FabricGraph(
-        switches={s.guid: s for s in leaves + spines},
+        switches={s.guid: s for s in leaves + spines + supers},
         cas=cas,
         links=links,
     )
+
+
+def _uplinks(
+    topo: FatTree,
+    leaves: list[Switch],
+    spines: list[Switch],
+    first_uplink: int,
+    supers: list[Switch],
+) -> list[Link]:
+    """Leaf-to-spine links, pod by pod, then spine-to-super-spine links (module docstring)."""
+    nports = topo.ports_per_switch
+    speed = speed_for(topo.link_width, topo.link_rate_gbps)
+    up = (topo.link_width, speed, link_rate(topo.link_width, speed))
+    per_pod, spines_per_pod = len(leaves) // topo.pods, len(spines) // topo.pods
+    spine_top = nports - (topo.uplinks_per_spine if supers else 0)
+    spine_port = [1] * len(spines)
+    links: list[Link] = []
+    for n, leaf in enumerate(leaves):
+        pod, index = divmod(n, per_pod)
+        for i in range(topo.uplinks_per_leaf):
+            s = pod * spines_per_pod + (index * topo.uplinks_per_leaf + i) % spines_per_pod
+            if spine_port[s] > spine_top:
+                raise GraphError(
+                    f"{spines[s].name} is out of ports: {per_pod} leaves x uplinks_per_leaf="
+                    f"{topo.uplinks_per_leaf} over {spines_per_pod} spines exceeds "
+                    f"ports_per_switch={nports} less uplinks_per_spine; "
+                    "add spines or lower uplinks_per_leaf"
+                )
+            links.append(Link(leaf.guid, first_uplink + i, spines[s].guid, spine_port[s], *up))
+            spine_port[s] += 1
+    super_port = [1] * len(supers)
+    for n, spine in enumerate(spines if supers else []):
+        for j in range(topo.uplinks_per_spine):
+            s = (n * topo.uplinks_per_spine + j) % len(supers)
+            if super_port[s] > nports:
+                raise GraphError(
+                    f"{supers[s].name} is out of ports: {len(spines)} spines x uplinks_per_spine="
+                    f"{topo.uplinks_per_spine} over {len(supers)} super-spines exceeds "
+                    f"ports_per_switch={nports}; add super_spines or lower uplinks_per_spine"
+                )
+            links.append(Link(spine.guid, spine_top + 1 + j, supers[s].guid, super_port[s], *up))
+            super_port[s] += 1
+    return links

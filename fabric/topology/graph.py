@@ -13,8 +13,6 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Literal, NamedTuple
 
-from pydantic import BaseModel, ConfigDict
-
 #: Gb/s per lane for each IBTA link speed, as ``ibstat`` reports rates (4xNDR = 400).
 LANE_GBPS: dict[str, float] = {
     "SDR": 2.5,
@@ -116,11 +114,9 @@ class Link(NamedTuple):
         return PortRef(self.b_guid, self.b_port)
 
 
-class LeafLoad(BaseModel):
+class LeafLoad(NamedTuple):
     """Down- vs up-link bandwidth of one leaf switch; ``oversubscription`` is down/up
-    (None when the leaf has no uplinks)."""
-
-    model_config = ConfigDict(frozen=True)
+    (None when the leaf has no uplinks). A typed tuple: the topology path imports no pydantic."""
 
     switch: str
     down_gbps: float
@@ -233,6 +229,26 @@ class FabricGraph:
                 if sw.name not in leaves:
                     leaves.append(sw.name)
         return out
+
+    def switch_hops(self, a: str, b: str) -> int | None:
+        """Switch-to-switch links on a shortest path from switch ``a`` to switch ``b`` (by
+        name): 0 for one switch, 2 across a two-level tree's spine, 4 across a super-spine;
+        None when no path joins them."""
+        by_name = {sw.name: guid for guid, sw in self.switches.items()}
+        start, goal = by_name.get(a), by_name.get(b)
+        if start is None or goal is None:
+            return None
+        adj: dict[str, set[str]] = {}
+        for sw, others in self.switch_ends():
+            adj.setdefault(sw, set()).update(o for o in others if o in self.switches)
+        seen, frontier, hops = {start}, {start}, 0
+        while frontier:
+            if goal in frontier:
+                return hops
+            frontier = {n for g in frontier for n in adj.get(g, ())} - seen
+            seen |= frontier
+            hops += 1
+        return None
 
     def leaf_loads(self) -> list[LeafLoad]:
         """Oversubscription of every switch with CAs attached (down = to CAs, up = to switches)."""

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from fabric.topology.graph import FabricGraph
-from fabric.topology.slurm import block_conf, tree_conf
+from fabric.topology.slurm import block_conf, topology_yaml, tree_conf
 
 
 def only_hosts(graph: FabricGraph, hosts: Iterable[str]) -> FabricGraph:
@@ -52,9 +52,12 @@ def render(
     nodes: Iterable[str] | None = None,
     block_size: int | None = None,
 ) -> str:
-    """topology.conf for ``plugin`` (tree or block), restricted to ``nodes`` when given."""
+    """topology.conf for ``plugin`` tree or block, or topology.yaml for ``yaml``, restricted to
+    ``nodes`` when given."""
     if nodes is not None:
         graph = only_hosts(graph, nodes)
     if plugin == "block":
         return block_conf(graph, block_size)
+    if plugin == "yaml":
+        return topology_yaml(graph, block_size)
     return tree_conf(graph)

@@ -1,8 +1,10 @@
 """What to check, derived from the spec and the inventory alone (no SSH).
 
 Each check family gets its parameters here (HCA ports, netdevs, subnet managers, host
-pairs, declared links, Slurm switches), or a reason why it is not generated for this
-spec/target; the check suite parametrises over these and reports the reasons.
+pairs, declared links, Slurm switches; for cloud instances without declared HCAs, what the
+instance catalog ``fabric.catalog`` says each must show: EFA devices, A3 GPU NICs), or a
+reason why it is not generated for this spec/target; the check suite parametrises over these
+and reports the reasons, and ``describe`` lists them (``python -m fabric check --plan``).
 """
 
 from __future__ import annotations
@@ -84,6 +86,39 @@ class DeclaredLink(_Model):
     def id(self) -> str:
         """Test id: ``leaf01/1-gpu01/mlx5_0/1``."""
         return f"{self.a_name}/{self.a_port}-{self.b_name}/{self.b_port}"
+
+
+class EfaHost(_Model):
+    """An EFA instance and what it must show, from the instance catalog (``fabric.catalog``)."""
+
+    host: str
+    instance_type: str
+    devices: int
+    gpudirect_rdma: bool
+    placement_group: str | None = None
+
+    @property
+    def id(self) -> str:
+        """Test id: the host."""
+        return self.host
+
+
+class GpuNicHost(_Model):
+    """A GCP A3 instance's GPU NICs as the catalog and the spec declare them."""
+
+    host: str
+    machine_type: str
+    nics: int
+    mtu: int
+    subnets: list[str]
+    driver: str | None = None
+    transport: str
+    rxdm: bool = False
+
+    @property
+    def id(self) -> str:
+        """Test id: the host."""
+        return self.host
 
 
 class CheckPlan(_Model):
@@ -280,6 +315,66 @@ class CheckPlan(_Model):
         return out
 
     @cached_property
+    def efa_hosts(self) -> list[EfaHost]:
+        """Selected EFA instances of an ``efa`` fabric that declares no HCAs: the catalog's
+        device count, GPUDirect RDMA where both the spec (``aws.gpudirect_rdma``) and the type
+        support it, and the declared cluster placement group."""
+        from fabric.catalog import aws_instance
+
+        aws = self.spec.aws
+        if self.spec.fabric.kind != "efa" or aws is None or not aws.efa:
+            return []
+        out = []
+        for host in self.hosts:
+            group = self.spec.hosts.get(host)
+            known = aws_instance(group.instance_type or "") if group else None
+            if group is None or group.hcas or known is None or not known.efa:
+                continue
+            placement = aws.placement_group if aws.placement_strategy == "cluster" else None
+            out.append(
+                EfaHost(
+                    host=host,
+                    instance_type=known.name,
+                    devices=known.efa_interfaces,
+                    gpudirect_rdma=aws.gpudirect_rdma and known.gpudirect_rdma,
+                    placement_group=placement,
+                )
+            )
+        return out
+
+    @cached_property
+    def gpu_nic_hosts(self) -> list[GpuNicHost]:
+        """Selected A3 instances of a ``gcp-gpudirect`` fabric that declares no HCAs: GPU NIC
+        count, MTU and one subnet per NIC (the GCP component's ranges), the NIC driver, and
+        whether the receive-data-path manager must run (TCPX, TCPXO)."""
+        from fabric.catalog import gcp_machine
+
+        gcp = self.spec.gcp
+        if self.spec.fabric.kind != "gcp-gpudirect" or gcp is None:
+            return []
+        out = []
+        for host in self.hosts:
+            group = self.spec.hosts.get(host)
+            known = gcp_machine(group.instance_type or "") if group else None
+            if group is None or group.hcas or group.role != "compute" or known is None:
+                continue
+            from fabric.components.gcp import gpu_subnet_cidrs
+
+            out.append(
+                GpuNicHost(
+                    host=host,
+                    machine_type=known.name,
+                    nics=known.gpu_nics,
+                    mtu=gcp.gpu_nic_mtu,
+                    subnets=gpu_subnet_cidrs(gcp, known.gpu_nics),
+                    driver=known.gpu_nic_driver,
+                    transport=known.transport,
+                    rxdm=known.rxdm,
+                )
+            )
+        return out
+
+    @cached_property
     def observer(self) -> str | None:
         """The fabric host fabric-wide MAD checks run from (an SM host first: it has the SM)."""
         for host in sorted(self.sm_hosts) + self.fabric_hosts:
@@ -321,8 +416,7 @@ class CheckPlan(_Model):
             )
         elif kind not in ("infiniband", "roce"):
             out["verbs"] = f"fabric.kind is {kind}: verbs pair tests cover infiniband and roce"
-        if kind != "efa":
-            out["efa"] = f"fabric.kind is {kind}, not efa"
+        out |= self._cloud_not_generated()
         if kind != "roce":
             out["roce_qos"] = (
                 f"fabric.kind is {kind}: RoCE QoS (mlnx_qos) applies to roce with a ConnectX"
@@ -338,3 +432,122 @@ class CheckPlan(_Model):
                 "ibnetdiscover runs on an SM host of an InfiniBand fabric; none selected"
             )
         return out
+
+    def _cloud_not_generated(self) -> dict[str, str]:
+        """Why the instance-catalog families (EFA, GCP GPU NICs) are not generated."""
+        spec, out = self.spec, {}
+        kind = spec.fabric.kind
+        if kind != "efa":
+            out["efa"] = f"fabric.kind is {kind}, not efa"
+        elif spec.aws is None or not spec.aws.efa:
+            out["efa"] = "aws.efa is false: the instances get no EFA interface"
+        elif not self.efa_hosts:
+            out["efa"] = (
+                "no selected instance of an EFA type from fabric/catalog.py without declared HCAs"
+            )
+        if "efa" in out:
+            out["efa_gpudirect"] = out["efa"]
+            out["placement_group"] = out["efa"]
+        else:
+            if not any(h.gpudirect_rdma for h in self.efa_hosts):
+                out["efa_gpudirect"] = (
+                    "aws.gpudirect_rdma is false"
+                    if spec.aws and not spec.aws.gpudirect_rdma
+                    else "no selected instance type supports GPUDirect RDMA over EFA (p4, p5)"
+                )
+            if not any(h.placement_group for h in self.efa_hosts):
+                out["placement_group"] = (
+                    "no cluster placement group declared (aws.placement_group with "
+                    "placement_strategy cluster)"
+                )
+        if kind != "gcp-gpudirect":
+            reason = f"fabric.kind is {kind}, not gcp-gpudirect"
+            out |= {"gpu_nics": reason, "gvnic": reason, "rxdm": reason}
+            return out
+        if not self.gpu_nic_hosts:
+            reason = "no selected A3 compute instance (fabric/catalog.py) without declared HCAs"
+            return out | {"gpu_nics": reason, "gvnic": reason, "rxdm": reason}
+        if not any(h.driver == "gve" for h in self.gpu_nic_hosts):
+            out["gvnic"] = "no selected machine type has gVNIC GPU NICs (A3 Ultra: ConnectX RoCE)"
+        if not any(h.rxdm for h in self.gpu_nic_hosts):
+            out["rxdm"] = "no selected machine type uses GPUDirect-TCPX(O) (A3 High, A3 Mega)"
+        return out
+
+
+#: Check family -> (the checks it holds, the plan's parameters they run over). What
+#: ``python -m fabric check --plan`` lists; a unit test keeps it equal to the check suite.
+FAMILIES: dict[str, tuple[tuple[str, ...], str]] = {
+    "ports": (
+        (
+            "test_port_present",
+            "test_port_state_active",
+            "test_port_physical_state_linkup",
+            "test_port_rate",
+            "test_port_link_layer",
+        ),
+        "hca_ports",
+    ),
+    "ib": (
+        ("test_ib_active_mtu", "test_port_width", "test_port_cabled_to_declared_switch_port"),
+        "ib_ports",
+    ),
+    "netdev_mtu": (("test_netdev_mtu",), "netdevs"),
+    "path_mtu": (("test_path_mtu",), "netdev_pairs"),
+    "sm": (
+        ("test_sm_answers", "test_sm_priority", "test_single_master", "test_host_sees_master"),
+        "subnet_managers",
+    ),
+    "ib_pairs": (("test_ibping", "test_pma_reachable", "test_ibtracert_declared_path"), "ib_pairs"),
+    "verbs": (("test_rc_pingpong", "test_write_bandwidth"), "ib_pairs"),
+    "roce_qos": (
+        ("test_trust_mode", "test_pfc_on_rdma_priority", "test_rdma_dscp_maps_to_pfc_priority"),
+        "netdevs",
+    ),
+    "discovery": (("test_declared_link_discovered", "test_no_undeclared_links"), "declared_links"),
+    "slurm": (("test_node_idle_or_allocated",), "slurm_nodes"),
+    "slurm_topology": (("test_topology_switch",), "slurm_switches"),
+    "efa": (("test_efa_devices", "test_efa_provider"), "efa_hosts"),
+    "efa_gpudirect": (("test_efa_gpudirect_rdma",), "efa_hosts"),
+    "placement_group": (("test_placement_group",), "efa_hosts"),
+    "gpu_nics": (("test_gpu_nics",), "gpu_nic_hosts"),
+    "gvnic": (("test_gvnic_driver",), "gpu_nic_hosts"),
+    "rxdm": (("test_rxdm_prolog",), "gpu_nic_hosts"),
+}
+
+
+def _jsonable(value: object) -> object:
+    """A plan parameter as JSON: models dumped, tuples as lists."""
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json")
+    if isinstance(value, tuple):
+        return list(value)
+    return value
+
+
+def describe(plan: CheckPlan) -> dict[str, dict[str, object]]:
+    """Every check family: the checks and parameters that would run, or why it is not
+    generated. Built from the spec alone: nothing is probed (the RoCE QoS family's ConnectX
+    netdevs are narrowed by a PCI vendor probe when the suite runs)."""
+    reasons = plan.not_generated()
+    out: dict[str, dict[str, object]] = {}
+    for family, (checks, source) in FAMILIES.items():
+        params: object = getattr(plan, source)
+        if family == "efa_gpudirect":
+            params = [e for e in plan.efa_hosts if e.gpudirect_rdma]
+        elif family == "placement_group":
+            params = [e for e in plan.efa_hosts if e.placement_group]
+        elif family == "gvnic":
+            params = [g for g in plan.gpu_nic_hosts if g.driver == "gve"]
+        elif family == "rxdm":
+            params = [g for g in plan.gpu_nic_hosts if g.rxdm]
+        elif family == "slurm_topology":
+            params = sorted(plan.slurm_switches)
+        values = list(params)  # type: ignore[call-overload]
+        reason = reasons.get(family)
+        if reason is None and not values:
+            reason = f"nothing to check: no {source.replace('_', ' ')} among the selected hosts"
+        if reason is not None:
+            out[family] = {"checks": list(checks), "not_generated": reason}
+        else:
+            out[family] = {"checks": list(checks), "parameters": [_jsonable(v) for v in values]}
+    return out

@@ -1,33 +1,27 @@
 """The generated topology.conf loads in a real slurmctld (Debian 12's Slurm 22.05, tree plugin):
-``scontrol show topology`` reports the switches, levels, hosts and children of the graph."""
+``scontrol show topology`` reports the switches, levels, hosts and children of the graph, every
+host under its leaf and reachable from a top switch; switches with the same children are one
+line (bench.slurm_topology.slurmctld runs the private munged and slurmctld)."""
 
 from __future__ import annotations
 
-import os
-import re
-import shutil
-import socket
-import subprocess
-import tempfile
-import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
 
+from bench.slurm_topology.slurmctld import available, load, munged, parse_show_topology
 from fabric.hostlist import compress, expand
 from fabric.spec import ClusterSpec
 from fabric.topology.from_spec import graph_from_spec
 from fabric.topology.graph import FabricGraph
-from fabric.topology.slurm import slurm_tree, tree_conf
+from fabric.topology.slurm import SlurmTree, slurm_tree, tree_conf
 
 pytestmark = pytest.mark.integration
 
 ROOT = Path(__file__).resolve().parents[2]
-_LINE = re.compile(
-    r"^SwitchName=(\S+) Level=(\d+) LinkSpeed=\d+(?: Nodes=(\S+))?(?: Switches=(\S+))?$"
-)
 
 
 def lab_graph() -> FabricGraph:
@@ -35,31 +29,23 @@ def lab_graph() -> FabricGraph:
     return graph_from_spec(ClusterSpec.model_validate(data["config"]["railyard:cluster"]))
 
 
-def rails_graph() -> FabricGraph:
-    """16 hosts x 4 rails in scalable units of 4 under 16 rail leaves and 2 spines."""
+def _spec(hosts: str, hcas: int, topology: dict[str, Any]) -> FabricGraph:
     return graph_from_spec(
         ClusterSpec.model_validate(
             {
                 "name": "rails",
-                "target": "baremetal",
+                "target": "lab",
                 "nodes": [
                     {
-                        "names": "gpu[001-016]",
-                        "hcas": [{"device": f"mlx5_{k}", "rail": k} for k in range(4)],
+                        "names": hosts,
+                        "hcas": [{"device": f"mlx5_{k}", "rail": k} for k in range(hcas)],
                     }
                 ],
                 "fabric": {
                     "kind": "infiniband",
                     "mtu": 4096,
-                    "topology": {
-                        "kind": "fat-tree",
-                        "leaves": 16,
-                        "spines": 2,
-                        "nodes_per_leaf": 4,
-                        "uplinks_per_leaf": 4,
-                        "rail_optimized": True,
-                    },
-                    "infiniband": {"subnet_managers": [{"host": "gpu001"}]},
+                    "topology": {"kind": "fat-tree", **topology},
+                    "infiniband": {"subnet_managers": [{"host": expand(hosts)[0]}]},
                 },
                 "management": {"subnet": "198.18.0.0/24"},
             }
@@ -67,147 +53,134 @@ def rails_graph() -> FabricGraph:
     )
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+def rails_graph() -> FabricGraph:
+    """16 hosts x 4 rails in scalable units of 4 under 16 rail leaves and 2 spines."""
+    return _spec(
+        "gpu[001-016]",
+        4,
+        {
+            "leaves": 16,
+            "spines": 2,
+            "nodes_per_leaf": 4,
+            "uplinks_per_leaf": 4,
+            "rail_optimized": True,
+        },
+    )
 
 
-def wait_for(path: Path, what: str, proc: subprocess.Popen[bytes], seconds: float = 20) -> None:
-    deadline = time.monotonic() + seconds
-    while not path.exists():
-        assert proc.poll() is None, f"{what} exited early (rc {proc.returncode})"
-        assert time.monotonic() < deadline, f"{what} did not create {path} within {seconds} s"
-        time.sleep(0.1)
-
-
-def stop(proc: subprocess.Popen[bytes]) -> None:
-    proc.terminate()
-    try:
-        proc.wait(timeout=15)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait(timeout=5)
+def three_level_graph() -> FabricGraph:
+    """32 hosts x 2 rails: 2 pods of 8 rail leaves and 4 spines, joined by 4 super-spines."""
+    return _spec(
+        "gpu[001-032]",
+        2,
+        {
+            "leaves": 16,
+            "spines": 8,
+            "ports_per_switch": 16,
+            "nodes_per_leaf": 4,
+            "uplinks_per_leaf": 4,
+            "rail_optimized": True,
+            "pods": 2,
+            "super_spines": 4,
+            "uplinks_per_spine": 4,
+        },
+    )
 
 
 @pytest.fixture(scope="module")
 def munge() -> Iterator[Path]:
-    """A private munged: temporary key, socket, pid, seed and log files."""
-    if not shutil.which("munged") or not shutil.which("slurmctld"):
-        pytest.skip("munge and slurmctld are not installed (apt-get install munge slurmctld)")
-    # munged wants execute permission for all on every directory above its socket, which
-    # pytest's 0700 tmp_path root denies: use a directory directly under /tmp.
-    base = Path(tempfile.mkdtemp(prefix="railyard-munge-"))
-    base.chmod(0o755)
-    key = base / "munge.key"
-    key.write_bytes(os.urandom(1024))
-    key.chmod(0o400)
-    sock = base / "munge.sock"
-    proc = subprocess.Popen(
-        [
-            "munged",
-            "-F",
-            f"--key-file={key}",
-            f"--socket={sock}",
-            f"--pid-file={base / 'munged.pid'}",
-            f"--log-file={base / 'munged.log'}",
-            f"--seed-file={base / 'munged.seed'}",
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        wait_for(sock, "munged", proc)
+    missing = available()
+    if missing:
+        pytest.skip(missing)
+    with munged() as sock:
         yield sock
-    finally:
-        stop(proc)
-        shutil.rmtree(base, ignore_errors=True)
 
 
-def show_topology(graph: FabricGraph, munge_sock: Path, workdir: Path) -> str:
-    """Start slurmctld with ``tree_conf(graph)``; return ``scontrol show topology``."""
-    etc = workdir / "etc"
-    etc.mkdir(parents=True)
-    (etc / "topology.conf").write_text(tree_conf(graph))
-    port = free_port()
-    hosts = compress(slurm_tree(graph).hosts())
-    (etc / "slurm.conf").write_text(
-        "\n".join(
-            [
-                "ClusterName=railyard",
-                f"SlurmctldHost={socket.gethostname()}(127.0.0.1)",
-                f"SlurmctldPort={port}",
-                f"SlurmdPort={free_port()}",
-                "SlurmUser=root",
-                "AuthType=auth/munge",
-                "CredType=cred/munge",
-                f"AuthInfo=socket={munge_sock}",
-                f"StateSaveLocation={workdir / 'state'}",
-                f"SlurmdSpoolDir={workdir / 'spool'}",
-                f"SlurmctldPidFile={workdir / 'slurmctld.pid'}",
-                f"SlurmctldLogFile={workdir / 'slurmctld.log'}",
-                "ProctrackType=proctrack/linuxproc",
-                "TaskPlugin=task/none",
-                "SelectType=select/cons_tres",
-                "TopologyPlugin=topology/tree",
-                f"NodeName={hosts} NodeAddr=127.0.0.1 CPUs=1 State=UNKNOWN",
-                "PartitionName=all Nodes=ALL Default=YES State=UP",
-                "",
-            ]
-        )
-    )
-    env = dict(os.environ, SLURM_CONF=str(etc / "slurm.conf"))
-    proc = subprocess.Popen(
-        ["slurmctld", "-D", "-i"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-    )
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            done = subprocess.run(
-                ["scontrol", "show", "topology"],
-                env=env,
-                capture_output=True,
-                text=True,
-                timeout=30,
-                check=False,
-            )
-            if done.returncode == 0 and done.stdout.strip():
-                return done.stdout
-            assert proc.poll() is None, (workdir / "slurmctld.log").read_text()[-3000:]
-            assert time.monotonic() < deadline, (
-                f"scontrol show topology kept failing: {done.stderr}"
-            )
-            time.sleep(0.5)
-    finally:
-        stop(proc)
+def levels(tree: SlurmTree) -> dict[str, int]:
+    """Switch -> its level as Slurm numbers them (leaves 0, a parent one above its highest child)."""
+    out = dict.fromkeys(tree.leaves, 0)
 
+    def level(sw: str) -> int:
+        if sw not in out:
+            out[sw] = 1 + max(map(level, tree.uppers[sw]))
+        return out[sw]
 
-def parse_show_topology(text: str) -> dict[str, tuple[int, list[str], list[str]]]:
-    """``scontrol show topology`` -> switch -> (level, hosts, child switches)."""
-    out = {}
-    for line in text.splitlines():
-        match = _LINE.match(line.strip())
-        assert match, f"unexpected scontrol line: {line!r}"
-        name, level, nodes, switches = match.groups()
-        out[name] = (
-            int(level),
-            expand(nodes) if nodes else [],
-            expand(switches) if switches else [],
-        )
+    for sw in tree.uppers:
+        level(sw)
     return out
 
 
-@pytest.mark.parametrize("make_graph", [lab_graph, rails_graph], ids=["lab", "rail-optimized"])
+@pytest.mark.parametrize(
+    "make_graph",
+    [lab_graph, rails_graph, three_level_graph],
+    ids=["lab", "rail-optimized", "three-level"],
+)
 def test_scontrol_reports_the_generated_tree(make_graph, munge: Path, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     graph = make_graph()
     tree = slurm_tree(graph)
-    out = show_topology(graph, munge, tmp_path)
-    (tmp_path / "scontrol_show_topology.txt").write_text(out)
-    shown = parse_show_topology(out)
-    assert {name: (0, hosts, []) for name, hosts in tree.leaves.items()} == {
-        n: v for n, v in shown.items() if v[0] == 0
+    loaded = load(tree_conf(graph), compress(tree.hosts()), munge, tmp_path)
+    (tmp_path / "scontrol_show_topology.txt").write_text(loaded.topology)
+    shown = parse_show_topology(loaded.topology)
+    # the switches written, and only those: merged ones are not there
+    assert set(shown) == set(tree.leaves) | set(tree.uppers)
+    # same host -> leaf placement
+    assert {n: sorted(expand(v[1])) for n, v in shown.items() if v[0] == 0} == {
+        n: sorted(h) for n, h in tree.leaves.items()
     }
+    # levels, children, and the nodes below each upper switch
+    level = levels(tree)
+
+    def below(sw: str) -> set[str]:
+        return (
+            set(tree.leaves[sw]) if sw in tree.leaves else set().union(*map(below, tree.uppers[sw]))
+        )
+
     for name, children in tree.uppers.items():
-        level, hosts, switches = shown[name]
-        assert (level, sorted(switches)) == (1, sorted(children))
-        assert sorted(hosts) == sorted(h for c in children for h in tree.leaves[c])
+        lvl, nodes, switches = shown[name]
+        assert (lvl, sorted(expand(switches))) == (level[name], sorted(children))
+        assert set(expand(nodes)) == below(name)
+    # every host reachable from a top switch (one here: no disjoint parts)
+    tops = tree.tops()
+    assert len(tops) == 1 and set(expand(shown[tops[0]][1])) == set(tree.hosts())
+    assert "no switch can reach all nodes" not in loaded.log
+
+
+def test_merged_spines_load_as_one_switch(munge: Path, tmp_path: Path) -> None:
+    """The rail-optimized tree's two spines reach the same rail-0 leaves: one SwitchName line."""
+    tree = slurm_tree(rails_graph())
+    assert tree.merged == {"spine01": ["spine01", "spine02"]}
+    loaded = load(tree_conf(rails_graph()), compress(tree.hosts()), munge, tmp_path)
+    assert "spine02" not in parse_show_topology(loaded.topology)
+
+
+def test_three_level_tree_has_super_spine_on_top(munge: Path, tmp_path: Path) -> None:
+    graph = three_level_graph()
+    tree = slurm_tree(graph)
+    shown = parse_show_topology(
+        load(tree_conf(graph), compress(tree.hosts()), munge, tmp_path).topology
+    )
+    assert shown["superspine01"][0] == 2
+    assert sorted(expand(shown["superspine01"][2])) == ["spine01", "spine05"]
+    assert set(expand(shown["superspine01"][1])) == {f"gpu{i:03d}" for i in range(1, 33)}
+
+
+def test_disjoint_planes_are_said_and_slurm_warns(munge: Path, tmp_path: Path) -> None:
+    """Two real captures in one file, as one per plane would be: the comment says so, slurmctld
+    loads the file and logs that no switch reaches all nodes."""
+    from fabric.parsers.ibnetdiscover import parse
+
+    fixtures = ROOT / "tests/fixtures"
+    graph = parse(
+        (fixtures / "ibnetdiscover__ibsim_lab__1.txt").read_text()
+        + (fixtures / "ibnetdiscover__ibtopotool__2.txt").read_text()
+    )
+    conf = tree_conf(graph)
+    assert "# this fabric has 2 disjoint parts (pods or planes)" in conf
+    loaded = load(conf, compress(slurm_tree(graph).hosts()), munge, tmp_path)
+    assert "no switch can reach all nodes" in loaded.log
+    assert set(parse_show_topology(loaded.topology)) == {
+        "leaf01",
+        "leaf02",
+        "spine01",
+        "S-000b8cffff0053ee",
+    }

@@ -48,11 +48,15 @@ class Mocks(pulumi.runtime.Mocks):
             outs["latestVersion"] = 1
         elif args.typ == "aws:ec2/instance:Instance":
             outs["privateIp"] = f"10.0.0.{count}"
+            if args.inputs.get("associatePublicIpAddress"):  # TEST-NET-3, never contacted
+                outs["publicIp"] = f"203.0.113.{count}"
         elif args.typ == "gcp:compute/resourcePolicy:ResourcePolicy":
             outs["selfLink"] = f"projects/p/regions/r/resourcePolicies/{args.inputs['name']}"
         elif args.typ == "gcp:compute/instance:Instance":
             nics = [dict(n) for n in args.inputs["networkInterfaces"]]
             nics[0]["networkIp"] = f"10.128.0.{count}"
+            if nics[0].get("accessConfigs"):  # an external address (TEST-NET-3)
+                nics[0]["accessConfigs"] = [{"natIp": f"203.0.113.{count}"}]
             outs["networkInterfaces"] = nics
         elif args.typ == DYNAMIC and {"node", "url"} <= set(args.inputs):  # a RedfishNode
             outs.update(

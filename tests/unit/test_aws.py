@@ -45,7 +45,12 @@ def test_children_are_parented_to_the_component(p5: tuple[Mocks, dict[str, Any]]
     mocks, out = p5
     children = [u for u in out["urns"] if not u.endswith("railyard:aws:Cluster::c")]
     assert len(children) == len(mocks.resources) - 1 > 10
-    assert all("::railyard:aws:Cluster$aws:" in urn for urn in children)
+    pins = [u for u in children if "$pulumi-python:dynamic:Resource::" in u]
+    assert len(pins) == 5  # one host key pin per instance
+    assert all("::railyard:aws:Cluster$aws:" in urn for urn in children if urn not in pins)
+    assert all(
+        "::railyard:aws:Cluster$pulumi-python:dynamic:Resource::c-hostkey-" in u for u in pins
+    )
 
 
 def test_p5_launch_template_has_32_efa_interfaces(p5: tuple[Mocks, dict[str, Any]]) -> None:
@@ -122,9 +127,66 @@ def test_inventory_uses_private_addresses(p5: tuple[Mocks, dict[str, Any]]) -> N
     assert out["inventory"]["all"]["vars"]["ansible_user"] == "ubuntu"
 
 
+def test_compute_nodes_are_reached_through_the_head_node(
+    p5: tuple[Mocks, dict[str, Any]],
+) -> None:
+    _, out = p5
+    inventory = out["inventory"]["all"]
+    head_public = out["hosts"]["head1"]["public_ip"]
+    assert head_public and head_public != out["hosts"]["head1"]["private_ip"]
+    jump = inventory["vars"]["ansible_ssh_common_args"]
+    assert f"-W %h:%p ubuntu@{head_public}'" in jump
+    assert jump.count("StrictHostKeyChecking=yes") == 2  # the node and the jump
+    for host in ("gpu01", "gpu02", "gpu03", "gpu04"):  # private addresses, through head1
+        assert inventory["hosts"][host] == {"ansible_host": out["hosts"][host]["private_ip"]}
+    assert inventory["hosts"]["head1"]["ansible_host"] == head_public
+    assert "ProxyCommand" not in inventory["hosts"]["head1"]["ansible_ssh_common_args"]
+
+
+def test_host_keys_are_pinned_from_the_console_bastion_first(
+    p5: tuple[Mocks, dict[str, Any]],
+) -> None:
+    mocks, out = p5
+    pins = {r.inputs["host"]: r for r in mocks.of("pulumi-python:dynamic:Resource")}
+    assert sorted(pins) == ["gpu01", "gpu02", "gpu03", "gpu04", "head1"]
+    bastion = pins["head1"]
+    assert bastion.name == "c-hostkey-bastion"
+    assert bastion.inputs["address"] == out["hosts"]["head1"]["public_ip"]
+    assert "jump" not in bastion.inputs
+    assert bastion.inputs["source"] == {
+        "cloud": "aws",
+        "instance_id": "c-head1-id",
+        "region": "us-east-2",
+    }
+    for host in ("gpu01", "gpu04"):
+        pin = pins[host].inputs
+        assert pin["address"] == out["hosts"][host]["private_ip"]
+        assert pin["jump"] == {"address": bastion.inputs["address"], "user": "ubuntu", "port": 22}
+        assert pin["source"]["instance_id"] == f"c-{host}-id"
+        assert pin["known_hosts"].endswith("/awstest/known_hosts")
+    assert mocks.names.index("c-hostkey-bastion") < mocks.names.index("c-hostkey-gpu01")
+
+
+def test_verification_plan_of_the_example_is_not_empty(
+    p5: tuple[Mocks, dict[str, Any]],
+) -> None:
+    from fabric.verify.context import inventory_groups
+    from fabric.verify.plan import CheckPlan
+
+    _, out = p5
+    groups = inventory_groups(out["inventory"])
+    spec = ClusterSpec.model_validate(example())
+    plan = CheckPlan(spec=spec, hosts=groups["all"], groups=groups)
+    assert plan.slurm_nodes == ["gpu01", "gpu02", "gpu03", "gpu04"]
+    assert plan.slurm_controller == "head1"
+    # fabric checks derived from the catalog (issue 13 part 2): the EFA family has hosts
+    assert [h.host for h in plan.efa_hosts] == ["gpu01", "gpu02", "gpu03", "gpu04"]
+    assert "efa" not in plan.not_generated()
+
+
 def test_p4d_gets_4_efa_interfaces() -> None:
     data = example()
-    data["nodes"][0]["instance_type"] = "p4d.24xlarge"
+    data["nodes"][0].update(instance_type="p4d.24xlarge", gpu_type="a100")
     mocks, out = build(ClusterSpec.model_validate(data))
     (template,) = mocks.of("aws:ec2/launchTemplate:LaunchTemplate")
     nics = template.inputs["networkInterfaces"]
@@ -138,13 +200,26 @@ def test_p4d_gets_4_efa_interfaces() -> None:
 
 
 def test_existing_vpc_and_subnet_are_used_as_is() -> None:
-    spec = ClusterSpec.model_validate(example(vpc_id="vpc-0abc", subnet_id="subnet-0abc"))
-    mocks, _ = build(spec)
+    data = example(vpc_id="vpc-0abc1234", subnet_id="subnet-0abc1234")
+    data["access"] = {"bastion": {"host": "bastion.example.org", "user": "ec2-user", "port": 2222}}
+    mocks, out = build(ClusterSpec.model_validate(data))
+    jump = out["inventory"]["all"]["vars"]["ansible_ssh_common_args"]
+    assert jump.endswith("-p 2222 -W %h:%p ec2-user@bastion.example.org'")
+    assert out["inventory"]["all"]["hosts"]["head1"] == {
+        "ansible_host": out["hosts"]["head1"]["private_ip"]  # behind the bastion like the rest
+    }
+    bastion = mocks.named("c-hostkey-bastion").inputs
+    assert (bastion["host"], bastion["address"], bastion["port"]) == (
+        "bastion",
+        "bastion.example.org",
+        2222,
+    )
+    assert "source" not in bastion  # an address of the user's: recorded at first contact
     assert mocks.of("aws:ec2/vpc:Vpc") == [] and mocks.of("aws:ec2/subnet:Subnet") == []
     (sg,) = mocks.of("aws:ec2/securityGroup:SecurityGroup")
-    assert sg.inputs["vpcId"] == "vpc-0abc"
+    assert sg.inputs["vpcId"] == "vpc-0abc1234"
     (template,) = mocks.of("aws:ec2/launchTemplate:LaunchTemplate")
-    assert {n["subnetId"] for n in template.inputs["networkInterfaces"]} == {"subnet-0abc"}
+    assert {n["subnetId"] for n in template.inputs["networkInterfaces"]} == {"subnet-0abc1234"}
 
 
 def test_capacity_block_sets_market_type_and_reservation() -> None:
@@ -231,13 +306,44 @@ def _no_head(data: dict[str, Any]) -> None:
             "capacity_block: true launches into a purchased Capacity Block; set its id",
         ),
         (
-            lambda d: d["aws"].update(subnet_id="subnet-0abc"),
+            lambda d: d["aws"].update(subnet_id="subnet-0abc1234"),
             "aws.vpc_id",
             "subnet_id is set: also set the vpc_id it belongs to",
         ),
         (_no_head, "nodes", "declare a head node, e.g. - {names: head1, role: login}"),
+        (
+            lambda d: d.update(access={"bastion": {"host": "gpu1"}}),
+            "access.bastion.host",
+            "gpu1 is a compute node; name a login or controller node, or an address",
+        ),
+        (
+            lambda d: (
+                d.update(access={"bastion": {"host": "head1"}}),
+                d["aws"].update(vpc_id="vpc-0abc1234"),
+            ),
+            "access.bastion.host",
+            "head1 gets no public address in an existing VPC (aws.vpc_id)",
+        ),
+        (
+            lambda d: d["aws"].update(ami="ami-12345"),
+            "aws.ami",
+            "'ami-12345' is not an EC2 ami id, e.g. ami-0123456789abcdef0",
+        ),
+        (
+            lambda d: d.update(access={"bastion": {"host": "-oProxyCommand=x"}}),
+            "access.bastion.host",
+            "is not a host name or address",
+        ),
     ],
-    ids=["capacity-block", "subnet-without-vpc", "no-head-node"],
+    ids=[
+        "capacity-block",
+        "subnet-without-vpc",
+        "no-head-node",
+        "bastion-compute-node",
+        "bastion-without-public-address",
+        "malformed-ami",
+        "bastion-option-injection",
+    ],
 )
 def test_validate_refuses_what_the_component_refuses(
     change: Any, path: str, words: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]

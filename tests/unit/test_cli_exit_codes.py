@@ -275,6 +275,7 @@ def test_run_playbook_result(
 
 
 def test_check_without_inventory_is_2(capsys: pytest.CaptureFixture[str], state: Path) -> None:
+    (state / "t").mkdir()  # a stack with state but no inventory (else: no stack named 't')
     code, out, err = outcome(capsys, "check", "--stack", "t")
     assert (code, out) == (2, "")
     assert_one_error_line(err, "check")

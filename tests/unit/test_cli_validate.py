@@ -109,7 +109,7 @@ def test_validate_mixed_problem_lines_explain(
 ) -> None:
     main(["validate", str(write_mixed_lab(tmp_path))])
     out = capsys.readouterr().out
-    assert "  name: String should match pattern" in out
+    assert "  name: use lowercase letters, digits and hyphens" in out
     assert "  fabric.topology.spine: unknown key 'spine'; allowed keys: kind, leaves" in out
     assert "  fabric.infiniband.subnet_managers[1].priority: 20 is outside the sm_priority" in out
 

@@ -135,7 +135,58 @@ def test_children_are_parented_to_the_component(a3: tuple[Mocks, dict[str, Any]]
     mocks, out = a3
     children = [u for u in out["urns"] if not u.endswith("railyard:gcp:Cluster::c")]
     assert len(children) == len(mocks.resources) - 1
-    assert all("::railyard:gcp:Cluster$gcp:" in urn for urn in children)
+    pins = [u for u in children if "$pulumi-python:dynamic:Resource::" in u]
+    assert len(pins) == 3  # one host key pin per instance
+    assert all("::railyard:gcp:Cluster$gcp:" in urn for urn in children if urn not in pins)
+    assert all(
+        "::railyard:gcp:Cluster$pulumi-python:dynamic:Resource::c-hostkey-" in u for u in pins
+    )
+
+
+def test_compute_nodes_are_reached_through_the_head_node(
+    a3: tuple[Mocks, dict[str, Any]],
+) -> None:
+    _, out = a3
+    inventory = out["inventory"]["all"]
+    head_public = out["hosts"]["head1"]["public_ip"]
+    assert head_public and head_public != out["hosts"]["head1"]["private_ip"]
+    assert f"-W %h:%p railyard@{head_public}'" in inventory["vars"]["ansible_ssh_common_args"]
+    assert inventory["hosts"]["a3-02"] == {"ansible_host": out["hosts"]["a3-02"]["private_ip"]}
+    assert inventory["hosts"]["head1"]["ansible_host"] == head_public
+
+
+def test_host_keys_come_from_guest_attributes(a3: tuple[Mocks, dict[str, Any]]) -> None:
+    mocks, out = a3
+    pins = {r.inputs["host"]: r.inputs for r in mocks.of("pulumi-python:dynamic:Resource")}
+    assert sorted(pins) == ["a3-01", "a3-02", "head1"]
+    for host, pin in pins.items():
+        assert pin["source"] == {
+            "cloud": "gcp",
+            "name": host,
+            "zone": "us-central1-a",
+            "project": "my-gpu-project",
+        }
+        assert mocks.instance(host)["metadata"]["enable-guest-attributes"] == "TRUE"
+    assert pins["a3-01"]["jump"] == {
+        "address": pins["head1"]["address"],
+        "user": "railyard",
+        "port": 22,
+    }
+    assert pins["head1"]["address"] == out["hosts"]["head1"]["public_ip"]
+
+
+def test_verification_plan_of_the_example_has_gpu_nic_checks(
+    a3: tuple[Mocks, dict[str, Any]],
+) -> None:
+    from fabric.verify.context import inventory_groups
+    from fabric.verify.plan import CheckPlan
+
+    _, out = a3
+    groups = inventory_groups(out["inventory"])
+    plan = CheckPlan(spec=ClusterSpec.model_validate(example()), hosts=groups["all"], groups=groups)
+    assert plan.slurm_nodes == ["a3-01", "a3-02"]
+    # fabric checks derived from the catalog (issue 13 part 2): 4 GPU NICs per a3-highgpu-8g
+    assert [h.host for h in plan.gpu_nic_hosts] == ["a3-01", "a3-02"]
 
 
 def test_wrong_subnet_count_refused_before_any_resource() -> None:
@@ -187,7 +238,8 @@ def test_ssh_rule_and_key_from_config(ssh_config: None) -> None:
     assert ssh["allows"] == [{"protocol": "tcp", "ports": ["22"]}]
     assert mocks.instance("head1")["tags"] == ["railyard-head"]
     assert mocks.instance("a3-01")["metadata"] == {
-        "ssh-keys": "railyard:ssh-ed25519 AAAAexample railyard"
+        "enable-guest-attributes": "TRUE",
+        "ssh-keys": "railyard:ssh-ed25519 AAAAexample railyard",
     }
 
 
@@ -222,11 +274,33 @@ def _no_head(data: dict[str, Any]) -> None:
         (
             lambda d: d["gcp"].update(zone="europe-west4-a"),
             "gcp.zone",
-            "'europe-west4-a' is not in region 'us-central1'",
+            "'europe-west4-a' is not a zone of region us-central1",
         ),
         (_no_head, "nodes", "declare a head node, e.g. - {names: head1, role: login, "),
+        (
+            lambda d: d["nodes"][1].update(names="Head1"),
+            "nodes[1].names",
+            "'Head1' cannot name a Compute Engine instance",
+        ),
+        (
+            lambda d: d["gcp"].update(network_prefix="A3_net"),
+            "gcp.network_prefix",
+            "'A3_net': use lowercase letters, digits and hyphens",
+        ),
+        (
+            lambda d: d.update(access={"bastion": {"host": "a3-1"}}),
+            "access.bastion.host",
+            "a3-1 is a compute node",
+        ),
     ],
-    ids=["head-without-machine-type", "zone-outside-region", "no-head-node"],
+    ids=[
+        "head-without-machine-type",
+        "zone-outside-region",
+        "no-head-node",
+        "instance-name",
+        "network-prefix",
+        "bastion-compute-node",
+    ],
 )
 def test_validate_refuses_what_the_component_refuses(
     change: Any, path: str, words: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]

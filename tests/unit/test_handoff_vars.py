@@ -14,7 +14,7 @@ from fabric.handoff.vars import (
     role_vars_from_spec,
     write_group_vars,
 )
-from fabric.spec import load_spec, spec_from_mapping
+from fabric.spec import SKIP_RULES, ClusterSpec, SpecError, load_spec, spec_from_mapping
 from fabric.topology.from_spec import graph_from_spec
 from fabric.topology.render import render
 
@@ -107,17 +107,32 @@ def test_no_topology_without_a_declared_fabric_topology(lab_spec):
     assert out["slurm_topology_conf"] == ""
 
 
-def test_block_topology_is_refused_with_the_reason(lab_spec):
-    spec = _mapping(lab_spec, slurm__topology_plugin="block", slurm__block_size=4)
-    with pytest.raises(HandoffError, match=r"slurm.topology_plugin: block needs Slurm 23.11"):
-        role_vars_from_spec(spec)
+def test_block_topology_reaches_the_slurm_role(lab_spec):
+    """The slurm role, not the hand-off, knows the installed Slurm: it refuses block below 23.11."""
+    out = role_vars_from_spec(
+        _mapping(lab_spec, slurm__topology_plugin="block", slurm__block_size=3)
+    )
+    assert out["slurm_topology_plugin"] == "block"
+    assert "BlockName=leaf01 Nodes=gpu[01-05]" in out["slurm_topology_conf"].splitlines()
+    assert "BlockSizes=3" in out["slurm_topology_conf"].splitlines()
+    assert out["railyard_topology_args"] == ["--plugin", "block", "--block-size", "3"]
+
+
+def test_topology_yaml_reaches_the_slurm_role(lab_spec):
+    out = role_vars_from_spec(_mapping(lab_spec, slurm__topology_plugin="yaml"))
+    doc = yaml.safe_load(out["slurm_topology_conf"])
+    assert out["slurm_topology_plugin"] == "yaml" and doc[0]["topology"] == "fabric"
+    assert out["railyard_topology_args"] == ["--plugin", "yaml"]
 
 
 def test_host_list_partition_members_are_refused(lab_spec):
     data = lab_spec.model_dump(mode="json", exclude_none=True)
     data["fabric"]["infiniband"]["partitions"][0]["members"] = "gpu[01-02]"
+    with pytest.raises(SpecError, match=r"partitions\[0\]\.members.*port GUIDs"):
+        spec_from_mapping(data)  # validate refuses it first (fabric.spec.rules)
+    unchecked = ClusterSpec.model_validate(data, context={SKIP_RULES: True})
     with pytest.raises(HandoffError, match=r"partitions\[0\]\.members"):
-        role_vars_from_spec(spec_from_mapping(data))
+        role_vars_from_spec(unchecked)
 
 
 def bare_metal_access(hosts: list[str]) -> dict[str, Any]:
@@ -173,16 +188,28 @@ def _declared(role: str) -> set[str]:
     return set(yaml.safe_load(path.read_text()) or {})
 
 
-def test_every_variable_is_declared_by_its_role(lab_spec):
-    out = role_vars_from_spec(lab_spec)
-    for key in out:
+ROLES = (
+    "subnet_manager",
+    "roce_qos",
+    "slurm",
+    "rdma_stack",
+    "hca",
+    "cluster_hosts",
+    "efa",
+    "gcp_gpudirect",
+)
+
+
+@pytest.mark.parametrize(
+    "stack", ["Pulumi.lab.yaml", "Pulumi.aws-efa.example.yaml", "Pulumi.gcp-a3.example.yaml"]
+)
+def test_every_variable_is_declared_by_its_role(stack):
+    out = role_vars_from_spec(load_spec(REPO / stack))
+    per_host = {k for hosts in out.get("railyard_gcp_gpudirect", {}).values() for k in hosts}
+    for key in set(out) | per_host:
         if key.startswith("railyard_"):
             continue
-        role = next(
-            r
-            for r in ("subnet_manager", "roce_qos", "slurm", "rdma_stack", "hca", "cluster_hosts")
-            if key.startswith(r + "_")
-        )
+        role = next(r for r in ROLES if key.startswith(r + "_"))
         assert key in _declared(role), f"{key} is not in roles/{role}/defaults/main.yml"
 
 
@@ -193,3 +220,109 @@ def test_group_vars_file_round_trips_and_is_rewritten_only_on_change(lab_spec, t
     mtime = path.stat().st_mtime_ns
     write_group_vars(lab_spec, tmp_path)
     assert path.stat().st_mtime_ns == mtime
+
+
+def _cloud(stack: str, **changes: Any):
+    data = load_spec(REPO / stack).model_dump(mode="json", exclude_none=True)
+    for dotted, value in changes.items():
+        node = data
+        *path, last = dotted.split("__")
+        for key in path:
+            node = node[int(key)] if key.isdigit() else node[key]
+        node[last] = value
+    return spec_from_mapping(data)
+
+
+def test_efa_hand_off_from_the_aws_example():
+    out = role_vars_from_spec(_cloud("Pulumi.aws-efa.example.yaml"))
+    assert out["railyard_efa_hosts"] == {f"gpu0{i}": 32 for i in range(1, 5)}
+    assert out["efa_gpudirect_rdma"] is True
+    assert out["efa_ptrace_scope"] == 0
+    assert "efa_installer_url" not in out  # no mirror in the example: the AMI carries EFA
+    env = out["railyard_job_environment"]
+    assert set(env) == {"gpu01", "gpu02", "gpu03", "gpu04"}  # not the head node
+    assert env["gpu01"] == {
+        "all": {"FI_PROVIDER": "efa", "FI_EFA_USE_DEVICE_RDMA": "1"},
+        "multinode": {},
+    }
+    assert out["slurm_task_prolog"] is True
+    assert out["slurm_prolog_epilog_dirs"] is False
+
+
+def test_efa_installer_and_p4d_without_gpudirect():
+    url = "https://mirror.example.internal/aws-efa-installer-1.38.0.tar.gz"
+    checksum = "sha256:" + "ab" * 32
+    out = role_vars_from_spec(
+        _cloud(
+            "Pulumi.aws-efa.example.yaml",
+            nodes__0__instance_type="p4d.24xlarge",
+            nodes__0__gpu_type="a100",
+            aws__gpudirect_rdma=False,
+            aws__efa_installer_url=url,
+            aws__efa_installer_version="1.38.0",
+            aws__efa_installer_checksum=checksum,
+        )
+    )
+    assert set(out["railyard_efa_hosts"].values()) == {4}
+    assert (out["efa_installer_url"], out["efa_installer_checksum"]) == (url, checksum)
+    assert out["efa_installer_version"] == "1.38.0"
+    assert out["efa_gpudirect_rdma"] is False
+    assert out["railyard_job_environment"]["gpu01"]["all"] == {"FI_PROVIDER": "efa"}
+
+
+def test_efa_installer_url_without_checksum_is_a_spec_problem_naming_the_field():
+    with pytest.raises(SpecError, match=r"aws.efa_installer_checksum: required with"):
+        _cloud(
+            "Pulumi.aws-efa.example.yaml",
+            aws__efa_installer_url="https://mirror.example.internal/efa.tar.gz",
+        )
+
+
+def test_gcp_a3_high_hand_off():
+    out = role_vars_from_spec(_cloud("Pulumi.gcp-a3.example.yaml"))
+    a3 = out["railyard_gcp_gpudirect"]
+    assert set(a3) == {"a3-01", "a3-02"}
+    assert a3["a3-01"] == {
+        "gcp_gpudirect_machine_type": "a3-highgpu-8g",
+        "gcp_gpudirect_transport": "gpudirect-tcpx",
+        "gcp_gpudirect_subnets": [
+            "172.16.0.0/20",
+            "172.16.16.0/20",
+            "172.16.32.0/20",
+            "172.16.48.0/20",
+        ],
+        "gcp_gpudirect_mtu": 8244,
+    }
+    env = out["railyard_job_environment"]["a3-01"]
+    assert env["all"] == {}
+    assert env["multinode"]["NCCL_NET"] == "GPUDirectTCPX_v7"
+    assert env["multinode"]["NCCL_GPUDIRECTTCPX_UNIX_CLIENT_PREFIX"] == "/run/tcpx-${SLURM_JOB_ID}"
+    assert out["slurm_prolog_epilog_dirs"] is True
+    assert out["railyard_roce_hosts"] == []
+
+
+def test_gcp_a3_mega_and_ultra():
+    mega = role_vars_from_spec(
+        _cloud(
+            "Pulumi.gcp-a3.example.yaml",
+            nodes__0__instance_type="a3-megagpu-8g",
+            gcp__gpu_subnet_cidrs=[],
+        )
+    )
+    host = mega["railyard_gcp_gpudirect"]["a3-01"]
+    assert host["gcp_gpudirect_transport"] == "gpudirect-tcpxo"
+    assert len(set(host["gcp_gpudirect_subnets"])) == 8
+    assert "NCCL_FASTRAK_IFNAME" in mega["railyard_job_environment"]["a3-01"]["multinode"]
+    ultra = role_vars_from_spec(
+        _cloud(
+            "Pulumi.gcp-a3.example.yaml",
+            nodes__0__instance_type="a3-ultragpu-8g",
+            nodes__0__gpu_type="h200",
+            gcp__gpu_subnet_cidrs=[],
+        )
+    )
+    assert ultra["railyard_roce_hosts"] == ["a3-01", "a3-02"]
+    assert ultra["railyard_gcp_gpudirect"]["a3-01"]["gcp_gpudirect_mtu"] == 8896
+    assert ultra["railyard_job_environment"] == {}
+    assert ultra["slurm_task_prolog"] is False
+    assert ultra["slurm_prolog_epilog_dirs"] is False

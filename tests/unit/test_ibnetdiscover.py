@@ -8,7 +8,7 @@ import pytest
 
 from fabric.parsers.common import ParseError
 from fabric.parsers.ibnetdiscover import IbnetdiscoverError, parse
-from fabric.topology.graph import FabricGraph
+from fabric.topology.graph import FabricGraph, GraphError
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 
@@ -205,14 +205,18 @@ def test_bulk_path_builds_the_same_graph_as_the_line_parser(name: str) -> None:
     from fabric.parsers.ibnetdiscover.lines import _parse
     from fabric.topology.slurm import tree_conf
 
+    def conf(graph: FabricGraph) -> str:
+        try:
+            return tree_conf(graph)
+        except GraphError as err:  # no host cabled to a switch: no topology.conf to give Slurm
+            return str(err)
+
     text = (FIXTURES / f"ibnetdiscover__{name}.txt").read_text()
     graph = parse(text)
-    conf = (
-        tree_conf(graph) if graph.switches else ""
-    )  # from the switch ends, before links are built
+    fast_conf = conf(graph)  # from the switch ends, before links are built
     reference = _parse(text)
     assert graph == reference
-    assert conf == (tree_conf(reference) if graph.switches else "")
+    assert fast_conf == conf(reference)
 
 
 def test_slower_end_is_kept_by_the_bulk_path_too() -> None:
@@ -233,3 +237,88 @@ def test_many_malformed_tails_fail_fast() -> None:
     bad = lines[:10] + ports + [port.replace("lid 4 4xHDR", "lid x 4xHDR")]
     with pytest.raises(IbnetdiscoverError, match=r"line 51: expected a port line"):
         parse("\n".join(bad))  # the tail validator backtracked exponentially here (14 tails: 2.6 s)
+
+
+# --- input a user can trust: empty, cut off (issue 16) ---------------------------------------
+
+
+def _both(text: str) -> FabricGraph | str:
+    """The bulk path's result and the line parser's must be the same graph, or the same error."""
+    from fabric.parsers.ibnetdiscover.fast import _parse_fast
+    from fabric.parsers.ibnetdiscover.lines import _parse
+
+    try:
+        reference: FabricGraph | str = _parse(text)
+    except IbnetdiscoverError as err:
+        reference = str(err)
+    bulk = _parse_fast(text)
+    assert bulk is None or bulk == reference
+    try:
+        assert parse(text) == reference
+    except IbnetdiscoverError as err:
+        assert str(err) == reference
+    return reference
+
+
+@pytest.mark.parametrize("text", ["", "\n\n", "#\n# Topology file: generated on x\n#\n\n"])
+def test_empty_or_comments_only_is_refused(text: str) -> None:
+    result = _both(text)
+    assert isinstance(result, str) and "end of input: expected at least one node record" in result
+
+
+def test_a_record_cut_short_is_named() -> None:
+    """Cut after leaf02's first port line (line 40): spine01 lists 4 links to leaf02."""
+    lines = (FIXTURES / "ibnetdiscover__ibsim_lab__1.txt").read_text().split("\n")
+    assert lines[38].startswith('Switch\t64 "S-0002c90301000001"')
+    result = _both("\n".join(lines[:40]) + "\n")
+    assert isinstance(result, str)
+    assert result.startswith('ibnetdiscover: line 39: expected all port lines of "leaf02"')
+    assert "the other ends list 4 links to it, its record 1" in result
+    assert "cut off" in result
+
+
+def test_a_switch_without_a_record_is_named() -> None:
+    """Cut inside leaf01's record: its port line names spine01, which never gets a record."""
+    lines = (FIXTURES / "ibnetdiscover__ibsim_lab__1.txt").read_text().split("\n")
+    result = _both("\n".join(lines[:20]) + "\n")
+    assert isinstance(result, str)
+    assert 'expected a record for "spine01" (S-0002c90301000002)' in result and "line 16" in result
+
+
+def test_every_cut_of_every_fixture_is_refused_or_whole() -> None:
+    """Cut each fixture after every line: the bulk path and the line parser agree, and a cut the
+    text shows (a record short of what its peers list, a node named but not recorded while the
+    capture ends in its switch records) is refused; what is accepted keeps every link between
+    the switches it holds. The one cut no count can see: a record cut right after its header
+    whose missing lines were all cabled to itself (a looped switch port, as ibtopotool__3
+    has), since the lines naming it were its own."""
+    refused = accepted = 0
+    for path in sorted(FIXTURES.glob("ibnetdiscover__*.txt")):
+        lines = path.read_text().split("\n")
+        whole = parse(path.read_text())
+        for n in range(len(lines)):
+            result = _both("\n".join(lines[:n]) + "\n")
+            if isinstance(result, str):
+                refused += 1
+                continue
+            accepted += 1
+            cut_switches = set(result.switches)
+            # every switch's links are the whole fabric's (a cut never silently drops one)
+            for link in whole.links:
+                if link.a_guid in cut_switches and link.b_guid in cut_switches:
+                    assert link in result.links or link.a_guid == link.b_guid, (path, n)
+    assert refused > 400 and accepted > 250, (refused, accepted)
+
+
+def test_a_cut_capture_followed_by_a_whole_one_is_refused() -> None:
+    """Captures of several planes in one file: the last record of each capture is checked."""
+    first = (FIXTURES / "ibnetdiscover__ibsim_lab__1.txt").read_text().split("\n")
+    second = (FIXTURES / "ibnetdiscover__ibtopotool__2.txt").read_text()
+    assert isinstance(_both("\n".join(first) + "\n" + second), FabricGraph)
+    result = _both("\n".join(first[:40]) + "\n" + second)
+    assert isinstance(result, str) and 'all port lines of "leaf02"' in result
+
+
+def test_a_ca_without_a_record_is_a_warning_in_a_trimmed_capture() -> None:
+    graph = load("superbench__1")
+    assert any("H-0ff08c43213b3f38" in w and "no record" in w for w in graph.warnings)

@@ -85,3 +85,45 @@ def test_relative_key_path_is_refused(spec: ClusterSpec) -> None:
             private_key_file="id",
             known_hosts_file="/s/kh",
         )
+
+
+def _with_bastion(host: str, **extra: object) -> ClusterSpec:
+    data = {**LAB, "access": {"bastion": {"host": host, "user": "jump", **extra}}}
+    return ClusterSpec.model_validate(data)
+
+
+def test_every_host_goes_through_an_external_bastion() -> None:
+    spec = _with_bastion("bastion.example.org", port=2222)
+    addresses = {h: f"198.18.0.{10 + i}" for i, h in enumerate(spec.hosts)}
+    inv = build_inventory(
+        spec, addresses, ssh_user="root", private_key_file="/s/id", known_hosts_file="/s/kh"
+    )["all"]
+    common = inv["vars"]["ansible_ssh_common_args"]
+    assert common.startswith("-o UserKnownHostsFile=/s/kh -o StrictHostKeyChecking=yes -o ")
+    assert "'ssh -o UserKnownHostsFile=/s/kh -o StrictHostKeyChecking=yes" in common
+    assert common.endswith("-i /s/id -p 2222 -W %h:%p jump@bastion.example.org'")
+    assert all(set(v) == {"ansible_host"} for v in inv["hosts"].values())
+
+
+def test_a_bastion_node_is_reached_directly_at_its_public_address() -> None:
+    spec = _with_bastion("ctl1")
+    addresses = {h: f"198.18.0.{10 + i}" for i, h in enumerate(spec.hosts)}
+    own = build_inventory(  # bare metal: the node's own (management) address
+        spec, addresses, ssh_user="root", private_key_file="/s/id", known_hosts_file="/s/kh"
+    )["all"]
+    assert own["vars"]["ansible_ssh_common_args"].endswith(f"jump@{addresses['ctl1']}'")
+    assert own["hosts"]["ctl1"]["ansible_host"] == addresses["ctl1"]
+    inv = build_inventory(
+        spec,
+        addresses,
+        ssh_user="root",
+        private_key_file="/s/id",
+        known_hosts_file="/s/kh",
+        bastion_address="203.0.113.9",
+    )["all"]
+    assert inv["hosts"]["ctl1"] == {
+        "ansible_host": "203.0.113.9",
+        "ansible_ssh_common_args": "-o UserKnownHostsFile=/s/kh -o StrictHostKeyChecking=yes",
+    }
+    assert inv["vars"]["ansible_ssh_common_args"].endswith("-W %h:%p jump@203.0.113.9'")
+    assert inv["hosts"]["gpu01"] == {"ansible_host": "198.18.0.10"}

@@ -42,6 +42,7 @@ def test_registry_names() -> None:
             "ibv_rc_pingpong",
             "sysfs",
             "ethtool",
+            "ethtool_i",
             "fi_info",
             "sminfo",
             "perfquery",
@@ -71,7 +72,7 @@ def test_empty_input_raises_parse_error(tool: str) -> None:
 
 
 def test_unknown_tool_lists_valid_ones() -> None:
-    with pytest.raises(UnknownToolError, match="valid tools: ethtool, fi_info"):
+    with pytest.raises(UnknownToolError, match="valid tools: ethtool, ethtool_i, fi_info"):
         parse("ibnope", "")
 
 

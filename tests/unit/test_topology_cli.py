@@ -143,3 +143,107 @@ def test_bad_spec_is_bad_input_in_one_line(
 def test_missing_spec_is_bad_input(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     code, _, err = run(capsys, "--from-spec", str(tmp_path / "none.yaml"))
     assert code == 2 and "none.yaml: no such file" in err
+
+
+# --- input a user can trust (issue 16): one line, exit 2, before anything is written ---------
+
+
+def _refused(capsys: pytest.CaptureFixture[str], path: Path, *argv: str) -> str:
+    code, out, err = run(capsys, "--from-ibnetdiscover", str(path), *argv)
+    assert (code, out) == (2, "")
+    assert err.startswith("python -m fabric topology: error: ") and err.count("\n") == 1
+    return err
+
+
+@pytest.mark.parametrize("text", ["", "#\n# Topology file: generated on Mon Nov 23 2026\n#\n\n"])
+def test_empty_or_comments_only_input_is_refused(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, text: str
+) -> None:
+    path = tmp_path / "ibnetdiscover.txt"
+    path.write_text(text)
+    assert "expected at least one node record" in _refused(capsys, path)
+
+
+def test_input_cut_at_a_line_boundary_names_the_node(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    lines = (FIXTURES / "ibnetdiscover__ibsim_lab__1.txt").read_text().split("\n")
+    path = tmp_path / "cut.txt"
+    path.write_text("\n".join(lines[:40]) + "\n")
+    err = _refused(capsys, path)
+    assert 'line 39: expected all port lines of "leaf02"' in err and "cut off" in err
+
+
+def test_input_cut_mid_line_is_refused(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    text = (FIXTURES / "ibnetdiscover__ibsim_lab__1.txt").read_text()
+    path = tmp_path / "cut.txt"
+    path.write_text(text[: text.index("lmc 0", 1000)])
+    assert "the last line has no newline" in _refused(capsys, path)
+
+
+def test_binary_input_is_refused(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    path = tmp_path / "capture.pcap"
+    path.write_bytes(b"\xd4\xc3\xb2\xa1\x02\x00\x04\x00" + bytes(range(256)))
+    assert "line 1: byte 5 is NUL" in _refused(capsys, path)
+
+
+def test_non_utf8_input_is_refused(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    path = tmp_path / "latin1.txt"
+    text = (FIXTURES / "ibnetdiscover__ibsim_lab__1.txt").read_text()
+    path.write_bytes(text.replace("gpu01", "gpü01", 1).encode("latin-1"))
+    assert "is not UTF-8" in _refused(capsys, path)
+
+
+def test_input_over_the_cap_is_refused(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    path = tmp_path / "big.txt"
+    text = (FIXTURES / "ibnetdiscover__ibsim_lab__1.txt").read_text()
+    path.write_text(text * (1024 * 1024 // len(text) + 1))
+    assert "--max-mb" in _refused(capsys, path, "--max-mb", "1")
+
+
+def test_fabric_without_a_host_on_a_switch_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    """A lone CA (real topograph capture): no topology.conf at all rather than an empty one."""
+    err = _refused(capsys, FIXTURES / "ibnetdiscover__topograph__2.txt")
+    assert "no switch is cabled to a host's HCA" in err
+
+
+def test_several_planes_are_said_in_a_comment(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """Two real captures in one file, as the hand-off writes one per plane: two parts."""
+    path = tmp_path / "planes.txt"
+    path.write_text(
+        (FIXTURES / "ibnetdiscover__ibsim_lab__1.txt").read_text()
+        + (FIXTURES / "ibnetdiscover__ibtopotool__2.txt").read_text()
+    )
+    code, out, _ = run(capsys, "--from-ibnetdiscover", str(path))
+    assert code == 0
+    assert "# this fabric has 2 disjoint parts (pods or planes)" in out
+    assert "SwitchName=spine01 Switches=leaf[01-02]" in out
+    assert "SwitchName=S-000b8cffff0053ee Nodes=compute-00-[00-01]" in out
+
+
+def test_the_ibnetdiscover_path_imports_no_heavy_module() -> None:
+    """What the topology path does not use it does not import (start-up is most of its time on a
+    2,048-host capture): no pydantic, Pulumi, rich or yaml, and no other parser."""
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys\n"
+        "from fabric.cli import main\n"
+        f"code = main(['topology', '--from-ibnetdiscover', {str(FIXTURES / 'ibnetdiscover__ibsim_lab__1.txt')!r}])\n"
+        "heavy = {'pydantic', 'pulumi', 'rich', 'yaml', 'networkx'}\n"
+        "print(code, sorted(m for m in sys.modules if m.split('.')[0] in heavy"
+        " or m.startswith('fabric.parsers.') and not m.startswith(('fabric.parsers.ibnetdiscover',"
+        " 'fabric.parsers.text'))))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
+        check=True,
+    )
+    assert done.stdout.splitlines()[-1] == "0 []", done.stdout[-500:]

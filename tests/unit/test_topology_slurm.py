@@ -117,12 +117,17 @@ def test_unpopulated_leaf_does_not_top_the_tree() -> None:
 
 
 def test_rail_optimized_hosts_sit_under_their_rail0_leaf() -> None:
-    assert conf_lines(tree_conf(rails())) == [
+    """Both spines reach the same rail-0 leaves: one line, the merged spine named in a comment."""
+    conf = tree_conf(rails())
+    assert conf_lines(conf) == [
         "SwitchName=leaf01 Nodes=gpu[001-004]",
         "SwitchName=leaf05 Nodes=gpu[005-008]",
         "SwitchName=spine01 Switches=leaf[01,05]",
-        "SwitchName=spine02 Switches=leaf[01,05]",
     ]
+    assert "# SwitchName=spine01 stands for 2 switches with the same children: spine[01-02]" in (
+        conf.splitlines()
+    )
+    assert slurm_tree(rails()).merged == {"spine01": ["spine01", "spine02"]}
 
 
 def test_every_host_is_placed_exactly_once() -> None:

@@ -32,13 +32,12 @@ from __future__ import annotations
 
 import gc
 
-from fabric.parsers.ibnetdiscover import fast, lines
+from fabric.parsers.ibnetdiscover import fast
 from fabric.parsers.ibnetdiscover.common import TOOL, IbnetdiscoverError
 from fabric.parsers.ibnetdiscover.fast import _parse_fast
-from fabric.parsers.ibnetdiscover.lines import _parse
 from fabric.topology.graph import FabricGraph
 
-__all__ = ["TOOL", "FabricGraph", "IbnetdiscoverError", "fast", "lines", "parse"]
+__all__ = ["TOOL", "FabricGraph", "IbnetdiscoverError", "fast", "parse"]
 
 
 def parse(text: str) -> FabricGraph:
@@ -50,7 +49,11 @@ def parse(text: str) -> FabricGraph:
     gc.disable()  # the parse allocates ~1 M tuples and strings that all live on: no cycles to find
     try:
         graph = _parse_fast(text)
-        return _parse(text) if graph is None else graph
+        if graph is None:  # the line parser, imported only when the bulk path declines
+            from fabric.parsers.ibnetdiscover.lines import _parse
+
+            return _parse(text)
+        return graph
     finally:
         if enabled:
             gc.enable()

@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import gc
 import re
-from functools import partial
+from collections import Counter
+from functools import cache, partial
 from itertools import compress, count, repeat
 from operator import itemgetter, not_
 
@@ -29,6 +30,7 @@ from fabric.parsers.ibnetdiscover.common import (
     _guid,
     _reconcile,
     _switch_names,
+    last_records,
 )
 from fabric.topology.graph import (
     LANE_GBPS,
@@ -65,7 +67,14 @@ _FAST_LINE = (
     r'|vendid=[^"\n]*+|devid=[^"\n]*+|sysimgguid=[^"\n]*+|switchguid=[^"\n]*+|caguid=[^"\n]*+|rtguid=[^"\n]*+'
     r'|\#[^"\n]*+|Non-Chassis Nodes[^"\n]*+|Chassis [^"\n]*+|[ \t]*+)'
 )
-_FAST = re.compile(rf"(?:{_FAST_LINE}\n)*+{_FAST_LINE}")
+
+
+@cache
+def _fast() -> re.Pattern[str]:
+    """The whole-text pattern, compiled on the regex scanner's first use (not at import)."""
+    return re.compile(rf"(?:{_FAST_LINE}\n)*+{_FAST_LINE}")
+
+
 _PLAIN_IDS = re.compile(r"(?:[A-Z]-[0-9a-f]{16}\n)*+")
 _WIDTHS = frozenset(WIDTH_LANES)
 _SPEEDS = frozenset(LANE_GBPS)
@@ -82,8 +91,8 @@ def _parse_fast(text: str) -> FabricGraph | None:
     if columns is None:
         return None
     ids, headers, kinds, descs = columns
-    if ids and (not headers or headers[0] != 0):
-        return None
+    if not headers or headers[0] != 0 or not _whole(text, ids, headers):
+        return None  # no node at all, or a capture cut off: the line parser says which
     guid_of = _guids(set(ids))
     if guid_of is None:
         return None
@@ -98,13 +107,33 @@ def _parse_fast(text: str) -> FabricGraph | None:
     return FabricGraph(switches=_switch_names(switches), cas=cas, links=links, warnings=[])
 
 
+def _whole(text: str, ids: list[str], headers: list[int]) -> bool:
+    """Whether the last record of every capture lists as many port lines as there are port lines
+    naming it (every cabled port is printed from both ends): else the text was cut off."""
+    records = last_records(text)
+    stops = headers[1:] + [len(ids)]
+    if len(records) == 1 and ids[headers[-1]] == records[0].nid:  # one capture: its last header
+        return stops[-1] - headers[-1] == ids.count(records[0].nid)  # own lines + header
+    targets = {r.nid for r in records}
+    refs = Counter(filter(targets.__contains__, ids))
+    heads = _pick(ids, headers)
+    for record in records:
+        try:
+            k = heads.index(record.nid)
+        except ValueError:
+            return False
+        if stops[k] - headers[k] != refs[record.nid]:
+            return False
+    return True
+
+
 #: Columns of the bulk path: every quoted line's node id, the quoted-line numbers of the node
 #: headers, and each header's (kind, port count) and description.
 Columns = tuple[list[str], list[int], list[tuple[str, int]], list[str]]
 
 
 def _scan(text: str) -> Columns | None:
-    """The bulk path's columns, or None if the text is outside its grammar (``_FAST``): by the
+    """The bulk path's columns, or None if the text is outside its grammar (``_fast()``): by the
     compiled scanner when it is built and the text is ASCII, else by ``_scan_regex``."""
     if _scan_compiled is not None and text.isascii():
         return _scan_compiled(text, _WIDTHS, _SPEEDS)
@@ -114,7 +143,7 @@ def _scan(text: str) -> Columns | None:
 def _scan_regex(text: str) -> Columns | None:
     """The reference scanner: one possessive regex pass validates the whole text, one split at
     double quotes gives each quoted line's pieces (before, id, middle, description)."""
-    if _FAST.fullmatch(text) is None:
+    if _fast().fullmatch(text) is None:
         return None
     pieces = text.split('"')
     ids = pieces[1::4]
@@ -136,7 +165,9 @@ def _guids(node_ids: set[str]) -> dict[str, str] | None:
 
 def _pick(items: list[str], positions: list[int]) -> list[str]:
     """``[items[i] for i in positions]``, in C."""
-    return [items[positions[0]]] if len(positions) == 1 else list(itemgetter(*positions)(items))
+    if len(positions) < 2:
+        return [items[positions[0]]] if positions else []
+    return list(itemgetter(*positions)(items))
 
 
 def _fast_nodes(
@@ -219,8 +250,10 @@ def _switch_blocks(
         remotes = list(map(get, ids[j + 1 : stops[row]]))
         ends.append((guid, remotes))
         peers[guid] = set(filter(is_switch, remotes))
-    if not all(a in peers[b] for a, bs in peers.items() for b in bs):
-        return None
+    lookup = peers.__getitem__
+    for a, bs in peers.items():  # inner test in C: ``a`` among the peers of each of its peers
+        if not all(map(set.__contains__, map(lookup, bs), repeat(a))):
+            return None
     return ends
 
 

@@ -19,10 +19,15 @@ from fabric.parsers.ibnetdiscover.common import (
     _HEADER_HEAD,
     _WIDTH_SPEED,
     IbnetdiscoverError,
+    LastRecord,
     _ca,
     _guid,
     _reconcile,
     _switch_names,
+    cut_off_error,
+    empty_error,
+    last_records,
+    unrecorded_error,
 )
 from fabric.topology.graph import Ca, FabricGraph, GraphError, Link, Switch, link_rate
 
@@ -221,14 +226,86 @@ def _parse(text: str) -> FabricGraph:
     _validate(lines, unchecked_heads, _HEADS_BLOCK)
     _validate(lines, unchecked_mids, _MIDS_BLOCK)
     _validate(lines, unchecked_tails, _TAILS_BLOCK)
-    _reconcile(links, deferred)
+    if not switches and not cas:
+        raise empty_error()
     missing = {g: i for i, g in ids.items() if g not in switches and g not in cas}
+    _check_whole(text, links + deferred, ids, missing, {**cas, **switches})
+    _reconcile(links, deferred)
     if missing:
         _add_unlisted("\n" + text, missing, switches, cas)
+        warnings.extend(
+            f"{missing[guid]} ({cas[guid].description}) is cabled in but has no record of its "
+            "own (a trimmed capture?)"
+            for guid in missing
+            if guid in cas
+        )
         for local, lport, remote, rport, width, speed, rate in deferred:
             if remote in missing:
                 links.append(Link(local, lport, remote, rport, width, speed, rate))
     return FabricGraph(switches=_switch_names(switches), cas=cas, links=links, warnings=warnings)
+
+
+def _check_whole(
+    text: str,
+    ends: list[tuple[str, int, str, int, str, str, float]],
+    ids: dict[str, str],
+    missing: dict[str, str],
+    nodes: dict[str, Switch | Ca],
+) -> None:
+    """Refuse a capture cut off at a line boundary, where the text itself says more was coming:
+    a capture's last record listing fewer port lines than the other ends list to it (every
+    cabled port is printed from both ends; unconnected ports are not printed at all, so a
+    record's port count promises nothing), or a switch that port lines name but that has no
+    record (ibnetdiscover prints a record for every node it found, switches first). A CA without
+    a record is a cut too when a capture ends with a switch record (ibnetdiscover prints the CAs
+    after every switch), else only a warning: trimmed captures drop them, and the switch side
+    still gives their links."""
+    records = {ids[r.nid]: r for r in last_records(text) if r.nid in ids}
+    if records:
+        _check_last_records(records, ends, ids, nodes)
+    ends_on_switch = any(r.is_switch for r in records.values())
+    for nid in sorted(missing.values(), key=lambda nid: not nid.startswith("S-")):
+        if nid.startswith("S-") or ends_on_switch:
+            at = text.find(f'"{nid}"')
+            end = text.find("\n", at)
+            line = text[text.rfind("\n", 0, at) + 1 : len(text) if end < 0 else end]
+            desc = line.rsplit('"', 2)[-2] if line.count('"') >= 4 else ""
+            why = (
+                ""
+                if nid.startswith("S-")
+                else " (ibnetdiscover prints the CA records after the switches', and a capture "
+                "here ends with a switch record)"
+            )
+            raise unrecorded_error(text.count("\n", 0, at) + 1, nid, desc, why)
+
+
+def _check_last_records(
+    records: dict[str, LastRecord],
+    ends: list[tuple[str, int, str, int, str, str, float]],
+    ids: dict[str, str],
+    nodes: dict[str, Switch | Ca],
+) -> None:
+    """Raise if a capture's last record has fewer port lines than port lines name it (the bulk
+    path's rule, by count); name the first port its peers list that it lacks."""
+    own: dict[str, set[int]] = {guid: set() for guid in records}
+    refs: dict[str, list[tuple[str, int, int]]] = {guid: [] for guid in records}
+    counts = dict.fromkeys(records, 0)
+    for local, lport, remote, rport, *_ in ends:
+        if local in own:
+            own[local].add(lport)
+            counts[local] += 1
+        if remote in refs:
+            refs[remote].append((local, lport, rport))
+    for guid, record in records.items():
+        if len(refs[guid]) > counts[guid]:
+            gone = [r for r in refs[guid] if r[2] not in own[guid]]
+            what = "some ports are listed twice"
+            if gone:
+                local, lport, rport = gone[0]
+                nid = next((n for n, g in ids.items() if g == local), local)
+                peer = f'"{nodes[local].description}" ({nid})' if local in nodes else nid
+                what = f"port {rport} is missing, which {peer} port {lport} lists"
+            raise cut_off_error(record, counts[guid], len(refs[guid]), what)
 
 
 def _quoted_port_line(lines: list[str], line: str) -> tuple[int, str, int, tuple[str, str, float]]:

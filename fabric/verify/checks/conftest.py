@@ -29,6 +29,7 @@ from fabric.lab.ibsim_clients import bound_udp_ports
 from fabric.state import StateLayout
 from fabric.verify import context
 from fabric.verify.facts import Facts
+from fabric.verify.harness import pytest_runtest_makereport  # noqa: F401  (the hook, registered here)
 from fabric.verify.plan import CheckPlan, DeclaredLink, HcaPort, Pair, SubnetManagerExpect
 
 PLAN = pytest.StashKey[CheckPlan]()
@@ -136,6 +137,42 @@ def _params(
             lambda s: f"host:{s.host}",
         ),
         "fabric_host": (lambda: plan.fabric_hosts, str, lambda h: h, lambda h: f"host:{h}"),
+        "efa_host": (
+            lambda: plan.efa_hosts,
+            lambda e: e.id,
+            lambda e: e.host,
+            lambda e: f"host:{e.host}",
+        ),
+        "efa_gpudirect_host": (
+            lambda: [e for e in plan.efa_hosts if e.gpudirect_rdma],
+            lambda e: e.id,
+            lambda e: e.host,
+            lambda e: f"host:{e.host}",
+        ),
+        "placement_host": (
+            lambda: [e for e in plan.efa_hosts if e.placement_group],
+            lambda e: e.id,
+            lambda e: e.host,
+            lambda e: f"host:{e.host}",
+        ),
+        "gpu_nic_host": (
+            lambda: plan.gpu_nic_hosts,
+            lambda g: g.id,
+            lambda g: g.host,
+            lambda g: f"host:{g.host}",
+        ),
+        "gvnic_host": (
+            lambda: [g for g in plan.gpu_nic_hosts if g.driver == "gve"],
+            lambda g: g.id,
+            lambda g: g.host,
+            lambda g: f"host:{g.host}",
+        ),
+        "rxdm_host": (
+            lambda: [g for g in plan.gpu_nic_hosts if g.rxdm],
+            lambda g: g.id,
+            lambda g: g.host,
+            lambda g: f"host:{g.host}",
+        ),
         "slurm_node": (
             lambda: plan.slurm_nodes,
             str,

@@ -1,19 +1,74 @@
-"""EFA: libfabric's efa provider is present on every fabric host (fabric.kind efa only)."""
+"""EFA instances (fabric.kind efa): what each must show, from the instance catalog.
+
+Parametrised over the plan's EFA hosts (``CheckPlan.efa_hosts``): the catalog's EFA device
+count, ``fi_info -p efa`` with one provider entry per device, GPUDirect RDMA (peer memory) where
+declared and supported, and the declared cluster placement group (instance metadata, IMDSv2).
+"""
 
 from __future__ import annotations
 
+import shlex
+
 import pytest
 
-from fabric.parsers import PARSERS
+from fabric.parsers import PARSERS, ParseError
+from fabric.verify.cloud import (
+    EFA_PCI_SCAN,
+    IMDS_PLACEMENT_GROUP,
+    efa_device_problems,
+    efa_provider_problems,
+    placement_group_problems,
+)
+from fabric.verify.harness import HarnessError
+from fabric.verify.plan import EfaHost
 
-pytestmark = pytest.mark.family("efa")
+#: The efa role's install prefix (efa_install_dir); fi_info is not on PATH by default.
+FI_INFO = "/opt/amazon/efa/bin/fi_info"
 
 
-def test_efa_provider(host, fabric_host: str) -> None:
-    """``fi_info -p efa`` lists the efa provider."""
-    result = host.run("fi_info -p efa")
-    report = PARSERS["fi_info"](result.stdout + result.stderr)
-    providers = {entry.provider for entry in getattr(report, "entries", [])}
-    assert "efa" in providers, (
-        f"{fabric_host}: fi_info -p efa shows no efa provider ({result.stderr.strip()[:200]})"
+@pytest.mark.family("efa")
+def test_efa_devices(host, efa_host: EfaHost) -> None:
+    """The instance shows as many EFA PCI devices as its type takes (32 on p5.48xlarge)."""
+    result = host.run(f"timeout 30 bash -c {shlex.quote(EFA_PCI_SCAN)}")
+    if result.rc != 0:
+        raise HarnessError(f"{efa_host.host}: the EFA PCI scan failed: {result.stderr.strip()}")
+    problems = efa_device_problems(result.stdout.splitlines(), efa_host.devices)
+    assert not problems, f"{efa_host.host} ({efa_host.instance_type}): " + "; ".join(problems)
+
+
+@pytest.mark.family("efa")
+def test_efa_provider(host, efa_host: EfaHost) -> None:
+    """``fi_info -p efa -t FI_EP_RDM`` lists one efa entry per EFA device."""
+    result = host.run(f"timeout 30 {FI_INFO} -p efa -t FI_EP_RDM")
+    assert result.rc not in (126, 127), (
+        f"{efa_host.host}: {FI_INFO} is not installed: the efa role installs it "
+        "(aws.efa_installer_url) or the AMI must carry it"
     )
+    try:
+        report = PARSERS["fi_info"](result.stdout + result.stderr)
+    except ParseError as error:
+        raise HarnessError(f"{efa_host.host}: fi_info output unreadable: {error}") from error
+    problems = efa_provider_problems(report, efa_host.devices)
+    assert not problems, f"{efa_host.host}: " + "; ".join(problems)
+
+
+@pytest.mark.family("efa_gpudirect")
+def test_efa_gpudirect_rdma(host, efa_gpudirect_host: EfaHost) -> None:
+    """GPUDirect RDMA declared (aws.gpudirect_rdma) on a p4/p5: the peer-memory module is loaded."""
+    loaded = host.run("test -d /sys/module/nvidia_peermem").rc == 0
+    assert loaded, (
+        f"{efa_gpudirect_host.host}: nvidia_peermem is not loaded, so EFA cannot reach GPU "
+        "memory (GPUDirect RDMA); the efa role loads it when aws.gpudirect_rdma is true"
+    )
+
+
+@pytest.mark.family("placement_group")
+def test_placement_group(host, placement_host: EfaHost) -> None:
+    """The instance sits in the declared cluster placement group (IMDSv2 metadata)."""
+    result = host.run(f"timeout 20 bash -c {shlex.quote(IMDS_PLACEMENT_GROUP)}")
+    if result.rc != 0:
+        raise HarnessError(
+            f"{placement_host.host}: instance metadata unreadable: {result.stderr.strip()[:200]}"
+        )
+    problems = placement_group_problems(result.stdout, placement_host.placement_group or "")
+    assert not problems, f"{placement_host.host}: " + "; ".join(problems)

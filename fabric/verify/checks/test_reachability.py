@@ -140,7 +140,8 @@ def _expected_switches(plan: CheckPlan, pair: Pair) -> tuple[str, str] | None:
 @pytest.mark.family("ib_pairs")
 def test_ibtracert_declared_path(host, facts: Facts, plan: CheckPlan, ib_pair: Pair) -> None:
     """The routed path leaves the source's declared leaf and enters the target's declared leaf,
-    crossing a spine between different leaves."""
+    crossing as many upper switches as a shortest path of the declared tree (one spine, or
+    spine, super-spine, spine between pods)."""
     ends = _expected_switches(plan, ib_pair)
     if ends is None:
         pytest.skip("no declared fat tree to compare the path with")
@@ -152,16 +153,19 @@ def test_ibtracert_declared_path(host, facts: Facts, plan: CheckPlan, ib_pair: P
     )
     switches = [name.strip() for name in report.switches]
     leaves = {load.switch for load in plan.declared_graph.leaf_loads()}  # type: ignore[union-attr]
-    expected_len = 1 if ends[0] == ends[1] else 3
+    # a shortest path through the declared tree: 3 switches over a spine, 5 over a super-spine
+    hops = plan.declared_graph.switch_hops(*ends)  # type: ignore[union-attr]
+    expected_len = 1 + (hops if hops is not None else 2)
     ok = (
         bool(switches)
         and (switches[0], switches[-1]) == ends
         and len(switches) == expected_len
         and all(s not in leaves for s in switches[1:-1])
     )
+    middle = " -> ".join(["<upper switch>"] * (expected_len - 2))
     assert ok, (
         f"{ib_pair.source} -> {ib_pair.target}: path crosses {switches}, expected {ends[0]}"
-        f"{' -> <spine> -> ' + ends[1] if expected_len == 3 else ''}"
+        f"{' -> ' + middle + ' -> ' + ends[1] if expected_len > 1 else ''}"
     )
 
 

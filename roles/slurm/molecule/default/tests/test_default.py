@@ -66,3 +66,27 @@ def test_a_job_runs_on_a_gpu_node(host):
         pytest.skip("submitted once, from the controller")
     out = host.check_output("srun -N1 --gres=gpu:h100:1 -t 1 hostname")
     assert out.strip() in {"ry-slurm-c1", "ry-slurm-c2"}
+
+
+def test_job_environment_from_the_task_prolog(host):
+    """Every step gets slurm_job_environment; only multi-node jobs get the multinode variables,
+    with the job's own id expanded; the prolog dispatcher ran the dropped script."""
+    if "slurm_controller" not in _groups(host):
+        pytest.skip("submitted once, from the controller")
+    one = host.check_output("srun -N1 -t 1 env")
+    assert "FI_PROVIDER=efa" in one.splitlines()
+    assert "FI_EFA_USE_DEVICE_RDMA=1" in one.splitlines()
+    assert "RAILYARD_TEST_UDS_PATH=" not in one
+    two = host.check_output(
+        "srun -N2 -t 1 sh -c 'echo $SLURM_JOB_ID $RAILYARD_TEST_UDS_PATH' | sort -u"
+    )
+    job, path = two.split()
+    assert path == f"/run/tcpx-{job}"
+
+
+def test_prolog_dispatcher_ran_the_dropped_script(host):
+    if "compute" not in _groups(host):
+        pytest.skip("slurmd runs the prolog on compute nodes")
+    record = host.file("/var/tmp/railyard-prolog-record")
+    assert record.exists, "the prolog dispatcher did not run /etc/slurm/prolog.d/10-record"
+    assert record.content_string.split()[0] == "prolog_slurmd"

@@ -1,0 +1,1 @@
+"""How long a real slurmctld takes to build its topology from what railyard writes."""

@@ -1,0 +1,85 @@
+"""Reading tool output from a file or stdin: the one decoder every command uses.
+
+:func:`read_text` refuses, before any parser sees it, input that cannot be a text tool's output
+(not UTF-8, or holding a NUL byte: a binary file) and input over a size cap (read no further
+than the cap, so memory stays bounded). It says whether the last line ends in a newline: a
+captured tool's output always does, so one that does not was cut short. Free of pydantic, so
+the ibnetdiscover path loads none.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+MIB = 1024 * 1024
+
+#: The default input cap: far above any single host's tool output, and a few hundred MiB of
+#: memory at most while the result is built.
+DEFAULT_LIMIT_MIB = 64
+
+
+class InputError(ValueError):
+    """Input no parser should see (binary, not UTF-8, over the cap): names it and the fix."""
+
+
+@dataclass(frozen=True)
+class Source:
+    """Decoded tool output: ``complete`` is False when the last line has no newline."""
+
+    name: str
+    text: str
+    complete: bool
+
+    @property
+    def last_line(self) -> int:
+        """The number of the last line (1-based; 0 for empty input)."""
+        return self.text.count("\n") + (0 if self.complete else 1)
+
+
+def _line_of(data: bytes, offset: int) -> int:
+    return data.count(b"\n", 0, offset) + 1
+
+
+def decode(name: str, data: bytes) -> Source:
+    """``data`` as text; an InputError naming the line and byte when it is not UTF-8 text."""
+    if (nul := data.find(b"\0")) >= 0:
+        raise InputError(
+            f"{name}: line {_line_of(data, nul)}: byte {nul} is NUL: binary data, not a tool's "
+            "text output; pass the file the tool printed (e.g. ibstat > ibstat.txt)"
+        )
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise InputError(
+            f"{name}: line {_line_of(data, err.start)}: byte {err.start} "
+            f"(0x{data[err.start]:02x}) is not UTF-8: binary data, not a tool's text output; "
+            "pass the file the tool printed (e.g. ibstat > ibstat.txt)"
+        ) from None
+    return Source(name, text, complete=not text or text.endswith("\n"))
+
+
+def read_text(
+    path: str | Path, limit_mib: int | None = DEFAULT_LIMIT_MIB, raise_with: str = "--max-mb N"
+) -> Source:
+    """Read ``path`` (``-``: stdin) as tool output of at most ``limit_mib`` MiB (None: no cap).
+
+    Raises InputError (binary, not UTF-8, over the cap; ``raise_with`` says how to raise it)
+    and OSError (unreadable) before anything is parsed.
+    """
+    limit = None if limit_mib is None else limit_mib * MIB
+    want = -1 if limit is None else limit + 1
+    name = "stdin" if str(path) == "-" else str(path)
+    if str(path) == "-":
+        stream = getattr(sys.stdin, "buffer", None)
+        data = stream.read(want) if stream is not None else sys.stdin.read(want).encode()
+    else:
+        with open(path, "rb") as handle:
+            data = handle.read(want)
+    if limit is not None and len(data) > limit:
+        raise InputError(
+            f"{name}: larger than the input cap of {limit_mib} MiB; if it really is one tool "
+            f"run's output, raise the cap with {raise_with}"
+        )
+    return decode(name, data)

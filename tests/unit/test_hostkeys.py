@@ -1,0 +1,150 @@
+"""fabric.hostkeys: the EC2 console's host key block (a real capture), pinning, the ssh options."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import re
+import shlex
+from pathlib import Path
+
+import pytest
+
+from fabric.hostkeys import (
+    HostKeyChanged,
+    HostKeyError,
+    JumpHost,
+    console_host_keys,
+    guest_attribute_host_keys,
+    known_hosts_name,
+    pin,
+    pinned_keys,
+    ssh_common_args,
+)
+
+REPO = Path(__file__).parents[2]
+CONSOLE = (REPO / "tests/fixtures/ec2_console__gremlinchaosmonkey__1.txt").read_text()
+
+
+def md5_fingerprint(key: str) -> str:
+    digest = hashlib.md5(base64.b64decode(key.split()[1])).hexdigest()
+    return ":".join(digest[i : i + 2] for i in range(0, 32, 2))
+
+
+def test_console_block_gives_every_host_key() -> None:
+    keys = console_host_keys(CONSOLE)
+    assert [k.split()[0] for k in keys] == ["ecdsa-sha2-nistp256", "ssh-ed25519", "ssh-rsa"]
+    assert all(len(k.split()) == 2 for k in keys)  # the comment root@ip-... is dropped
+    assert (
+        keys[1]
+        == "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGH5fGgBdTgC1nD8E/TekwJAet/K4f1f8DiBiQ4NYry/"
+    )
+
+
+def test_console_keys_match_the_fingerprints_cloud_init_printed() -> None:
+    printed = dict(
+        (kind, fp)
+        for fp, kind in re.findall(r"^ec2: \d+ ([0-9a-f:]{47})  \S+ \((\w+)\)$", CONSOLE, re.M)
+    )
+    names = {"ecdsa-sha2-nistp256": "ECDSA", "ssh-ed25519": "ED25519", "ssh-rsa": "RSA"}
+    keys = console_host_keys(CONSOLE)
+    assert {names[k.split()[0]]: md5_fingerprint(k) for k in keys} == {
+        kind: printed[kind] for kind in ("ECDSA", "ED25519", "RSA")
+    }
+
+
+def test_console_before_cloud_init_wrote_the_block_has_no_keys() -> None:
+    early = CONSOLE.split("ec2: -----BEGIN SSH HOST KEY FINGERPRINTS")[0]
+    assert console_host_keys(early) == []
+
+
+def test_a_damaged_key_in_the_block_is_refused_with_its_line() -> None:
+    damaged = CONSOLE.replace("ssh-ed25519 AAAAC3NzaC1lZDI1NTE5", "ssh-ed25519 AAAAB3NzaC1yc2EA")
+    with pytest.raises(HostKeyError, match="line 2: the ssh-ed25519 key's blob names another"):
+        console_host_keys(damaged)
+    garbage = CONSOLE.replace("ssh-rsa AAAAB3", "no-key AAAAB3")
+    with pytest.raises(HostKeyError, match="line 3"):
+        console_host_keys(garbage)
+
+
+def test_guest_attributes_keep_only_the_hostkeys_namespace() -> None:
+    keys = console_host_keys(CONSOLE)
+    items = [{"namespace": "hostkeys", "key": k.split()[0], "value": k} for k in keys]
+    items.append({"namespace": "guestInventory", "key": "ShortName", "value": "debian"})
+    assert guest_attribute_host_keys(items) == keys
+
+
+def test_pin_writes_once_and_refuses_a_changed_key(tmp_path: Path) -> None:
+    known = tmp_path / "state" / "known_hosts"
+    ecdsa, ed25519, _ = console_host_keys(CONSOLE)
+    assert pin(known, "gpu01", "10.0.0.5", [ed25519]) is True
+    assert pin(known, "gpu01", "10.0.0.5", [ed25519]) is False
+    assert known.read_text() == f"10.0.0.5 {ed25519}\n"
+    assert pin(known, "gpu01", "10.0.0.5", [ecdsa, ed25519]) is True  # a new type is added
+    assert pinned_keys(known, "10.0.0.5") == {k.split()[0]: k.split()[1] for k in (ecdsa, ed25519)}
+    other = (
+        "ssh-ed25519 "
+        + base64.b64encode(b"\x00\x00\x00\x0bssh-ed25519\x00\x00\x00\x20" + bytes(32)).decode()
+    )
+    before = known.read_text()
+    with pytest.raises(HostKeyChanged, match=r"^gpu01 \(10\.0\.0\.5\): host key changed"):
+        pin(known, "gpu01", "10.0.0.5", [other])
+    assert known.read_text() == before
+
+
+def test_pin_off_port_22_uses_the_bracketed_name(tmp_path: Path) -> None:
+    known = tmp_path / "known_hosts"
+    key = console_host_keys(CONSOLE)[1]
+    pin(known, "bastion", "198.18.0.2", [key], port=2222)
+    assert known_hosts_name("198.18.0.2", 2222) == "[198.18.0.2]:2222"
+    assert known.read_text().startswith("[198.18.0.2]:2222 ssh-ed25519 ")
+    assert pinned_keys(known, "198.18.0.2") == {}
+
+
+def test_ssh_options_check_strictly_through_the_jump() -> None:
+    args = shlex.split(
+        ssh_common_args("/s/known_hosts", JumpHost("203.0.113.7", "ubuntu", 2200), "/s/id")
+    )
+    assert args[:4] == [
+        "-o",
+        "UserKnownHostsFile=/s/known_hosts",
+        "-o",
+        "StrictHostKeyChecking=yes",
+    ]
+    assert args[4] == "-o" and args[5].startswith("ProxyCommand=ssh ")
+    jump = args[5].removeprefix("ProxyCommand=")
+    assert "-o UserKnownHostsFile=/s/known_hosts -o StrictHostKeyChecking=yes" in jump
+    assert jump.endswith("-i /s/id -p 2200 -W %h:%p ubuntu@203.0.113.7")
+    assert len(args) == 6
+
+
+def test_host_key_checking_is_never_turned_off() -> None:
+    with pytest.raises(ValueError, match="never"):
+        ssh_common_args("/s/kh", checking="no")
+    first = ssh_common_args("/s/kh", JumpHost("198.18.0.2"), checking="accept-new")
+    # accept-new only for the node's first contact; the jump host is always checked strictly
+    assert first.count("StrictHostKeyChecking=accept-new") == 1
+    assert first.count("StrictHostKeyChecking=yes") == 1
+
+
+def test_no_file_of_the_project_turns_host_key_checking_off() -> None:
+    offenders = []
+    for top in ("fabric", "playbooks", "roles", "molecule", "scripts", "docs", "tests"):
+        for path in (REPO / top).rglob("*"):
+            if not path.is_file() or path.suffix not in {
+                ".py",
+                ".yml",
+                ".yaml",
+                ".cfg",
+                ".md",
+                ".j2",
+                ".sh",
+            }:
+                continue
+            text = path.read_text(errors="replace")
+            if re.search(r"StrictHostKeyChecking[= ]+no\b", text) and path != Path(__file__):
+                offenders.append(str(path.relative_to(REPO)))
+    for name in ("ansible.cfg", "Makefile", "README.md"):
+        if re.search(r"StrictHostKeyChecking[= ]+no\b", (REPO / name).read_text()):
+            offenders.append(name)
+    assert offenders == []
