@@ -30,6 +30,7 @@ COMMAND_MODULES = (
     "fabric.cli.lab",  # lab status, lab image
     "fabric.cli.run",  # run PLAYBOOK
     "fabric.cli.check",  # check --stack
+    "fabric.cli.import_",  # import
 )
 
 PROG = "python -m fabric"

@@ -99,10 +99,22 @@ def cluster_hosts_vars(spec: ClusterSpec) -> dict[str, Any]:
 
 
 def rdma_stack_vars(spec: ClusterSpec) -> dict[str, Any]:
-    """The RDMA userspace: the distribution's rdma-core. The spec names no vendor stack
-    (DOCA-OFED / MLNX_OFED need a repository or ISO the spec does not carry), and the lab's
-    nodes have no driver to restart."""
-    out: dict[str, Any] = {"rdma_stack_source": "distro"}
+    """The RDMA stack the spec declares (``rdma_stack``: source, version, mirror or ISO and
+    their checksums); the lab's nodes have no driver to restart."""
+    stack = spec.rdma_stack
+    out: dict[str, Any] = {
+        "rdma_stack_source": stack.source,
+        "rdma_stack_version": stack.version or "",
+    }
+    for var, value in (
+        ("rdma_stack_repo_url", stack.repo_url),
+        ("rdma_stack_iso_url", stack.iso_url),
+        ("rdma_stack_iso_checksum", stack.checksum),
+        ("rdma_stack_repo_gpg_key_url", stack.gpg_key_url),
+        ("rdma_stack_repo_gpg_key_checksum", stack.gpg_key_checksum),
+    ):
+        if value is not None:
+            out[var] = value
     if spec.fabric.kind == "infiniband":
         # The MAD tools the hand-off and the checks use (ibstat, ibnetdiscover, sminfo).
         out["rdma_stack_extra_packages"] = ["infiniband-diags"]

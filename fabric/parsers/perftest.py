@@ -143,8 +143,12 @@ def parse(text: str) -> PerftestReport:
     failures: list[str] = []
     server_next = False
     last_endpoint: dict[str, object] | None = None
+    open_table = False  # result rows seen since the last '----' rule (perftest closes the table)
     for lineno, line in lines(text):
-        if not line.strip() or _RULE.match(line):
+        if not line.strip():
+            continue
+        if _RULE.match(line):
+            open_table = False
             continue
         if _BANNER.match(line):
             server_next = server_next or "Waiting" in line
@@ -188,6 +192,7 @@ def parse(text: str) -> PerftestReport:
             run["unit"] = unit[1] if unit else None
         elif _ROW.match(line):
             _row(run, line, lineno)
+            open_table = True
         elif _FAILURE.search(line):
             failures.append(line.strip())
         elif not _settings(run, line):
@@ -196,6 +201,8 @@ def parse(text: str) -> PerftestReport:
         raise ParseError(TOOL, 0, "a perftest title such as 'RDMA_Write BW Test'")
     has_results = any(r["bw"] or r["lat"] for r in runs)
     reason = failures[0] if failures else None if has_results else "no result rows"
+    if reason is None and open_table:
+        reason = "perftest: the results table has no closing '----' line: the output was cut short"
     return build(
         TOOL,
         PerftestReport,

@@ -57,6 +57,7 @@ __all__ = [
     "NodeGroup",
     "NodeRole",
     "Partition",
+    "RdmaStack",
     "RedfishEndpoint",
     "RoceSpec",
     "SecretRef",
@@ -405,6 +406,30 @@ class GcpSpec(Model):
     compact_placement: bool = True
 
 
+class RdmaStack(Model):
+    """Where the RDMA stack (userspace and drivers) comes from, and which release.
+
+    ``distro``: the distribution's rdma-core, pinned to ``version`` when given (the package
+    version, e.g. ``44.0-2``; a new value up- or downgrades it). ``doca`` / ``mlnx_ofed``:
+    NVIDIA's stack from your mirror (``repo_url``) or an ISO image (``iso_url`` with
+    ``checksum``), packages signed by the key at ``gpg_key_url`` (``gpg_key_checksum``).
+    """
+
+    source: Literal["distro", "doca", "mlnx_ofed"] = "distro"
+    version: str | None = Field(
+        default=None,
+        pattern=r"^[0-9][0-9A-Za-z.+~:-]*$",
+        description="the release: a package version (distro) or e.g. 24.10-1.1.4.0 (doca)",
+    )
+    repo_url: str | None = Field(default=None, pattern=r"^(https?|file)://\S+$")
+    iso_url: str | None = Field(default=None, pattern=r"^(https?|file)://\S+$")
+    checksum: str | None = Field(
+        default=None, pattern=r"^sha256:[0-9a-fA-F]{64}$", description="sha256:<hex> of the ISO"
+    )
+    gpg_key_url: str | None = Field(default=None, pattern=r"^(https?|file)://\S+$")
+    gpg_key_checksum: str | None = Field(default=None, pattern=r"^sha256:[0-9a-fA-F]{64}$")
+
+
 class ClusterSpec(Model):
     """A whole cluster: nodes, fabric, networks, Slurm, and the target they land on."""
 
@@ -416,6 +441,7 @@ class ClusterSpec(Model):
     bmc: BmcNetwork | None = None
     access: AccessSpec = Field(default_factory=AccessSpec)
     slurm: SlurmSpec = Field(default_factory=SlurmSpec)
+    rdma_stack: RdmaStack = Field(default_factory=RdmaStack)
     lab: LabSpec | None = None
     aws: AwsSpec | None = None
     gcp: GcpSpec | None = None

@@ -658,6 +658,32 @@ def check_cabling(c: Checker) -> None:
             used.setdefault(key, index)
 
 
+def check_rdma_stack(c: Checker) -> None:
+    """A vendor stack names its release, a mirror or ISO (with its checksum) and a signing
+    key; the distro's takes none of those."""
+    stack = c.spec.rdma_stack
+    path = "rdma_stack"
+    if stack.source == "distro":
+        for name in ("repo_url", "iso_url", "checksum", "gpg_key_url", "gpg_key_checksum"):
+            if getattr(stack, name) is not None:
+                c.add(
+                    f"{path}.{name}", "applies to source doca or mlnx_ofed, not distro; remove it"
+                )
+        return
+    if stack.version is None:
+        c.add(f"{path}.version", f"source {stack.source} needs a version, e.g. 24.10-1.1.4.0")
+    if (stack.repo_url is None) == (stack.iso_url is None):
+        c.add(f"{path}.repo_url", f"source {stack.source} needs repo_url or iso_url (one)")
+    if stack.iso_url is not None and stack.checksum is None:
+        c.add(f"{path}.checksum", "iso_url needs its checksum: sha256:<hex>")
+    if stack.gpg_key_url is None or stack.gpg_key_checksum is None:
+        c.add(
+            f"{path}.gpg_key_url",
+            "a vendor stack needs gpg_key_url and gpg_key_checksum (sha256:<hex>): packages are "
+            "verified against that key",
+        )
+
+
 #: The general rules, in the order their problems are reported.
 GENERAL_RULES: tuple[Rule, ...] = (
     check_host_names,
@@ -672,6 +698,7 @@ GENERAL_RULES: tuple[Rule, ...] = (
     check_hca_link_layers,
     check_topology,
     check_cabling,
+    check_rdma_stack,
     check_subnet_managers,
     check_partitions,
     check_roce,

@@ -80,6 +80,7 @@ def test_every_handler_is_cmd_command() -> None:
         "lab status",
         "run",
         "check",
+        "import",
     }
 
 

@@ -87,6 +87,43 @@ def test_rdma_stack_is_the_distributions_with_the_mad_tools(lab_spec):
     out = role_vars_from_spec(lab_spec)
     assert out["rdma_stack_source"] == "distro"
     assert out["rdma_stack_extra_packages"] == ["infiniband-diags"]
+    assert out["rdma_stack_version"] == ""
+
+
+def test_declared_rdma_stack_reaches_the_role(lab_spec):
+    pinned = role_vars_from_spec(_mapping(lab_spec, rdma_stack={"version": "44.0-2"}))
+    assert (pinned["rdma_stack_source"], pinned["rdma_stack_version"]) == ("distro", "44.0-2")
+    key = "sha256:" + "ab" * 32
+    doca = {
+        "source": "doca",
+        "version": "24.10-1.1.4.0",
+        "iso_url": "https://mirror.example/doca.iso",
+        "checksum": key,
+        "gpg_key_url": "https://mirror.example/GPG-KEY",
+        "gpg_key_checksum": key,
+    }
+    out = role_vars_from_spec(_mapping(lab_spec, rdma_stack=doca))
+    assert out["rdma_stack_iso_url"] == doca["iso_url"]
+    assert out["rdma_stack_iso_checksum"] == key
+    assert out["rdma_stack_repo_gpg_key_url"] == doca["gpg_key_url"]
+    assert "rdma_stack_repo_url" not in out
+
+
+@pytest.mark.parametrize(
+    ("stack", "path"),
+    [
+        ({"source": "doca", "repo_url": "https://m.example/doca"}, "rdma_stack.version"),
+        ({"source": "mlnx_ofed", "version": "23.10-1.1.9.0"}, "rdma_stack.repo_url"),
+        ({"version": "44.0-2", "repo_url": "https://m.example/x"}, "rdma_stack.repo_url"),
+        ({"source": "doca", "checksum": "md5:00"}, "rdma_stack.checksum"),
+    ],
+    ids=["doca-no-version", "no-url", "distro-with-url", "bad-checksum"],
+)
+def test_bad_rdma_stack_names_the_field(lab_spec, stack, path):
+    data = lab_spec.model_dump(mode="json", exclude_none=True) | {"rdma_stack": stack}
+    with pytest.raises(SpecError) as err:
+        spec_from_mapping(data)
+    assert path in [p.path for p in err.value.problems]
 
 
 def test_hca_link_type_follows_the_link_layer(lab_spec):

@@ -65,6 +65,13 @@ CASES = [
         lambda r: r.channel_adapters == 16,
     ),
     (
+        "perftest",
+        "perftest__chestergillon__1.txt",
+        ("8388608", 1),
+        "perftest: the results table has no closing '----' line: the output was cut short",
+        lambda r: len(r.runs[0].bw) == 22,
+    ),
+    (
         "ibdiagnet",
         "ibdiagnet__magnate3__1.txt",
         ("Port=0", 1),

@@ -175,10 +175,23 @@ def test_input_cut_at_a_line_boundary_names_the_node(
 
 
 def test_input_cut_mid_line_is_refused(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """Cut inside a CA's port line: the line no longer parses, and is named."""
     text = (FIXTURES / "ibnetdiscover__ibsim_lab__1.txt").read_text()
     path = tmp_path / "cut.txt"
-    path.write_text(text[: text.index("lmc 0", 1000)])
-    assert "the last line has no newline" in _refused(capsys, path)
+    cut = text.index("lmc 0", text.index("\nCa"))
+    path.write_text(text[:cut])
+    line = text.count("\n", 0, cut) + 1
+    assert f"line {line}: expected a port line" in _refused(capsys, path)
+
+
+def test_input_without_its_last_newline_is_whole(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """As the hand-off saves it (Ansible's registered stdout drops the last newline)."""
+    path = tmp_path / "ibnetdiscover.txt"
+    path.write_text((FIXTURES / "ibnetdiscover__ibsim_lab__1.txt").read_text().rstrip("\n"))
+    code, out, _ = run(capsys, "--from-ibnetdiscover", str(path))
+    assert code == 0 and "SwitchName=spine01 Switches=leaf[01-02]" in out
 
 
 def test_binary_input_is_refused(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:

@@ -1,0 +1,129 @@
+"""``python -m fabric import``: write a cluster spec from what a running fabric reports.
+
+From an ``ibnetdiscover`` capture file, or from a host reached over SSH (``--ssh HOST``:
+``ibnetdiscover`` and ``sminfo`` run there, each with a timeout, the host key checked against
+the user's known_hosts). The spec goes to stdout or ``--output FILE``; what the capture cannot
+tell is marked PLACEHOLDER in it and listed on stderr (fabric.topology.importer).
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+
+from fabric.cli.errors import CommandError, Exit, emit, read_input
+
+_FIX = "pass ibnetdiscover's plain output (a file, or '-' for stdin)"
+#: Seconds allowed for each command run over SSH.
+SSH_TIMEOUT = 120
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Register the ``import`` subcommand."""
+    parser = subparsers.add_parser(
+        "import",
+        help="write a spec from a running fabric (ibnetdiscover capture or --ssh HOST)",
+        description="Write a cluster spec (target existing) from an ibnetdiscover capture or "
+        "from a host over SSH, where sminfo also names the master subnet manager. What the "
+        "capture cannot tell is marked PLACEHOLDER and listed on stderr. Exit 0, or 2 on "
+        "unreadable, binary or cut-off input, a capture naming no host, or an SSH failure.",
+    )
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument(
+        "capture", nargs="?", metavar="FILE", help="ibnetdiscover output ('-': stdin)"
+    )
+    source.add_argument("--ssh", metavar="[USER@]HOST", help="run ibnetdiscover and sminfo there")
+    parser.add_argument("--name", default="imported", help="the spec's cluster name")
+    parser.add_argument("--output", metavar="FILE", help="write the spec here, not to stdout")
+    parser.add_argument(
+        "--timeout", type=int, default=SSH_TIMEOUT, metavar="S", help="seconds per SSH command"
+    )
+    parser.set_defaults(func=cmd_import)
+
+
+def ssh_argv(host: str, command: str) -> list[str]:
+    """``ssh`` running ``command`` on ``host``: no prompt, host key checked strictly against
+    the user's known_hosts (an unknown or changed key fails)."""
+    return [
+        "ssh",
+        "-o",
+        "BatchMode=yes",
+        "-o",
+        "StrictHostKeyChecking=yes",
+        "-o",
+        "ConnectTimeout=15",
+        "--",
+        host,
+        command,
+    ]
+
+
+def _ssh(host: str, command: str, timeout: int) -> subprocess.CompletedProcess[str]:
+    try:
+        return subprocess.run(
+            ssh_argv(host, command), capture_output=True, text=True, timeout=timeout, check=False
+        )
+    except subprocess.TimeoutExpired as err:
+        raise CommandError(
+            f"--ssh {host}: {command!r} did not finish in {timeout} s; raise --timeout"
+        ) from err
+    except OSError as err:
+        raise CommandError(f"--ssh: cannot run ssh: {err.strerror or err}") from err
+
+
+def _remote(host: str, timeout: int) -> tuple[str, str | None]:
+    """(ibnetdiscover output, sminfo output or None) from ``host``."""
+    run = _ssh(host, "ibnetdiscover", timeout)
+    if run.returncode != 0 or not run.stdout.strip():
+        last = (run.stderr.strip().splitlines() or ["no output"])[-1]
+        raise CommandError(
+            f"--ssh {host}: ibnetdiscover failed (exit {run.returncode}): {last}; check the "
+            "host key (ssh-keyscan, known_hosts), the login and infiniband-diags there"
+        )
+    sm = _ssh(host, "sminfo", timeout)
+    return run.stdout, sm.stdout if sm.returncode == 0 else None
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    """Read the capture (file or SSH), write the spec, list the placeholders on stderr."""
+    from fabric.parsers.common import ParseError
+    from fabric.parsers.ibnetdiscover import parse
+    from fabric.parsers.sminfo import SminfoReport
+    from fabric.parsers.sminfo import parse as parse_sminfo
+    from fabric.spec import HOSTNAME_PATTERN
+    from fabric.topology.importer import CaptureError, import_fabric
+
+    if not HOSTNAME_PATTERN.match(args.name) or args.name != args.name.lower():
+        raise CommandError(f"--name {args.name!r}: use lowercase letters, digits and hyphens")
+    sm: SminfoReport | None = None
+    if args.ssh:
+        text, sm_text = _remote(args.ssh, args.timeout)
+        try:
+            sm = parse_sminfo(sm_text) if sm_text else None
+        except ParseError as err:  # no SM answer is a placeholder, not a failed import
+            print(f"python -m fabric import: sminfo on {args.ssh}: {err}", file=sys.stderr)
+        where = f"{args.ssh}: ibnetdiscover"
+    else:
+        source = read_input(args.capture, _FIX)
+        if not source.complete:
+            raise CommandError(
+                f"{source.name}: line {source.last_line}: the last line has no newline, so the "
+                "capture was cut off mid-line; capture the whole ibnetdiscover output again"
+            )
+        text, where = source.text, source.name
+    try:
+        imported = import_fabric(parse(text), args.name, sm)
+    except CaptureError as err:
+        raise CommandError(f"{where}: {err}") from None
+    if args.output:
+        try:
+            with open(args.output, "w", encoding="utf-8") as out:
+                out.write(imported.text)
+        except OSError as err:
+            raise CommandError(f"--output {args.output}: {err.strerror or err}") from err
+    else:
+        emit(imported.text.rstrip("\n"))
+    for note in imported.notes:
+        print(f"python -m fabric import: {note}", file=sys.stderr)
+    return Exit.OK

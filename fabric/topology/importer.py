@@ -1,0 +1,329 @@
+"""Write a cluster spec from a running fabric: ``python -m fabric import``.
+
+From an ``ibnetdiscover`` capture (``fabric.parsers.ibnetdiscover``) and, when the subnet
+manager answered, ``sminfo`` (``fabric.parsers.sminfo``):
+
+* nodes: every host named by an HCA's node description (``gpu01 mlx5_0``), with its HCAs,
+  cabled ports, rate and width; hosts with the same HCAs share a node group;
+* switches: every switch by name, ``leaf`` when CAs are cabled to it, else ``spine``;
+* the cabling: every discovered link as ``fabric.cabling``, so the declared fabric
+  (``fabric.topology.from_spec``) is the discovered one and ``fabric.topology.diff`` finds no
+  difference on the day of the import;
+* the fat tree: inferred from switch tiers (leaves, spines, super-spines, host ports per leaf,
+  uplinks), written only when the spec's topology rules accept it, and said so in a comment;
+* subnet managers: the host whose HCA port ``sminfo`` names.
+
+What a capture cannot tell (management addresses, MTU, Slurm partitions, GPUs, and without
+``sminfo`` where OpenSM runs) becomes a placeholder marked ``PLACEHOLDER`` in the YAML and
+listed in ``Imported.notes`` for stderr. The target is ``existing``: nothing to provision.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+from fabric.hostlist import compress
+from fabric.parsers.sminfo import SminfoReport
+from fabric.spec import HOSTNAME_PATTERN, SpecError, spec_from_mapping
+from fabric.spec.constants import RDMA_DEVICE_PATTERN
+from fabric.topology.graph import Ca, FabricGraph, Link
+
+#: Placeholders for what a capture cannot tell (TEST-NET-1: never a real network).
+PLACEHOLDER_SUBNET = "192.0.2.0/24"
+PLACEHOLDER_MTU = 4096
+
+
+class CaptureError(ValueError):
+    """A capture that cannot become a spec; the message names what is missing and the fix."""
+
+
+@dataclass
+class Imported:
+    """The imported spec: its mapping, its YAML text (with comments) and the notes for stderr."""
+
+    spec: dict[str, Any]
+    text: str
+    notes: list[str] = field(default_factory=list)
+
+
+def _host_ca(ca: Ca) -> bool:
+    """Whether ``ca`` can be declared as a host's HCA (a host name and a device name)."""
+    return (
+        ca.kind == "hca"
+        and ca.host is not None
+        and ca.device is not None
+        and bool(HOSTNAME_PATTERN.match(ca.host))
+        and bool(RDMA_DEVICE_PATTERN.match(ca.device))
+    )
+
+
+def _end(graph: FabricGraph, guid: str, port: int) -> dict[str, Any]:
+    sw = graph.switches.get(guid)
+    if sw is not None:
+        return {"switch": sw.name, "port": port}
+    ca = graph.cas.get(guid)
+    if ca is not None and _host_ca(ca):
+        return {"host": ca.host, "hca": ca.device, "port": port}
+    return {"guid": guid, "port": port}
+
+
+def _hcas(graph: FabricGraph, notes: list[str]) -> dict[str, list[dict[str, Any]]]:
+    """Host -> its HCAs as spec mappings, hosts in capture order, devices sorted."""
+    links: dict[str, list[Link]] = {}
+    for link in graph.links:
+        links.setdefault(link.a_guid, []).append(link)
+        if link.b_guid != link.a_guid:
+            links.setdefault(link.b_guid, []).append(link)
+    hosts: dict[str, list[dict[str, Any]]] = {}
+    for ca in graph.cas.values():
+        if not _host_ca(ca):
+            continue
+        assert ca.host is not None and ca.device is not None
+        cabled = links.get(ca.guid, [])
+        hca: dict[str, Any] = {"device": ca.device}
+        ports = len({lk.a_port if lk.a_guid == ca.guid else lk.b_port for lk in cabled})
+        if ports > 1:
+            hca["ports"] = min(ports, 2)
+        if cabled:
+            slowest = min(cabled, key=lambda lk: lk.rate_gbps)
+            hca["rate_gbps"] = int(slowest.rate_gbps)
+            hca["width"] = slowest.width
+            if len({(lk.width, lk.speed) for lk in cabled}) > 1:
+                notes.append(
+                    f"{ca.host} {ca.device}: its ports run at different rates; the spec "
+                    f"declares the slowest, {slowest.width}{slowest.speed}"
+                )
+        else:
+            notes.append(
+                f"PLACEHOLDER nodes {ca.host} {ca.device}: no cable in the capture, so its rate "
+                "and width are the spec defaults; set rate_gbps and width"
+            )
+        hosts.setdefault(ca.host, []).append(hca)
+    for hcas in hosts.values():
+        hcas.sort(key=lambda h: h["device"])
+    return hosts
+
+
+def _node_groups(hosts: dict[str, list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    """Hosts with identical HCAs in one group (``names`` a Slurm host list)."""
+    shapes: dict[str, list[str]] = {}
+    by_shape: dict[str, list[dict[str, Any]]] = {}
+    for host, hcas in hosts.items():
+        key = repr(hcas)
+        shapes.setdefault(key, []).append(host)
+        by_shape[key] = hcas
+    return [{"names": compress(names), "hcas": by_shape[key]} for key, names in shapes.items()]
+
+
+def _tiers(graph: FabricGraph) -> tuple[list[str], list[str], list[str]]:
+    """Switch GUIDs as (leaves, spines, super-spines): leaves have CAs cabled, spines reach a
+    leaf, super-spines reach only spines. Switches that fit none are counted as spines."""
+    neighbours: dict[str, set[str]] = {g: set() for g in graph.switches}
+    for link in graph.links:
+        for a, b in ((link.a_guid, link.b_guid), (link.b_guid, link.a_guid)):
+            if a in neighbours and a != b:
+                neighbours[a].add(b)
+    leaves = [g for g, ns in neighbours.items() if any(n in graph.cas for n in ns)]
+    rest = [g for g in graph.switches if g not in leaves]
+    spines = [g for g in rest if neighbours[g] & set(leaves)]
+    supers = [g for g in rest if g not in spines and neighbours[g] & set(spines)]
+    spines += [g for g in rest if g not in spines and g not in supers]
+    return leaves, spines, supers
+
+
+def _fat_tree(graph: FabricGraph, leaves: list[str], spines: list[str], supers: list[str]):  # type: ignore[no-untyped-def]
+    """The fat-tree parameters that describe the discovered switch tiers."""
+    hosts: dict[str, set[str]] = {g: set() for g in leaves}
+    up: Counter[str] = Counter()
+    spine_up: Counter[str] = Counter()
+    trunk: Counter[tuple[str, str]] = Counter()
+    tiers = {**dict.fromkeys(leaves, 0), **dict.fromkeys(spines, 1), **dict.fromkeys(supers, 2)}
+    for link in graph.links:
+        for a, b in ((link.a_guid, link.b_guid), (link.b_guid, link.a_guid)):
+            ca = graph.cas.get(b)
+            if a in hosts and ca is not None:
+                hosts[a].add(ca.host or ca.guid)
+            if a in tiers and b in tiers and tiers[b] == tiers[a] + 1:
+                (up if tiers[a] == 0 else spine_up)[a] += 1
+                trunk[(link.width, link.speed)] += 1
+    tree: dict[str, Any] = {
+        "kind": "fat-tree",
+        "leaves": len(leaves),
+        "spines": len(spines),
+        "ports_per_switch": max(2, min(255, max(s.ports for s in graph.switches.values()))),
+        "nodes_per_leaf": max(1, max((len(h) for h in hosts.values()), default=1)),
+        "uplinks_per_leaf": max(up.values(), default=0),
+    }
+    if supers:
+        tree["super_spines"] = len(supers)
+        tree["uplinks_per_spine"] = max(spine_up.values(), default=0)
+    if trunk:
+        (width, speed), _ = trunk.most_common(1)[0]
+        tree["link_width"] = width
+        tree["link_rate_gbps"] = int(
+            next(lk.rate_gbps for lk in graph.links if lk.speed == speed and lk.width == width)
+        )
+    return tree
+
+
+def _subnet_manager(
+    graph: FabricGraph, sm: SminfoReport | None, first_host: str, notes: list[str]
+) -> dict[str, Any]:
+    """The master SM's host from ``sminfo``'s port GUID (a CA's node GUID, or node GUID +
+    port number as ConnectX and ibsim number ports), else a placeholder on the first host."""
+    if sm is not None and sm.ok and sm.sm_guid is not None:
+        wanted = int(sm.sm_guid, 16)
+        for ca in graph.cas.values():
+            base = int(ca.guid, 16)
+            if _host_ca(ca) and base <= wanted <= base + max(ca.ports, 1):
+                return {"host": ca.host, "priority": sm.priority or 0}
+        notes.append(
+            f"PLACEHOLDER fabric.infiniband.subnet_managers: sminfo names SM port {sm.sm_guid}, "
+            f"which no host HCA in the capture has; {first_host} stands in: set the real host"
+        )
+    else:
+        notes.append(
+            "PLACEHOLDER fabric.infiniband.subnet_managers: the capture does not say where "
+            f"OpenSM runs (use --ssh for sminfo); {first_host} stands in: set the real host"
+        )
+    return {"host": first_host, "priority": 0}
+
+
+class _Dumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):  # type: ignore[misc]
+    """libyaml's emitter when PyYAML has it; ``_Row`` mappings one a line (flow style)."""
+
+
+class _Row(dict):  # type: ignore[type-arg]
+    """A mapping written on one line: a cable."""
+
+
+_Dumper.add_representer(
+    _Row, lambda dumper, row: dumper.represent_mapping("tag:yaml.org,2002:map", row, True)
+)
+
+
+def _dump(data: dict[str, Any], width: int = 100) -> str:
+    return yaml.dump(data, Dumper=_Dumper, sort_keys=False, default_flow_style=False, width=width)
+
+
+def _cabling(cables: list[dict[str, Any]]) -> str:
+    """``fabric.cabling`` under ``fabric:``, one cable a line."""
+    text = _dump({"cabling": [_Row(c) for c in cables]}, width=1000)
+    return "".join(f"  {line}\n" for line in text.splitlines())
+
+
+def import_fabric(graph: FabricGraph, name: str, sm: SminfoReport | None = None) -> Imported:
+    """Return the spec of the fabric ``graph`` describes (see the module docstring).
+
+    Raises ``CaptureError`` when the capture names no host (no HCA node description of the
+    form ``<host> <device>``).
+    """
+    notes: list[str] = []
+    hosts = _hcas(graph, notes)
+    if not hosts:
+        raise CaptureError(
+            f"the capture names no host: none of its {len(graph.cas)} CAs has a node "
+            "description '<host> <device>'; set them (e.g. rdma-core's rdma-ndd) and capture again"
+        )
+    leaves, spines, supers = _tiers(graph)
+    switches = [
+        {"name": graph.switches[g].name, "role": "leaf" if g in leaves else "spine"}
+        for g in graph.switches
+    ]
+    cabling = [
+        {
+            "a": _end(graph, lk.a_guid, lk.a_port),
+            "b": _end(graph, lk.b_guid, lk.b_port),
+            "width": lk.width,
+            "speed": lk.speed,
+        }
+        for lk in graph.links
+    ]
+    sm_entry = _subnet_manager(graph, sm, next(iter(hosts)), notes)
+    fabric: dict[str, Any] = {"kind": "infiniband", "mtu": PLACEHOLDER_MTU}
+    tree = _fat_tree(graph, leaves, spines, supers) if leaves else None
+    spec: dict[str, Any] = {
+        "name": name,
+        "target": "existing",
+        "nodes": _node_groups(hosts),
+        "fabric": fabric,
+        "management": {"subnet": PLACEHOLDER_SUBNET},
+    }
+    fabric.update(
+        {
+            "topology": tree,
+            "infiniband": {"subnet_managers": [sm_entry]},
+            "switches": switches,
+            "cabling": cabling,
+        }
+    )
+    tree_note = _validate(spec)
+    notes += [
+        f"PLACEHOLDER management.subnet {PLACEHOLDER_SUBNET}: the capture has no management "
+        "addresses; set the nodes' SSH network",
+        f"PLACEHOLDER fabric.mtu {PLACEHOLDER_MTU}: ibnetdiscover does not report the MTU; set "
+        "the fabric's",
+        "PLACEHOLDER slurm: the capture has no Slurm partitions or controller; add them",
+        "PLACEHOLDER nodes: GPUs, CPUs and memory are not in the capture; add gpus per group",
+    ]
+    sm_note = next(
+        (n.split(": ", 1)[1] for n in notes if n.startswith("PLACEHOLDER fabric.infiniband")),
+        "the master that sminfo reported",
+    )
+    text = _render(
+        spec, graph, tree_note, "PLACEHOLDER " + sm_note if "stands in" in sm_note else sm_note
+    )
+    return Imported(spec=spec, text=text, notes=notes)
+
+
+def _validate(spec: dict[str, Any]) -> str:
+    """Validate ``spec``; drop the inferred tree if only it breaks a rule. Returns the note on
+    the tree for the YAML comment."""
+    fabric = spec["fabric"]
+    if fabric["topology"] is None:
+        del fabric["topology"]
+        return "no switch has a host cabled: no fat tree to infer"
+    try:
+        spec_from_mapping(spec)
+        return "inferred from the switch tiers in the capture (leaves: switches with hosts)"
+    except SpecError as err:
+        reasons = [p for p in err.problems if p.path.startswith("fabric.topology")]
+        if not reasons or len(reasons) != len(err.problems):
+            raise
+        del fabric["topology"]
+        spec_from_mapping(spec)
+        return f"not written: the inferred tree breaks a rule ({reasons[0].path}: {reasons[0].message})"
+
+
+def _render(spec: dict[str, Any], graph: FabricGraph, tree_note: str, sm_note: str) -> str:
+    """The spec as YAML, each section with comments on where it came from."""
+    fabric = dict(spec["fabric"])
+    cabling = fabric.pop("cabling")
+    parts = [
+        "# Written by `python -m fabric import` from an ibnetdiscover capture: "
+        f"{len(graph.switches)} switches, {len(graph.cas)} CAs, {len(graph.links)} links.\n"
+        "# Lines marked PLACEHOLDER hold what the capture cannot tell: set them before use.\n"
+        "# target existing: a running cluster; nothing is provisioned.\n",
+        _dump({"name": spec["name"], "target": spec["target"]}),
+        "# nodes: hosts named by their HCAs' node descriptions; hosts with the same HCAs share a "
+        "group.\n# PLACEHOLDER: GPUs, CPUs and memory are not in the capture.\n",
+        _dump({"nodes": spec["nodes"]}),
+        f"# fabric.topology: the fat-tree shape, {tree_note}.\n"
+        "# PLACEHOLDER fabric.mtu: ibnetdiscover does not report it.\n"
+        f"# fabric.infiniband.subnet_managers: {sm_note}.\n"
+        "# fabric.cabling: every discovered cable; the checks compare the fabric against it.\n",
+        _dump({"fabric": fabric}),
+        _cabling(cabling),
+        "# PLACEHOLDER management.subnet (TEST-NET-1): the capture has no management addresses.\n",
+        _dump({"management": spec["management"]}),
+        "# PLACEHOLDER slurm: partitions and controller are not in the capture.\n"
+        "# slurm: {controller: HOST, partitions: [{name: gpu, nodes: ALL, default: true}]}\n",
+    ]
+    return "".join(parts)
+
+
+__all__ = ["PLACEHOLDER_MTU", "PLACEHOLDER_SUBNET", "CaptureError", "Imported", "import_fabric"]

@@ -1,0 +1,150 @@
+"""``python -m fabric import``: real ibnetdiscover captures become specs that validate and
+that the declared-vs-discovered diff finds identical to the capture they came from."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from fabric.cli import main
+from fabric.cli.import_ import ssh_argv
+from fabric.parsers.ibnetdiscover import parse
+from fabric.parsers.sminfo import parse as parse_sminfo
+from fabric.spec import spec_from_mapping
+from fabric.topology.diff import diff
+from fabric.topology.from_spec import graph_from_spec
+from fabric.topology.importer import CaptureError, import_fabric
+
+FIXTURES = Path(__file__).parents[1] / "fixtures"
+#: Every ibnetdiscover capture that names hosts (ibtopotool__1's CAs have no description).
+CAPTURES = sorted(
+    p for p in FIXTURES.glob("ibnetdiscover__*.txt") if p.name != "ibnetdiscover__ibtopotool__1.txt"
+)
+
+
+def _capture(name: str) -> str:
+    return (FIXTURES / name).read_text()
+
+
+@pytest.mark.parametrize("capture", CAPTURES, ids=lambda p: p.stem)
+def test_capture_imports_validates_and_round_trips(capture: Path) -> None:
+    graph = parse(capture.read_text())
+    imported = import_fabric(graph, "imported")
+    spec = spec_from_mapping(yaml.safe_load(imported.text))  # the YAML as written, comments too
+    assert spec.target == "existing"
+    assert {h for h, _ in graph.ca_by_name} == set(spec.hosts)
+    assert diff(graph_from_spec(spec), graph) == []
+    assert len(spec.fabric.cabling) == len(graph.links)
+
+
+def test_import_then_drift_is_reported() -> None:
+    """The lab capture imported, then the same fabric with faults: the diff names them."""
+    spec = spec_from_mapping(
+        import_fabric(parse(_capture("ibnetdiscover__ibsim_lab__1.txt")), "lab").spec
+    )
+    found = diff(graph_from_spec(spec), parse(_capture("ibnetdiscover__ibsim_lab__2.txt")))
+    kinds = {(d.kind, d.host) for d in found}
+    assert ("wrong_width", "gpu04") in kinds
+    assert ("wrong_speed", "gpu05") in kinds
+    assert ("missing", "gpu07") in kinds
+    assert ("miscabled", "gpu02") in kinds
+    assert any(d.kind == "extra" for d in found)
+
+
+def test_inferred_tree_and_switch_roles() -> None:
+    imported = import_fabric(parse(_capture("ibnetdiscover__ibsim_lab__1.txt")), "lab")
+    fabric = imported.spec["fabric"]
+    assert fabric["topology"] == {
+        "kind": "fat-tree",
+        "leaves": 2,
+        "spines": 1,
+        "ports_per_switch": 64,
+        "nodes_per_leaf": 5,
+        "uplinks_per_leaf": 4,
+        "link_width": "4x",
+        "link_rate_gbps": 200,
+    }
+    assert {s["name"]: s["role"] for s in fabric["switches"]} == {
+        "leaf01": "leaf",
+        "leaf02": "leaf",
+        "spine01": "spine",
+    }
+    assert "# fabric.topology: the fat-tree shape, inferred" in imported.text
+
+
+def test_guid_only_cas_and_multi_port_hcas() -> None:
+    """ibsim quirks: an unset description and a SHARP node stay GUID ends; node1's 2-port HCA
+    on two leaves is one HCA with 2 ports."""
+    imported = import_fabric(parse(_capture("ibnetdiscover__ibsim_quirks__1.txt")), "q")
+    ends = [e for c in imported.spec["fabric"]["cabling"] for e in (c["a"], c["b"])]
+    assert any("guid" in e for e in ends)
+    node1 = [g for g in imported.spec["nodes"] if "node1" in g["names"].split(",")]
+    assert node1[0]["hcas"] == [{"device": "HCA-1", "ports": 2, "rate_gbps": 200, "width": "4x"}]
+
+
+def test_placeholders_are_marked_and_listed() -> None:
+    imported = import_fabric(parse(_capture("ibnetdiscover__topograph__2.txt")), "gb200")
+    for what in ("management.subnet", "fabric.mtu", "slurm", "subnet_managers", "HCA-1"):
+        assert any(n.startswith("PLACEHOLDER") and what in n for n in imported.notes), what
+    assert imported.text.count("PLACEHOLDER") >= 4
+
+
+def test_sminfo_port_not_in_capture_is_a_placeholder() -> None:
+    """A real sminfo from another fabric: its SM port is on no host of this capture."""
+    sm = parse_sminfo(_capture("sminfo__ibsimparse__1.txt"))
+    imported = import_fabric(parse(_capture("ibnetdiscover__ibsim_lab__1.txt")), "lab", sm)
+    assert any("0x0000000000100001" in n or "0x100001" in n for n in imported.notes)
+
+
+def test_no_host_capture_is_refused() -> None:
+    with pytest.raises(CaptureError, match="names no host"):
+        import_fabric(parse(_capture("ibnetdiscover__ibtopotool__1.txt")), "x")
+
+
+def test_cli_writes_a_spec_that_validates(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "spec.yaml"
+    capture = FIXTURES / "ibnetdiscover__superbench__1.txt"
+    assert main(["import", str(capture), "--output", str(out)]) == 0
+    assert "PLACEHOLDER management.subnet" in capsys.readouterr().err
+    assert main(["validate", str(out)]) == 0
+
+
+@pytest.mark.parametrize(
+    ("content", "expect"),
+    [
+        (_capture("ibnetdiscover__ibtopotool__1.txt").encode(), "names no host"),
+        (b"\x7fELF\x02\x01\x01\x00\x00\x00binary", "binary"),
+    ],
+    ids=["no-hosts", "binary"],
+)
+def test_cli_bad_capture_is_one_line_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], content: bytes, expect: str
+) -> None:
+    capture = tmp_path / "capture.txt"
+    capture.write_bytes(content)
+    assert main(["import", str(capture), "--output", str(tmp_path / "out.yaml")]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert len(captured.err.strip().splitlines()) == 1
+    assert expect in captured.err and str(capture) in captured.err
+    assert not (tmp_path / "out.yaml").exists()
+
+
+def test_ssh_checks_host_keys_strictly() -> None:
+    argv = ssh_argv("head1", "ibnetdiscover")
+    assert [a for a in argv if a.startswith("StrictHostKeyChecking")] == [
+        "StrictHostKeyChecking=yes"
+    ]
+    assert argv[-2:] == ["head1", "ibnetdiscover"]
+
+
+def test_ssh_failure_is_one_line_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
+    """The real ssh client against a loopback port nobody listens on (no sshd here)."""
+    assert main(["import", "--ssh", "127.0.0.1", "--timeout", "20"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1
+    assert "--ssh 127.0.0.1: ibnetdiscover failed (exit 255)" in err[0]
