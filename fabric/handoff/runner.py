@@ -155,6 +155,10 @@ def run_playbook(
         "ANSIBLE_ROLES_PATH": str(REPO_ROOT / "roles"),
         "ANSIBLE_CACHE_PLUGIN_CONNECTION": str(REPO_ROOT / ".ansible" / "facts"),
         "ANSIBLE_FORCE_COLOR": "false",
+        # ansible-runner sets ANSIBLE_HOST_KEY_CHECKING=False unless told otherwise, and Ansible
+        # then turns ssh's checking off ahead of the inventory's ssh args (ssh keeps the first
+        # value): host keys are checked against the stack's known_hosts, always.
+        "ANSIBLE_HOST_KEY_CHECKING": "True",
         # ansible-playbook from this interpreter's environment (the project venv), first.
         "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]),
         **(extra_env or {}),

@@ -148,3 +148,25 @@ def test_no_file_of_the_project_turns_host_key_checking_off() -> None:
         if re.search(r"StrictHostKeyChecking[= ]+no\b", (REPO / name).read_text()):
             offenders.append(name)
     assert offenders == []
+
+
+def test_the_handoff_keeps_host_key_checking_on(tmp_path: Path) -> None:
+    """ansible-runner turns checking off by default, and Ansible's own option turning it off
+    would then come before the inventory's options; the hand-off sets it back on."""
+    from localplay import local_stack
+
+    from fabric.handoff.runner import run_playbook
+
+    book, out = local_stack(
+        tmp_path,
+        "- hosts: all\n  gather_facts: false\n  tasks:\n"
+        "    - ansible.builtin.copy:\n"
+        "        content: \"{{ lookup('ansible.builtin.config', 'HOST_KEY_CHECKING') }}\"\n"
+        "        dest: '{{ out }}'\n        mode: '0644'\n",
+    )
+    result = run_playbook(
+        book, stack="t", emit=lambda _: None, state_root=tmp_path / "state",
+        artifacts_root=tmp_path / "artifacts",
+    )  # fmt: skip
+    assert result.ok, result.summary()
+    assert out.read_text() == "True"

@@ -87,6 +87,8 @@ def test_job_environment_from_the_task_prolog(host):
 def test_prolog_dispatcher_ran_the_dropped_script(host):
     if "compute" not in _groups(host):
         pytest.skip("slurmd runs the prolog on compute nodes")
+    node = host.backend.get_hostname()
+    job = host.check_output(f"srun -N1 -w {node} -t 1 sh -c 'echo $SLURM_JOB_ID'").strip()
     record = host.file("/var/tmp/railyard-prolog-record")
     assert record.exists, "the prolog dispatcher did not run /etc/slurm/prolog.d/10-record"
-    assert record.content_string.split()[0] == "prolog_slurmd"
+    assert f"prolog_slurmd {job}" in record.content_string.splitlines()
