@@ -29,6 +29,19 @@ def cluster_component(
     name: str, spec: ClusterSpec, opts: pulumi.ResourceOptions | None = None
 ) -> TargetCluster:
     """Return the component that builds ``spec`` on ``spec.target`` (a ``TargetCluster``)."""
+    if spec.target not in TARGETS:
+        from fabric.spec import Problem, SpecError
+
+        raise SpecError(
+            [
+                Problem(
+                    "target",
+                    f"{spec.target!r}: pulumi up cannot provision or adopt this target yet (a"
+                    " spec from python -m fabric import serves check --plan, topology"
+                    f" --from-spec and the diff); use one of {', '.join(TARGETS)}",
+                )
+            ]
+        )
     module, cls = TARGETS[spec.target]
     try:
         factory = getattr(importlib.import_module(module), cls)
