@@ -364,19 +364,42 @@ def spec_from_mapping(data: Any, source: str | None = None) -> ClusterSpec:
         raise SpecError(problems_of(error, data), source) from None
 
 
+#: The largest spec file read: a 16,384-host spec with every cable declared is a few MiB.
+MAX_SPEC_BYTES = 64 << 20
+
+
 def _read_yaml(path: Path) -> Any:
     """Parse ``path`` as YAML, turning missing files and syntax errors into SpecError."""
     where = str(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        with path.open("rb") as handle:
+            raw = handle.read(MAX_SPEC_BYTES + 1)
     except FileNotFoundError:
         raise SpecError(
             [Problem(where, "no such file; pass a spec or Pulumi.<stack>.yaml")]
         ) from None
     except IsADirectoryError:
         raise SpecError([Problem(where, "is a directory; pass a spec YAML file")]) from None
-    except (OSError, UnicodeDecodeError) as error:
-        raise SpecError([Problem(where, f"cannot be read: {error}")]) from error
+    except OSError as error:
+        raise SpecError([Problem(where, f"cannot be read: {error.strerror}")]) from None
+    if len(raw) > MAX_SPEC_BYTES:
+        raise SpecError(
+            [Problem(where, f"larger than {MAX_SPEC_BYTES >> 20} MiB: not a cluster spec")]
+        )
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise SpecError(
+            [
+                Problem(
+                    where,
+                    f"not UTF-8 text (byte {error.start}): a spec is a YAML text file; pass"
+                    " the spec or Pulumi.<stack>.yaml itself",
+                )
+            ]
+        ) from None
+    if "\0" in text:
+        raise SpecError([Problem(where, "binary data (a NUL byte): a spec is a YAML text file")])
     try:  # not chained below: a YAML error's text quotes the source line, maybe a secret
         return yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 - a SafeLoader subclass
     except yaml.MarkedYAMLError as error:
