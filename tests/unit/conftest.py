@@ -174,3 +174,17 @@ def state_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     root = tmp_path / "state"
     monkeypatch.setenv("RAILYARD_STATE_DIR", str(root))
     return root
+
+
+def bare_metal_access(hosts: list[str]) -> dict[str, Any]:
+    """The management and bmc blocks target baremetal needs: an address and a BMC per host."""
+    return {
+        "management": {
+            "subnet": "198.18.0.0/16",
+            "addresses": {h: f"198.18.{i // 250}.{i % 250 + 2}" for i, h in enumerate(hosts)},
+        },
+        "bmc": {
+            "password": {"config": "bmcPassword"},
+            "endpoints": {h: {"url": f"https://bmc-{h}"} for h in hosts},
+        },
+    }

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 import yaml
+from conftest import bare_metal_access
 
 from fabric.handoff.vars import (
     HandoffError,
@@ -170,20 +171,6 @@ def test_host_list_partition_members_are_refused(lab_spec):
     unchecked = ClusterSpec.model_validate(data, context={SKIP_RULES: True})
     with pytest.raises(HandoffError, match=r"partitions\[0\]\.members"):
         role_vars_from_spec(unchecked)
-
-
-def bare_metal_access(hosts: list[str]) -> dict[str, Any]:
-    """The management and bmc blocks target baremetal needs: an address and a BMC per host."""
-    return {
-        "management": {
-            "subnet": "198.18.0.0/16",
-            "addresses": {h: f"198.18.{i // 250}.{i % 250 + 2}" for i, h in enumerate(hosts)},
-        },
-        "bmc": {
-            "password": {"config": "bmcPassword"},
-            "endpoints": {h: {"url": f"https://bmc-{h}"} for h in hosts},
-        },
-    }
 
 
 def test_baremetal_target_gets_no_lab_overrides(lab_spec):

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 import yaml
+from conftest import bare_metal_access
 
 from fabric.hostlist import expand
 from fabric.spec import ClusterSpec
@@ -19,20 +20,6 @@ ROOT = Path(__file__).resolve().parents[2]
 def lab() -> ClusterSpec:
     data = yaml.safe_load((ROOT / "Pulumi.lab.yaml").read_text())
     return ClusterSpec.model_validate(data["config"]["railyard:cluster"])
-
-
-def bare_metal_access(hosts: list[str]) -> dict[str, Any]:
-    """The management and bmc blocks target baremetal needs: an address and a BMC per host."""
-    return {
-        "management": {
-            "subnet": "198.18.0.0/16",
-            "addresses": {h: f"198.18.{i // 250}.{i % 250 + 2}" for i, h in enumerate(hosts)},
-        },
-        "bmc": {
-            "password": {"config": "bmcPassword"},
-            "endpoints": {h: {"url": f"https://bmc-{h}"} for h in hosts},
-        },
-    }
 
 
 def rail_spec(hosts: int = 8, rails: int = 4, nodes_per_leaf: int = 4) -> ClusterSpec:

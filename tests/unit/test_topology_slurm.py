@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
 import yaml
+from conftest import bare_metal_access
 
 from fabric.hostlist import expand
 from fabric.parsers.ibnetdiscover import parse
@@ -22,20 +22,6 @@ FIXTURES = ROOT / "tests/fixtures"
 def lab() -> FabricGraph:
     data = yaml.safe_load((ROOT / "Pulumi.lab.yaml").read_text())
     return graph_from_spec(ClusterSpec.model_validate(data["config"]["railyard:cluster"]))
-
-
-def bare_metal_access(hosts: list[str]) -> dict[str, Any]:
-    """The management and bmc blocks target baremetal needs: an address and a BMC per host."""
-    return {
-        "management": {
-            "subnet": "198.18.0.0/16",
-            "addresses": {h: f"198.18.{i // 250}.{i % 250 + 2}" for i, h in enumerate(hosts)},
-        },
-        "bmc": {
-            "password": {"config": "bmcPassword"},
-            "endpoints": {h: {"url": f"https://bmc-{h}"} for h in hosts},
-        },
-    }
 
 
 def rails() -> FabricGraph:
