@@ -77,7 +77,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     else:
         from fabric.verify.report import terminal_table
 
-        terminal_table(outcome.results, outcome.not_generated)
+        terminal_table(outcome.results, outcome.not_generated, causes=outcome.causes)
         emit(outcome.summary() + "\nreports: " + ", ".join(outcome.files))
     return Exit.OK if outcome.ok else Exit.FAILED
 

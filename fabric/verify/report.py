@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import xml.etree.ElementTree as ET
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -16,34 +17,57 @@ from rich.console import Console
 from rich.table import Table
 
 from fabric.topology.graph import FabricGraph
+from fabric.verify.causes import Cause, Diagnosis, diagnose, explained, key
 from fabric.verify.results import CheckResult
 
 RED, GREEN, GREY = "#d62728", "#2ca02c", "#7f7f7f"
+#: Seconds graphviz gets to draw one picture.
+DOT_TIMEOUT = 120
 
 
 def terminal_table(
-    results: list[CheckResult], not_generated: dict[str, str], console: Console | None = None
+    results: list[CheckResult],
+    not_generated: dict[str, str],
+    console: Console | None = None,
+    causes: list[Cause] | None = None,
 ) -> None:
-    """Print failures first, then a per-check pass/fail count, then checks not generated."""
+    """Print the root causes, then the failures by cause, the checks that could not run, a
+    per-check count, and the checks not generated. ``causes``: found with the declared graph
+    (``RunOutcome.causes``); found from the results alone when not given."""
     console = console or Console()
-    failed = [r for r in results if r.failed]
+    found = _diagnosis(results, causes)
+    if found.causes:
+        table = Table(title="Root causes", show_lines=False)
+        table.add_column("cause", overflow="fold")
+        for line in found.headlines():
+            table.add_row(line, style="red")
+        console.print(table)
+    failed = [r for r in results if r.outcome == "failed"]
     if failed:
+        cause_of = found.cause_of()
         table = Table(title="Failed checks", show_lines=False)
-        for col in ("check", "subject", "message"):
+        for col in ("cause", "check", "subject", "message"):
             table.add_column(col, overflow="fold")
-        for r in failed:
-            table.add_row(r.name, r.param, r.message or r.outcome, style="red")
+        for r in _by_cause(failed, found):
+            cause = cause_of.get(key(r))
+            label = f"{cause.what}: {cause.subject}" if cause else "no cause found"
+            table.add_row(label, r.name, r.param, r.message or r.outcome, style="red")
+        console.print(table)
+    if found.errors:
+        table = Table(title="Could not run (harness or tool error, not a fabric failure)")
+        for col in ("check", "subject", "error"):
+            table.add_column(col, overflow="fold")
+        for r in found.errors:
+            table.add_row(r.name, r.param, r.message or r.outcome, style="yellow")
         console.print(table)
     counts = Table(title="Checks")
-    for col in ("check", "passed", "failed", "skipped"):
+    for col in ("check", "passed", "failed", "error", "skipped"):
         counts.add_column(col)
     for name, row in _counts(results).items():
         counts.add_row(
             name,
-            str(row["passed"]),
-            str(row["failed"]),
-            str(row["skipped"]),
-            style="red" if row["failed"] else None,
+            *(str(row[k]) for k in ("passed", "failed", "error", "skipped")),
+            style="red" if row["failed"] else "yellow" if row["error"] else None,
         )
     console.print(counts)
     if not_generated:
@@ -55,11 +79,21 @@ def terminal_table(
         console.print(ng)
 
 
+def _diagnosis(results: list[CheckResult], causes: list[Cause] | None) -> Diagnosis:
+    return explained(results, causes) if causes is not None else diagnose(results)
+
+
+def _by_cause(failed: list[CheckResult], found: Diagnosis) -> list[CheckResult]:
+    """Failures in cause order, the unexplained ones last."""
+    order = {k: i for i, cause in enumerate(found.causes) for k in cause.checks}
+    return sorted(failed, key=lambda r: order.get(key(r), len(order)))
+
+
 def _counts(results: list[CheckResult]) -> dict[str, dict[str, int]]:
     out: dict[str, dict[str, int]] = {}
     for r in results:
-        row = out.setdefault(r.name, {"passed": 0, "failed": 0, "skipped": 0})
-        row["failed" if r.failed else r.outcome] += 1
+        row = out.setdefault(r.name, {"passed": 0, "failed": 0, "error": 0, "skipped": 0})
+        row[r.outcome] += 1
     return out
 
 
@@ -68,20 +102,62 @@ def markdown(
     not_generated: dict[str, str],
     title: str,
     picture: str | None = None,
+    causes: list[Cause] | None = None,
 ) -> str:
-    """A Markdown report: verdict, failures, counts per check, checks not generated."""
-    failed = [r for r in results if r.failed]
-    verdict = "FAILED" if failed else "PASSED"
-    lines = [f"# {title}: {verdict}", "", f"{len(results)} checks, {len(failed)} failed.", ""]
+    """A Markdown report: verdict, root causes, failures by cause, checks that could not run,
+    counts per check, checks not generated."""
+    found = _diagnosis(results, causes)
+    failed = [r for r in results if r.outcome == "failed"]
+    errors = [r for r in results if r.outcome == "error"]
+    verdict = "FAILED" if failed else "ERROR" if errors else "PASSED"
+    lines = [
+        f"# {title}: {verdict}",
+        "",
+        f"{len(results)} checks, {len(failed)} failed, {len(errors)} could not run.",
+        "",
+    ]
+    if found.causes:
+        lines += ["## Root causes", ""]
+        lines += [f"- {_cell(line)}" for line in found.headlines()]
+        lines += [""]
     if picture:
         lines += [f"![fabric]({picture})", ""]
     if failed:
-        lines += ["## Failed", "", "| check | subject | message |", "| --- | --- | --- |"]
-        lines += [f"| {r.name} | {r.param} | {_cell(r.message or r.outcome)} |" for r in failed]
+        cause_of = found.cause_of()
+        lines += [
+            "## Failed",
+            "",
+            "| cause | check | subject | message |",
+            "| --- | --- | --- | --- |",
+        ]
+        for r in _by_cause(failed, found):
+            cause = cause_of.get(key(r))
+            label = f"{cause.what}: {cause.subject}" if cause else "no cause found"
+            lines.append(
+                f"| {_cell(label)} | {r.name} | {r.param} | {_cell(r.message or r.outcome)} |"
+            )
         lines.append("")
-    lines += ["## Checks", "", "| check | passed | failed | skipped |", "| --- | --- | --- | --- |"]
+    if found.errors:
+        lines += [
+            "## Could not run",
+            "",
+            "Harness or tool errors: the check could not look; not a fabric failure.",
+            "",
+            "| check | subject | error |",
+            "| --- | --- | --- |",
+        ]
+        lines += [
+            f"| {r.name} | {r.param} | {_cell(r.message or r.outcome)} |" for r in found.errors
+        ]
+        lines.append("")
     lines += [
-        f"| {n} | {c['passed']} | {c['failed']} | {c['skipped']} |"
+        "## Checks",
+        "",
+        "| check | passed | failed | error | skipped |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    lines += [
+        f"| {n} | {c['passed']} | {c['failed']} | {c['error']} | {c['skipped']} |"
         for n, c in _counts(results).items()
     ]
     if not_generated:
@@ -90,13 +166,48 @@ def markdown(
     return "\n".join(lines) + "\n"
 
 
+def annotate_junit(path: Path, results: list[CheckResult], causes: list[Cause]) -> None:
+    """Add the root causes to a pytest JUnit file: a ``<properties>`` block on the testsuite
+    (``railyard.cause`` per headline, ``railyard.could_not_run``), and a ``railyard.cause``
+    property on each testcase a cause explains. Test counts and outcomes stay pytest's."""
+    found = explained(results, causes)
+    cause_of = found.cause_of()
+    tree = ET.parse(path)
+    for suite in tree.getroot().iter("testsuite"):
+        props = suite.find("properties")
+        if props is None:
+            props = ET.Element("properties")
+            suite.insert(0, props)
+        for line in found.headlines():
+            ET.SubElement(props, "property", name="railyard.cause", value=line)
+        ET.SubElement(
+            props, "property", name="railyard.could_not_run", value=str(len(found.errors))
+        )
+        for case in suite.iter("testcase"):
+            cause = cause_of.get(case.get("name", ""))
+            if cause is None:
+                continue
+            case_props = case.find("properties")
+            if case_props is None:
+                case_props = ET.Element("properties")
+                case.insert(0, case_props)
+            ET.SubElement(
+                case_props,
+                "property",
+                name="railyard.cause",
+                value=f"{cause.what}: {cause.subject}",
+            )
+    tree.write(path, encoding="utf-8", xml_declaration=True)
+
+
 def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", "<br>")
 
 
 def failing_subjects(results: Iterable[CheckResult]) -> set[str]:
-    """Subjects (``port:h/d/p``, ``link:id``, ``host:h``, ``switch:s``) of failed checks."""
-    return {s for r in results if r.failed for s in r.subjects}
+    """Subjects (``port:h/d/p``, ``link:id``, ``host:h``, ``switch:s``) of failed checks (a
+    check that could not run marks nothing: its harness failed, not the fabric)."""
+    return {s for r in results if r.outcome == "failed" for s in r.subjects}
 
 
 def _dot_id(name: str) -> str:
@@ -149,6 +260,12 @@ def render_picture(dot: str, out_dir: Path, stem: str = "fabric") -> list[Path]:
     files = []
     for fmt in ("png", "svg"):
         target = out_dir / f"{stem}.{fmt}"
-        subprocess.run(["dot", f"-T{fmt}", "-o", str(target)], input=dot, text=True, check=True)
+        subprocess.run(
+            ["dot", f"-T{fmt}", "-o", str(target)],
+            input=dot,
+            text=True,
+            check=True,
+            timeout=DOT_TIMEOUT,
+        )
         files.append(target)
     return files

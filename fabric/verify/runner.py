@@ -12,6 +12,7 @@ from pydantic import BaseModel
 
 from fabric.state import REPO_ROOT, StateLayout
 from fabric.verify import context
+from fabric.verify.causes import Cause
 from fabric.verify.results import CheckResult, read_junit, summary
 
 #: Upper bound of one check-suite run (every check has its own, smaller timeouts).
@@ -30,6 +31,7 @@ class RunOutcome(BaseModel):
     junit: str
     report_dir: str
     files: list[str] = []
+    causes: list[Cause] = []
 
     @property
     def ok(self) -> bool:
@@ -37,10 +39,10 @@ class RunOutcome(BaseModel):
         return self.rc == 0 and not any(r.failed for r in self.results)
 
     def summary(self) -> str:
-        """Failed checks by name (one line each), or the pass count."""
+        """Root causes, then failed checks and checks that could not run, or the pass count."""
         if not self.results and self.rc != 0:
             return f"the check suite did not run (pytest exit {self.rc}); see {self.report_dir}/pytest.log"
-        return summary(self.results)
+        return summary(self.results, self.causes)
 
 
 def pytest_args(
@@ -146,8 +148,10 @@ def run_checks(
 
 
 def write_reports(outcome: RunOutcome, stack: str, spec_path: Path | None = None) -> list[str]:
-    """Write the Markdown report and the fabric picture next to the JUnit file."""
-    from fabric.verify.report import fabric_dot, markdown, render_picture
+    """Find the root causes (``outcome.causes``, with the declared graph), add them to the JUnit
+    file, and write the Markdown report and the fabric picture next to it."""
+    from fabric.verify.causes import diagnose
+    from fabric.verify.report import annotate_junit, fabric_dot, markdown, render_picture
 
     out_dir = Path(outcome.report_dir)
     files: list[str] = [outcome.junit]
@@ -155,14 +159,25 @@ def write_reports(outcome: RunOutcome, stack: str, spec_path: Path | None = None
     spec = context.load_cluster_spec(
         spec_path or context.spec_path_for(context.inventory_path(stack))
     )
+    graph = None
     if spec.fabric.topology is not None:
         from fabric.topology.from_spec import graph_from_spec
 
-        rendered = render_picture(fabric_dot(graph_from_spec(spec), outcome.results), out_dir)
+        graph = graph_from_spec(spec)
+        rendered = render_picture(fabric_dot(graph, outcome.results), out_dir)
         files += [str(p) for p in rendered]
         picture = rendered[0].name
+    outcome.causes = diagnose(outcome.results, graph).causes
+    if Path(outcome.junit).is_file():
+        annotate_junit(Path(outcome.junit), outcome.results, outcome.causes)
     md = out_dir / "report.md"
     md.write_text(
-        markdown(outcome.results, outcome.not_generated, f"railyard checks: {stack}", picture)
+        markdown(
+            outcome.results,
+            outcome.not_generated,
+            f"railyard checks: {stack}",
+            picture,
+            outcome.causes,
+        )
     )
     return files + [str(md)]

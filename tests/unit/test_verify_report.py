@@ -103,3 +103,42 @@ def test_picture_marks_failing_links_and_ports_red(tmp_path: Path) -> None:
     files = render_picture(dot, tmp_path / "out")
     assert [f.suffix for f in files] == [".png", ".svg"]
     assert files[0].read_bytes()[:4] == b"\x89PNG" and b"<svg" in files[1].read_bytes()
+
+
+ERRORS = """
+import pytest
+
+@pytest.fixture
+def server():
+    raise RuntimeError("could not start the ibping server")
+
+@pytest.mark.parametrize("p", ["gpu01->gpu06"])
+def test_ibping(p, server, record_property):
+    record_property("subject", f"pair:{p}")
+
+def test_declared_link_discovered(record_property):
+    record_property("subject", "link:leaf01/3-gpu03/mlx5_0/1")
+    assert False, "missing link leaf01 port 3 <-> gpu03 HCA mlx5_0 port 1"
+"""
+
+
+def test_a_check_that_could_not_run_is_an_error_not_a_fabric_failure(tmp_path: Path) -> None:
+    (tmp_path / "test_fake_checks.py").write_text(ERRORS)
+    junit = tmp_path / "checks.xml"
+    subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o"]
+        + ["junit_family=xunit1", f"--junitxml={junit}", str(tmp_path / "test_fake_checks.py")],
+        cwd=tmp_path,
+        capture_output=True,
+        check=False,
+        timeout=120,
+    )
+    results = read_junit(junit)
+    assert failing_subjects(results) == {"link:leaf01/3-gpu03/mlx5_0/1"}  # the error paints nothing
+    text = summary(results)
+    assert text.startswith("1 of 2 checks failed, 1 could not run (harness or tool error)")
+    assert text.index("root causes:") < text.index("could not run (harness or tool error, not")
+    md = markdown(results, {}, "lab")
+    assert "2 checks, 1 failed, 1 could not run." in md
+    assert "| test_ibping | gpu01->gpu06 | failed on setup with" in md.split("## Could not run")[1]
+    assert "| test_ibping | 0 | 0 | 1 | 0 |" in md
