@@ -188,3 +188,34 @@ def bare_metal_access(hosts: list[str]) -> dict[str, Any]:
             "endpoints": {h: {"url": f"https://bmc-{h}"} for h in hosts},
         },
     }
+
+
+def junit_of(module: Path, env: dict[str, str] | None = None) -> Path:
+    """Run pytest on ``module`` (a stand-in check suite) and return the JUnit XML it wrote,
+    ``checks.xml`` beside it, as the check runner asks for it (xunit1)."""
+    import subprocess
+    import sys
+
+    junit = module.parent / "checks.xml"
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-o",
+            "junit_family=xunit1",
+            f"--junitxml={junit}",
+            str(module),
+        ],
+        cwd=module.parent,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=180,
+    )
+    assert junit.is_file(), done.stdout[-2000:] + done.stderr[-2000:]
+    return junit

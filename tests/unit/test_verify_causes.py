@@ -16,12 +16,11 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+from conftest import junit_of
 from rich.console import Console
 
 from fabric.spec import load_spec
@@ -260,34 +259,13 @@ def _run(tmp_path: Path, fault: dict[str, object]) -> list[CheckResult]:
     """Run the stand-in suite with ``fault``; return what read_junit reads from pytest's JUnit."""
     (tmp_path / "conftest.py").write_text(CONFTEST)
     (tmp_path / "test_stand_in_checks.py").write_text(CHECKS)
-    junit = tmp_path / "checks.xml"
     env = {
         **os.environ,
         "PYTHONPATH": str(REPO),
         "RAILYARD_FAKE_FAULT": json.dumps(fault),
         "RAILYARD_FAKE_SPEC": str(LAB),
     }
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pytest",
-            "-q",
-            "-p",
-            "no:cacheprovider",
-            "-o",
-            "junit_family=xunit1",
-            f"--junitxml={junit}",
-            str(tmp_path / "test_stand_in_checks.py"),
-        ],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=180,
-    )
-    assert junit.is_file(), done.stdout[-2000:] + done.stderr[-2000:]
+    junit = junit_of(tmp_path / "test_stand_in_checks.py", env)
     return read_junit(junit)
 
 

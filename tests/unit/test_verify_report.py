@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
+from conftest import junit_of
 from rich.console import Console
 
 from fabric.spec import load_spec
@@ -36,26 +35,7 @@ def test_declared_link_discovered(record_property):
 
 def _junit(tmp_path: Path) -> Path:
     (tmp_path / "test_fake_checks.py").write_text(CHECKS)
-    junit = tmp_path / "checks.xml"
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pytest",
-            "-q",
-            "-p",
-            "no:cacheprovider",
-            "-o",
-            "junit_family=xunit1",
-            f"--junitxml={junit}",
-            str(tmp_path / "test_fake_checks.py"),
-        ],
-        cwd=tmp_path,
-        capture_output=True,
-        check=False,
-        timeout=120,
-    )
-    return junit
+    return junit_of(tmp_path / "test_fake_checks.py")
 
 
 def test_results_carry_outcome_message_and_subject(tmp_path: Path) -> None:
@@ -124,16 +104,7 @@ def test_declared_link_discovered(record_property):
 
 def test_a_check_that_could_not_run_is_an_error_not_a_fabric_failure(tmp_path: Path) -> None:
     (tmp_path / "test_fake_checks.py").write_text(ERRORS)
-    junit = tmp_path / "checks.xml"
-    subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o"]
-        + ["junit_family=xunit1", f"--junitxml={junit}", str(tmp_path / "test_fake_checks.py")],
-        cwd=tmp_path,
-        capture_output=True,
-        check=False,
-        timeout=120,
-    )
-    results = read_junit(junit)
+    results = read_junit(junit_of(tmp_path / "test_fake_checks.py"))
     assert failing_subjects(results) == {"link:leaf01/3-gpu03/mlx5_0/1"}  # the error paints nothing
     text = summary(results)
     assert text.startswith("1 of 2 checks failed, 1 could not run (harness or tool error)")
