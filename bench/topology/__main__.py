@@ -42,7 +42,7 @@ def measure(path: str, scanner: str) -> dict[str, float | str]:
     """Child process: parse ``path`` and write topology.conf; CPU seconds and peak RSS (MiB).
     ``scanner``: "compiled" (the C scanner; an error if it was not built) or "regex" (the
     pure-Python fallback)."""
-    from fabric.parsers.ibnetdiscover import fast
+    from fabric.parsers.ibnetdiscover import fast, tree
     from fabric.topology.slurm import tree_conf
 
     if scanner == "regex":
@@ -58,10 +58,14 @@ def measure(path: str, scanner: str) -> dict[str, float | str]:
     conf = tree_conf(fabric)
     t2 = time.process_time()
     rss1 = peak_rss_mib()
+    compiled = tree._tree_compiled(text, tree.WIDTHS, tree.SPEEDS) if scanner != "regex" else None
+    t3 = time.process_time()
     return {
         "parse_s": t1 - t0,
         "conf_s": t2 - t1,
         "cpu_s": t2 - t0,
+        "compiled_s": t3 - t2 if compiled is not None else float("nan"),
+        "compiled_same": compiled == conf,
         "rss_before_mib": rss0,
         "rss_peak_mib": rss1,
         "scanner": scanner,
@@ -104,6 +108,16 @@ def same_fabric(a: FabricGraph, b: FabricGraph) -> bool:
     )
 
 
+def same_conf(text: str) -> bool:
+    """Whether the compiled topology.conf writer takes ``text`` and gives, byte for byte, what
+    the Python path (``tree_conf(parse(text))``, its reference) gives."""
+    from fabric.parsers.ibnetdiscover import tree
+    from fabric.topology.slurm import tree_conf
+
+    compiled = tree._tree_compiled(text, tree.WIDTHS, tree.SPEEDS) if tree._tree_compiled else None
+    return compiled is not None and compiled == tree_conf(parse(text))
+
+
 #: NVIDIA topograph (Go), whole process, wall, median of 5 interleaved runs on this kind of
 #: machine, as issue 16 gives them (2,048 and 4,096 hosts: ibsim's output; 16,384: rendered).
 TOPOGRAPH_S = {2048: 0.03, 4096: 0.07, 16384: 1.55}
@@ -133,34 +147,36 @@ def run_once(argv: list[str]) -> tuple[float, float]:
     return wall, usage.ru_utime + usage.ru_stime
 
 
-def whole_process(paths: dict[int, Path], repeat: int) -> dict[int, list[tuple[float, float]]]:
+def whole_process(
+    paths: dict[int, Path], repeat: int, python: str
+) -> dict[int, list[tuple[float, float]]]:
     """``repeat`` rounds, each running every size once (interleaved: load shifts hit all sizes)."""
     runs: dict[int, list[tuple[float, float]]] = {h: [] for h in paths}
     for path in paths.values():  # warm-up, not counted: writes the bytecode cache
-        run_once([sys.executable, "-m", "fabric", "topology", "--from-ibnetdiscover", str(path)])
+        run_once([python, "-m", "fabric", "topology", "--from-ibnetdiscover", str(path)])
     for _ in range(repeat):
         for hosts, path in paths.items():
             runs[hosts].append(
-                run_once(
-                    [sys.executable, "-m", "fabric", "topology", "--from-ibnetdiscover", str(path)]
-                )
+                run_once([python, "-m", "fabric", "topology", "--from-ibnetdiscover", str(path)])
             )
     return runs
 
 
-def startup(repeat: int) -> dict[str, list[tuple[float, float]]]:
-    """The interpreter alone, ``--help`` and ``validate`` of the lab spec, interleaved."""
+def startup(repeat: int, python: str) -> dict[str, list[tuple[float, float]]]:
+    """The interpreter alone, ``--help`` and (with the project's own interpreter, which has the
+    spec's dependencies) ``validate`` of the lab spec, interleaved."""
     commands = {
-        "python -c pass": [sys.executable, "-c", "pass"],
-        "python -m fabric --help": [sys.executable, "-m", "fabric", "--help"],
-        "python -m fabric validate Pulumi.lab.yaml": [
-            sys.executable,
+        "python -c pass": [python, "-c", "pass"],
+        "python -m fabric --help": [python, "-m", "fabric", "--help"],
+    }
+    if python == sys.executable:
+        commands["python -m fabric validate Pulumi.lab.yaml"] = [
+            python,
             "-m",
             "fabric",
             "validate",
             str(REPO / "Pulumi.lab.yaml"),
-        ],
-    }
+        ]
     runs: dict[str, list[tuple[float, float]]] = {c: [] for c in commands}
     for argv in commands.values():  # warm-up, not counted
         run_once(argv)
@@ -185,13 +201,14 @@ def write_texts(args: argparse.Namespace, tmp: str) -> tuple[dict[int, Path], di
             )
         else:
             text = render_ibnetdiscover(graph(hosts))
+        print(f"# {hosts} hosts: the compiled writer gives the reference's text: {same_conf(text)}")
         path.write_text(text)
         paths[hosts], sources[hosts] = path, source
     return paths, sources
 
 
-def print_whole(paths: dict[int, Path], sources: dict[int, str], repeat: int) -> None:
-    runs = whole_process(paths, repeat)
+def print_whole(paths: dict[int, Path], sources: dict[int, str], repeat: int, python: str) -> None:
+    runs = whole_process(paths, repeat, python)
     print(
         "hosts  CAs     source  MB    wall_s median (min)  cpu_s median  growth/doubling  "
         "topograph_s  railyard/topograph"
@@ -214,9 +231,9 @@ def print_whole(paths: dict[int, Path], sources: dict[int, str], repeat: int) ->
         )
 
 
-def print_startup(repeat: int) -> None:
+def print_startup(repeat: int, python: str) -> None:
     print("command                                     wall_s median (min)  cpu_s median")
-    for name, runs in startup(repeat).items():
+    for name, runs in startup(repeat, python).items():
         wall = statistics.median(w for w, _ in runs)
         print(
             f"{name:<43} {wall:.3f} ({min(w for w, _ in runs):.3f})        "
@@ -230,7 +247,8 @@ def print_in_process(
 ) -> None:
     print(f"# scanner: {args.scanner}")
     print(
-        "hosts  CAs     links   source  MB    parse_s  conf_s  cpu_s  median_cpu_s  cpu_us/CA  peak_RSS_MiB"
+        "hosts  CAs     links   source  MB    parse_s  conf_s  cpu_s  median_cpu_s  cpu_us/CA  "
+        "peak_RSS_MiB  compiled_writer_s (same text)"
     )
     for hosts, path in paths.items():
         argv = [
@@ -249,12 +267,17 @@ def print_in_process(
             for _ in range(args.repeat)
         ]
         best = min(runs, key=lambda r: r["cpu_s"])
+        compiled = (
+            f"{min(r['compiled_s'] for r in runs):.4f} ({best['compiled_same']})"
+            if args.scanner == "compiled"
+            else "-"
+        )
         median = statistics.median(r["cpu_s"] for r in runs)
         print(
             f"{hosts:<6} {best['cas']:<7} {best['links']:<7} {sources[hosts]:<7} "
             f"{path.stat().st_size / 1e6:<5.1f} {best['parse_s']:<8.3f} {best['conf_s']:<7.3f} "
             f"{best['cpu_s']:<6.3f} {median:<13.3f} {best['cpu_s'] / best['cas'] * 1e6:<10.2f} "
-            f"{best['rss_peak_mib']:.0f}",
+            f"{best['rss_peak_mib']:<13.0f} {compiled}",
             flush=True,
         )
 
@@ -277,6 +300,12 @@ def main() -> None:
         default="compiled",
         help="ibnetdiscover scanner for --in-process: the C one (default) or the pure-Python one",
     )
+    parser.add_argument(
+        "--python",
+        default=sys.executable,
+        help="interpreter of the timed children (default: this one). E.g. a venv holding only "
+        "railyard's wheel: no editable-install finder at start-up, as a user's install",
+    )
     parser.add_argument("--measure", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.measure:
@@ -289,8 +318,9 @@ def main() -> None:
         if args.in_process:
             print_in_process(paths, sources, args)
         else:
-            print_whole(paths, sources, args.repeat)
-            print_startup(args.repeat)
+            print(f"# children: {args.python} -m fabric (in {REPO})")
+            print_whole(paths, sources, args.repeat, args.python)
+            print_startup(args.repeat, args.python)
     print(f"# load average after: {Path('/proc/loadavg').read_text().strip()}")
 
 

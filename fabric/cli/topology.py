@@ -74,10 +74,14 @@ def _graph(args: argparse.Namespace) -> FabricGraph:
         return graph_from_spec(load_spec(args.from_spec))
     from fabric.parsers.ibnetdiscover import parse
 
-    # A last line without its newline is no sign of a cut here: the hand-off saves Ansible's
-    # registered stdout, which drops it. A line cut short fails to parse (its line is named),
-    # and a capture cut at a line boundary is refused by the parser.
-    return parse(read_input(args.from_ibnetdiscover, _FIX, args.max_mb, "--max-mb N").text)
+    return parse(_capture(args))
+
+
+def _capture(args: argparse.Namespace) -> str:
+    """The ibnetdiscover text. A last line without its newline is no sign of a cut here: the
+    hand-off saves Ansible's registered stdout, which drops it. A line cut short fails to parse
+    (its line is named), and a capture cut at a line boundary is refused by the parser."""
+    return read_input(args.from_ibnetdiscover, _FIX, args.max_mb, "--max-mb N").text
 
 
 def _render(args: argparse.Namespace, graph: FabricGraph) -> str:
@@ -100,6 +104,11 @@ def _render(args: argparse.Namespace, graph: FabricGraph) -> str:
     return topology_yaml(graph, args.block_size)
 
 
+def _other_output(args: argparse.Namespace) -> bool:
+    """Whether anything but the whole fabric's topology.conf is asked for."""
+    return args.nodes is not None or args.ibsim_net or args.oversubscription
+
+
 def cmd_topology(args: argparse.Namespace) -> int:
     """Build the graph, print the chosen output. A bad spec, unreadable or unparsable
     ibnetdiscover output, a bad host list or block size are bad input: exit 2 (via main)."""
@@ -107,6 +116,11 @@ def cmd_topology(args: argparse.Namespace) -> int:
         raise CommandError("--block-size must be 1 or more")
     if args.max_mb < 1:
         raise CommandError("--max-mb must be 1 or more")
+    if args.from_ibnetdiscover and args.plugin == "tree" and not _other_output(args):
+        from fabric.parsers.ibnetdiscover.tree import tree_conf  # no graph: the compiled writer
+
+        sys.stdout.write(tree_conf(_capture(args)))
+        return Exit.OK
     graph = _graph(args)
     if args.nodes is not None:
         from fabric.hostlist import HostlistError, expand

@@ -260,3 +260,65 @@ def test_the_ibnetdiscover_path_imports_no_heavy_module() -> None:
         check=True,
     )
     assert done.stdout.splitlines()[-1] == "0 []", done.stdout[-500:]
+
+
+def test_the_tree_path_builds_no_graph() -> None:
+    """``topology --from-ibnetdiscover`` (tree) runs the compiled writer: it loads only the CLI,
+    the decoder and the writer, not the graph, its dataclasses, or the other commands."""
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys, io, contextlib\n"
+        "from fabric.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        f"    code = main(['topology', '--from-ibnetdiscover', {str(FIXTURES / 'ibnetdiscover__ibsim_lab__1.txt')!r}])\n"
+        "print(code, sorted(m for m in sys.modules if m.startswith('fabric')),"
+        " sorted({'dataclasses', 'subprocess', 'inspect'} & set(sys.modules)))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
+        check=True,
+    )
+    assert done.stdout.splitlines()[-1] == (
+        "0 ['fabric', 'fabric.cli', 'fabric.cli.errors', 'fabric.cli.topology', 'fabric.parsers',"
+        " 'fabric.parsers.ibnetdiscover', 'fabric.parsers.ibnetdiscover._ibnetdiscover_scan',"
+        " 'fabric.parsers.ibnetdiscover.tree', 'fabric.parsers.text'] []"
+    ), done.stdout[-800:]
+
+
+def test_each_command_loads_only_its_module() -> None:
+    """``fabric.cli.COMMANDS`` names, for every command, the module that registers it (main
+    imports only that one), and every registered command is in it."""
+    import argparse
+
+    from fabric.cli import COMMAND_MODULES, COMMANDS, build_parser
+
+    registered: dict[str, str] = {}
+    for module in COMMAND_MODULES:
+        parser = build_parser((module,))
+        subparsers = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+        registered.update(dict.fromkeys(subparsers.choices, module))
+    assert registered == COMMANDS
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["topology", "--help"], ["nosuchcommand"]])
+def test_help_and_unknown_commands_still_list_every_command(
+    argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    from fabric.cli import COMMANDS
+
+    try:
+        code = main(argv)
+    except SystemExit as exit_:  # --help exits through argparse
+        code = exit_.code
+    out, err = capsys.readouterr()
+    if argv[:1] == ["topology"]:
+        assert code == 0 and "--from-ibnetdiscover" in out
+        return
+    assert code in (0, 2)
+    assert all(command in out + err for command in COMMANDS), out + err

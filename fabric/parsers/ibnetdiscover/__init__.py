@@ -20,24 +20,49 @@ Two parsers, one result:
 * :mod:`.lines` -- the line parser, the reference: every text the bulk path declines goes
   through it, and it names the bad line of text that is not ibnetdiscover output.
 
+And one shortcut: :mod:`.tree` writes Slurm's topology.conf straight from the text with the
+compiled writer ``_ibnetdiscover_tree.c`` (what ``python -m fabric topology`` runs), falling
+back to ``tree_conf(parse(text))``, its reference.
+
 What :func:`parse` returns is a :class:`fabric.topology.graph.FabricGraph`: a dataclass of
 ``Switch``/``Ca``/``Link`` named tuples, not a pydantic model (building 130,000 validated models
 costs seconds). ``graph.model_dump(mode="json")`` gives the JSON-ready dict that ``python -m
 fabric parse ibnetdiscover`` prints. To force the regex scanner (as the fallback install runs),
-set ``fast._scan_compiled = None``: the bulk path reads it from :mod:`.fast`. The cyclic garbage collector is paused during a parse
-(nothing it allocates forms cycles; it would otherwise rescan the growing result repeatedly).
+set ``fast._scan_compiled = None``: the bulk path reads it from :mod:`.fast`. The cyclic garbage
+collector is paused during a parse (nothing it allocates forms cycles; it would otherwise rescan
+the growing result repeatedly). The package imports its modules on first use, so that
+``python -m fabric topology`` loads only what it runs.
 """
 
 from __future__ import annotations
 
 import gc
+import importlib
+from typing import TYPE_CHECKING, Any
 
-from fabric.parsers.ibnetdiscover import fast
-from fabric.parsers.ibnetdiscover.common import TOOL, IbnetdiscoverError
-from fabric.parsers.ibnetdiscover.fast import _parse_fast
-from fabric.topology.graph import FabricGraph
+if TYPE_CHECKING:
+    from fabric.parsers.ibnetdiscover import fast
+    from fabric.parsers.ibnetdiscover.common import TOOL, IbnetdiscoverError
+    from fabric.topology.graph import FabricGraph
 
 __all__ = ["TOOL", "FabricGraph", "IbnetdiscoverError", "fast", "parse"]
+
+#: Names this package gives on first use: name -> (module, attribute or None for the module).
+_LAZY = {
+    "TOOL": ("fabric.parsers.ibnetdiscover.common", "TOOL"),
+    "IbnetdiscoverError": ("fabric.parsers.ibnetdiscover.common", "IbnetdiscoverError"),
+    "FabricGraph": ("fabric.topology.graph", "FabricGraph"),
+    "fast": ("fabric.parsers.ibnetdiscover.fast", None),
+}
+
+
+def __getattr__(name: str) -> Any:
+    """``TOOL``, ``IbnetdiscoverError``, ``FabricGraph`` and ``fast``, imported on first use."""
+    if name not in _LAZY:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    module, attr = _LAZY[name]
+    value = importlib.import_module(module)
+    return value if attr is None else getattr(value, attr)
 
 
 def parse(text: str) -> FabricGraph:
@@ -45,6 +70,8 @@ def parse(text: str) -> FabricGraph:
 
     The bulk path (:mod:`.fast`) first; the line parser (:mod:`.lines`) when it declines.
     """
+    from fabric.parsers.ibnetdiscover.fast import _parse_fast
+
     enabled = gc.isenabled()
     gc.disable()  # the parse allocates ~1 M tuples and strings that all live on: no cycles to find
     try:
