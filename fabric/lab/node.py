@@ -10,9 +10,12 @@ import time
 
 from pydantic import BaseModel
 
+from fabric.lab import umadshim
 from fabric.lab.podman import PodmanError, exists, podman
 
 UMAD2SIM = "/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so"
+#: Preloaded ahead of umad2sim: MAD timeouts and a wait for an ibsim client slot.
+UMAD_SHIM = umadshim.NODE_PATH
 IBSIM_DROPIN = "etc/systemd/system.conf.d/railyard-ibsim.conf"
 SSHD_DROPIN = "etc/ssh/sshd_config.d/railyard.conf"
 #: Units whose ConditionPathExists=/sys/class/infiniband_mad/... PID 1 cannot satisfy in the lab.
@@ -35,19 +38,22 @@ class NodeConfig(BaseModel):
     host_key_public: str
     environment: dict[str, str] = {}
     labels: dict[str, str] = {}
+    #: Extra capabilities (e.g. NET_ADMIN for a lab switch, or nodes whose fabric netdev the
+    #: roles configure); none by default.
+    capabilities: list[str] = []
 
 
 def ibsim_environment(server: str, port: int, sim_host: str) -> dict[str, str]:
     """Return the ibsim client environment that makes libumad tools act as ``sim_host``."""
     return {
-        "LD_PRELOAD": UMAD2SIM,
+        "LD_PRELOAD": f"{UMAD_SHIM}:{UMAD2SIM}",
         "IBSIM_SERVER_NAME": server,
         "IBSIM_SERVER_PORT": str(port),
         "SIM_HOST": sim_host,
     }
 
 
-def _files(cfg: NodeConfig) -> list[tuple[str, str, int]]:
+def _files(cfg: NodeConfig) -> list[tuple[str, str | bytes, int]]:
     """Return (path, content, mode) of every file copied into the node before it starts."""
     files = [
         ("root/.ssh/authorized_keys", cfg.authorized_key.strip() + "\n", 0o600),
@@ -76,28 +82,32 @@ def _files(cfg: NodeConfig) -> list[tuple[str, str, int]]:
                     0o644,
                 )
             )
+    if UMAD_SHIM in cfg.environment.get("LD_PRELOAD", "").split(":"):
+        files.append((UMAD_SHIM.lstrip("/"), umadshim.build().read_bytes(), 0o755))
     return files
 
 
-def _tar(files: list[tuple[str, str, int]]) -> bytes:
+def _tar(files: list[tuple[str, str | bytes, int]]) -> bytes:
     buf = io.BytesIO()
     dirs = {"root/.ssh": 0o700, "etc/systemd/system.conf.d": 0o755, "etc/ssh/sshd_config.d": 0o755}
     dirs.update({f"etc/systemd/system/{u}.d": 0o755 for u in SIM_CONDITION_UNITS})
+    dirs["usr/local/lib/railyard"] = 0o755
     with tarfile.open(fileobj=buf, mode="w") as tar:
         for path, mode in dirs.items():
             info = tarfile.TarInfo(path)
             info.type, info.mode = tarfile.DIRTYPE, mode
             tar.addfile(info)
         for path, content, mode in files:
-            data = content.encode()
+            data = content.encode() if isinstance(content, str) else content
             info = tarfile.TarInfo(path)
             info.size, info.mode = len(data), mode
             tar.addfile(info, io.BytesIO(data))
     return buf.getvalue()
 
 
-def create_node(cfg: NodeConfig) -> None:
-    """Create the node's container, copy its keys and environment in, then start it."""
+def create_node(cfg: NodeConfig, start: bool = True) -> None:
+    """Create the node's container, copy its keys and environment in, then start it (unless
+    ``start`` is false: a datacenter node waits, powered off, for its BMC)."""
     if exists("container", cfg.container):
         raise NodeError(
             f"container {cfg.container} already exists: remove it or run the stack's destroy"
@@ -109,10 +119,13 @@ def create_node(cfg: NodeConfig) -> None:
         args += ["--network", f"{net}:ip={address},interface_name=eth{index}"]
     for key, value in cfg.labels.items():
         args += ["--label", f"{key}={value}"]
+    for capability in cfg.capabilities:
+        args += ["--cap-add", capability]
     try:
         podman([*args, cfg.image, "/sbin/init"])
         podman(["cp", "-", f"{cfg.container}:/"], input=_tar(_files(cfg)))
-        podman(["start", cfg.container])
+        if start:
+            podman(["start", cfg.container])
     except PodmanError as exc:
         podman(["rm", "-f", "-t", "0", cfg.container], check=False)
         raise NodeError(f"node {cfg.name}: {exc}") from exc

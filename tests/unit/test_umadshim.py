@@ -1,0 +1,287 @@
+"""The lab's umad shim, built with the host's gcc and run against a real ibsim (local mode).
+
+A libibumad client (``umad_client.py``, ctypes) runs preloaded with the shim ahead of umad2sim,
+as every lab node's processes are. The fabric is one switch and three HCAs; a "silent" client
+on hca3 registers as its SM and never answers, so an SMInfo Get sent to hca3 gets no reply,
+as a MAD ibsim hands to a dead or busy SM. umad2sim alone never times that send out.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from fabric.lab import umadshim
+from fabric.lab.node import UMAD2SIM
+
+CLIENT = Path(__file__).with_name("umad_client.py")
+NET = """Switch 8 "sw1"
+[1] "hca1"[1]
+[2] "hca2"[1]
+[3] "hca3"[1]
+
+Hca 1 "hca1"
+[1] "sw1"[1]
+
+Hca 1 "hca2"
+[1] "sw1"[2]
+
+Hca 1 "hca3"
+[1] "sw1"[3]
+"""
+#: hca1 port 1 -> sw1, sw1 port 3 -> hca3 (directed route)
+TO_HCA3 = "0,1,3"
+TO_SWITCH = "0,1"
+
+pytestmark = pytest.mark.skipif(
+    not (shutil.which("gcc") and shutil.which("ibsim") and Path(UMAD2SIM).exists()),
+    reason="needs gcc, ibsim and libumad2sim (scripts/bootstrap.sh installs them)",
+)
+
+
+class Sim:
+    """A running ibsim and the environment its clients need."""
+
+    def __init__(self, tmp: Path, shim: Path) -> None:
+        self.tmp, self.shim = tmp, shim
+        self.env = dict(os.environ, IBSIM_SOCKNAME=f"railyard-umadshim-{os.getpid()}")
+        for key in ("IBSIM_SERVER_NAME", "IBSIM_SERVER_PORT", "LD_PRELOAD"):
+            self.env.pop(key, None)
+
+    def client_env(self, host: str, shim: bool = True, **extra: str) -> dict[str, str]:
+        preload = f"{self.shim}:{UMAD2SIM}" if shim else UMAD2SIM
+        return dict(self.env, LD_PRELOAD=preload, SIM_HOST=host, **extra)
+
+    def run(self, host: str, *args: str, shim: bool = True, timeout: float = 30) -> dict:
+        proc = subprocess.run(
+            [sys.executable, str(CLIENT), *args],
+            env=self.client_env(host, shim),
+            cwd=self.tmp,  # umad2sim writes its sysfs tree (sys-<pid>/) in the working directory
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
+        assert proc.returncode == 0, proc.stderr[-800:]
+        return json.loads(proc.stdout.strip().splitlines()[-1])
+
+    def start(self, host: str, *args: str, **extra: str) -> subprocess.Popen[str]:
+        """Start a long-running client; return once it said ``ready``."""
+        proc = subprocess.Popen(
+            [sys.executable, str(CLIENT), *args],
+            env=self.client_env(host, **extra),
+            cwd=self.tmp,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        assert line.strip() == "ready", proc.stderr.read() if proc.stderr else ""
+        return proc
+
+
+def _stop(proc: subprocess.Popen[str]) -> None:
+    """End a client the way a tool ends (its exit handler detaches it from ibsim: a killed
+    client keeps its slot, ibsim never notices); kill it only if it does not end."""
+    try:
+        proc.communicate(input="", timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def shim(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return umadshim.build(tmp_path_factory.mktemp("umadshim-cache"))
+
+
+@pytest.fixture
+def sim(tmp_path: Path, shim: Path) -> Iterator[Sim]:
+    net = tmp_path / "net"
+    net.write_text(NET)
+    sim = Sim(tmp_path, shim)
+    proc = subprocess.Popen(
+        ["ibsim", "-s", str(net)],
+        env=sim.env,
+        cwd=tmp_path,
+        stdin=subprocess.PIPE,
+        stdout=(tmp_path / "ibsim.log").open("wb"),
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        deadline = time.monotonic() + 10
+        while "Network simulator ready" not in (tmp_path / "ibsim.log").read_text():
+            assert proc.poll() is None and time.monotonic() < deadline, "ibsim did not start"
+            time.sleep(0.05)
+        yield sim
+    finally:
+        proc.kill()
+        proc.wait(timeout=10)
+
+
+@pytest.fixture
+def silent_sm(sim: Sim, tmp_path: Path) -> Iterator[Path]:
+    """hca3's SM-class client, which receives SMPs and answers none; yields its count file."""
+    count = tmp_path / "received"
+    proc = sim.start("hca3", "silent", str(count), SIM_SET_ISSM="1")
+    yield count
+    _stop(proc)
+
+
+def test_build_is_cached_by_source_hash(shim: Path) -> None:
+    assert shim.name == umadshim.LIBRARY and shim.stat().st_size > 0
+    assert umadshim.build(shim.parent.parent) == shim
+
+
+def test_unanswered_send_is_retried_then_handed_back_timed_out(sim: Sim, silent_sm: Path) -> None:
+    out = sim.run("hca1", "sminfo", TO_HCA3, "200", "2", "1500")
+    replies = out["replies"]
+    assert len(replies) == 1, out
+    reply = replies[0]
+    # ib_umad: the send comes back with status ETIMEDOUT, header plus the 24-byte MAD header
+    assert reply["status"] == 110 and reply["length"] == 24, reply
+    assert reply["tid_low"] == out["tid_low"] and reply["method"] == 0x01, reply
+    # sent once and retried twice, 200 ms each, before it was handed back
+    assert 550 <= reply["after_ms"] < 1400, reply
+    assert silent_sm.read_text() == "3"
+
+
+def test_without_the_shim_the_send_is_never_timed_out(sim: Sim, silent_sm: Path) -> None:
+    """The limit the shim lifts: umad2sim alone hands back nothing (the reader's own poll ends)."""
+    out = sim.run("hca1", "sminfo", TO_HCA3, "200", "2", "1500", shim=False)
+    assert out["replies"] == [], out
+    assert silent_sm.read_text() == "1"
+
+
+def test_answered_send_gets_its_reply_and_no_timeout_later(sim: Sim) -> None:
+    out = sim.run("hca1", "nodeinfo", TO_SWITCH, "200", "2", "1000")
+    replies = out["replies"]
+    assert len(replies) == 1, out
+    assert replies[0]["status"] == 0 and replies[0]["method"] == 0x81, replies
+    assert replies[0]["tid_low"] == out["tid_low"]
+
+
+def test_client_waits_for_a_free_slot_instead_of_failing(sim: Sim) -> None:
+    """ibsim serves 10 clients; the 11th waits (shim) until one leaves, then works."""
+    holders = [sim.start(f"hca{1 + i % 3}", "hold") for i in range(10)]
+    try:
+        refused = subprocess.run(
+            [sys.executable, str(CLIENT), "nodeinfo", TO_SWITCH, "200", "2", "500"],
+            env=sim.client_env("hca1", shim=False),
+            cwd=sim.tmp,
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+        )
+        assert refused.returncode != 0 and "connect failed" in refused.stderr, refused.stderr
+        waiting = subprocess.Popen(
+            [sys.executable, str(CLIENT), "nodeinfo", TO_SWITCH, "200", "2", "500"],
+            env=sim.client_env("hca1"),
+            cwd=sim.tmp,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        time.sleep(1.5)
+        assert waiting.poll() is None, waiting.communicate()
+        _stop(holders.pop())
+        stdout, stderr = waiting.communicate(timeout=30)
+        assert waiting.returncode == 0, stderr[-800:]
+        reply = json.loads(stdout.strip().splitlines()[-1])["replies"]
+        assert reply and reply[0]["status"] == 0, reply
+    finally:
+        for proc in holders:
+            _stop(proc)
+
+
+def test_refused_connect_gives_up_after_the_configured_wait(sim: Sim) -> None:
+    holders = [sim.start(f"hca{1 + i % 3}", "hold") for i in range(10)]
+    try:
+        start = time.monotonic()
+        proc = subprocess.run(
+            [sys.executable, str(CLIENT), "nodeinfo", TO_SWITCH, "200", "2", "500"],
+            env=sim.client_env("hca1", RAILYARD_SIM_CONNECT_WAIT="2"),
+            cwd=sim.tmp,
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+        )
+        assert proc.returncode != 0 and "connect failed" in proc.stderr, proc.stderr
+        assert 2 <= time.monotonic() - start < 10
+    finally:
+        for holder in holders:
+            _stop(holder)
+
+
+def test_lab_nodes_get_the_shim_ahead_of_umad2sim(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import io
+    import tarfile
+
+    from fabric.lab.node import NodeConfig, _files, _tar, ibsim_environment
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    env = ibsim_environment("198.18.0.1", 17000, "gpu01:mlx5_0")
+    assert env["LD_PRELOAD"].split(":") == [umadshim.NODE_PATH, UMAD2SIM]
+    cfg = NodeConfig(
+        name="gpu01",
+        container="ry-gpu01",
+        image="localhost/railyard-node:x",
+        networks={"ry-mgmt": "198.18.0.10"},
+        authorized_key="ssh-ed25519 AAAA test",
+        host_key_private="not a key",
+        host_key_public="ssh-ed25519 AAAA host",
+        environment=env,
+    )
+    with tarfile.open(fileobj=io.BytesIO(_tar(_files(cfg)))) as tar:
+        member = tar.getmember(umadshim.NODE_PATH.lstrip("/"))
+        data = tar.extractfile(member).read()  # type: ignore[union-attr]
+        assert member.mode == 0o755 and data.startswith(b"\x7fELF")
+        assert tar.getmember("etc/environment").size > 0
+    assert data == umadshim.build().read_bytes()
+    # a node without the ibsim environment (RoCE) gets no shim
+    assert not any(
+        path.endswith(umadshim.LIBRARY)
+        for path, _, _ in _files(cfg.model_copy(update={"environment": {}}))
+    )
+
+
+@pytest.mark.parametrize(("with_shim", "survives"), [(True, True), (False, False)])
+def test_sm_class_ping_server_survives_an_smp(sim: Sim, with_shim: bool, survives: bool) -> None:
+    """A ping check's ``ibping -S`` registers as its port's SM-class client (SIM_SET_ISSM) and
+    gets the MASTER's SMInfo; umad2sim alone segfaults on it (no SMP agent: NULL queue), the
+    shim's SMP guard takes and drops it, and the sender times out as on hardware."""
+    server = subprocess.Popen(
+        ["ibping", "-S"],
+        env=sim.client_env("hca3", shim=with_shim, SIM_SET_ISSM="1"),
+        cwd=sim.tmp,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        time.sleep(1.5)
+        assert server.poll() is None, server.communicate()
+        out = sim.run("hca1", "sminfo", TO_HCA3, "200", "1", "800")
+        assert [r["status"] for r in out["replies"]] in ([110],), out
+        time.sleep(0.5)
+        assert (server.poll() is None) is survives, server.returncode
+        if not survives:
+            assert server.returncode == -11  # SIGSEGV
+    finally:
+        if server.poll() is None:
+            server.terminate()
+        server.communicate(timeout=10)
