@@ -9,7 +9,8 @@ The lab's ibsim reads console commands from a FIFO (``state/<stack>/ibsim.consol
 its log. Commands used here: ``Unlink "node"[port]`` (pull a cable; both ends go
 Down/Polling), ``Link "a"[p] "b"[q]`` (cable two ports; width and speed are the lower of the
 two ports' enabled masks), ``Clear "node"[port]`` (unlink and reset the port to ibsim's
-default 4xSDR template), ``Attached`` (list clients) and ``X <client>`` (drop a client).
+default 4xSDR template), ``Attached`` (list clients), ``X <client>`` (drop a client) and
+``PerformanceSet "node"[port] PortCounters.<Counter>=<value>`` (set a port's error counter).
 Writers take an exclusive lock on the log so replies of concurrent writers do not mix.
 """
 
@@ -115,6 +116,14 @@ class IbsimConsole:
     def clear(self, node: str, port: int) -> str:
         """Unlink a port and reset it to ibsim's default port template (4xSDR enabled)."""
         return self.send(f'Clear "{node}"[{port}]')
+
+    def set_counter(self, node: str, port: int, counter: str, value: int) -> str:
+        """Set a port's PortCounters field (e.g. ``SymbolErrorCounter``) in ibsim: ``node`` is an
+        ibsim node id (a switch name, or ``fabric.topology.ibsim.sim_host`` of an HCA)."""
+        reply = self.send(f'PerformanceSet "{node}"[{port}] PortCounters.{counter}={value}')
+        if "has been set to" not in reply:  # ibsim's answer to a PerformanceSet it applied
+            raise FaultError(f"ibsim refused PerformanceSet on {node}[{port}]: {reply.strip()}")
+        return reply
 
     def link_nodes(self, a: str, a_port: int, b: str, b_port: int) -> str:
         """Cable node ``a`` port ``a_port`` to node ``b`` port ``b_port`` (ibsim node ids)."""

@@ -1,0 +1,387 @@
+"""railyard's Slurm HealthCheckProgram: the node's declared fabric ports, checked in well under
+a second, draining the node (and resuming only what it drained) through ``scontrol``.
+
+Installed on every compute node by ``roles/node_health`` with ``fabric/verify/counters.py``
+beside it, and run by slurmd every ``HealthCheckInterval`` (``health.interval`` in the spec).
+The same program is the rolling driver upgrade's gate (``--check``: judge, touch nothing).
+Standard library only: railyard's Python dependencies are not installed on compute nodes.
+
+It reads its expectations from a JSON file the hand-off writes from the spec
+(:func:`config_for`): per declared HCA port the CA to query, the expected width, speed and
+active MTU, and the cable's switch end. Per port it runs ``smpquery portinfo`` (state, width,
+speed, MTU, SM LID), ``perfquery`` on the port and on the switch port at the other end of its
+cable, and once ``sminfo`` (an SM answers); on GPU hardware (``/proc/driver/nvidia``) it
+checks that ``nvidia_peermem`` is loaded. Counter rises are judged against the reading the
+previous run saved (``fabric.verify.counters``), so no run waits between two readings.
+
+Every tool call has a timeout, and the whole run an alarm: a check that cannot finish is a
+failure of the check ("smpquery timed out"), never a hang. A failure drains the node with
+``railyard: <first failure>``, e.g. ``railyard: mlx5_0/1 Down (leaf01 p3)``; a healthy run
+resumes the node only when it is drained with a reason railyard's health check wrote (starting
+``railyard:``), never an operator's drain nor the rolling upgrade's.
+
+Exit codes: 0 healthy, 1 a check failed, 2 bad configuration (one line naming the field).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+try:  # installed side by side on the node; a package import on the controller
+    import counters  # type: ignore[import-not-found]
+except ImportError:  # pragma: no cover - the controller side
+    from fabric.verify import counters
+
+#: The prefix of every drain reason the health check writes (and the only ones it resumes).
+REASON_PREFIX = "railyard:"
+CONFIG = Path("/etc/railyard/health.json")
+STATE = Path("/var/lib/railyard/health-counters.json")
+#: Seconds for one tool call; milliseconds for one MAD; seconds for the whole run.
+CALL_TIMEOUT = 3.0
+MAD_TIMEOUT_MS = 500
+RUN_TIMEOUT = 20
+#: PortInfo lane signalling rate (Gb/s) -> IBTA speed name.
+SPEEDS = {
+    2.5: "SDR",
+    5.0: "DDR",
+    10.0: "QDR",
+    10.3125: "FDR10",
+    14.0625: "FDR",
+    25.78125: "EDR",
+    53.125: "HDR",
+    106.25: "NDR",
+    212.5: "XDR",
+}
+_FIELD = re.compile(r"^(?P<name>[A-Za-z0-9]+):\.+(?P<value>.*?)\s*$")
+
+
+class ConfigError(ValueError):
+    """The health check's configuration is unusable (names the field)."""
+
+
+def tool_env(config: dict[str, Any]) -> dict[str, str]:
+    """The tools' environment: slurmd runs a health check with almost none, so PATH is set,
+    and a config ``env_file`` (the lab's ``/etc/environment``: ibsim's preload) is added."""
+    env = dict(os.environ)
+    env.setdefault("PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
+    if "/usr/sbin" not in env["PATH"]:
+        env["PATH"] += ":/usr/sbin:/usr/bin:/sbin:/bin"
+    if name := config.get("env_file"):
+        try:
+            for line in Path(name).read_text().splitlines():
+                key, eq, value = line.strip().partition("=")
+                if eq and key and not key.startswith("#"):
+                    env[key] = value.strip('"')
+        except OSError as exc:
+            raise ConfigError(f"env_file {name}: cannot read it ({exc.strerror})") from None
+    return env
+
+
+def run(
+    argv: Sequence[str], timeout: float = CALL_TIMEOUT, env: dict[str, str] | None = None
+) -> tuple[int, str]:
+    """Run a tool with a timeout: (exit code, stdout + stderr); 124 when it timed out."""
+    try:
+        proc = subprocess.run(
+            list(argv), capture_output=True, text=True, timeout=timeout, check=False, env=env
+        )
+    except subprocess.TimeoutExpired:
+        return 124, f"{argv[0]} timed out after {timeout:g}s"
+    except OSError as exc:
+        return 127, f"{argv[0]}: {exc.strerror or exc}"
+    return proc.returncode, proc.stdout + proc.stderr
+
+
+def fields(text: str) -> dict[str, str]:
+    """``Name:....value`` lines of smpquery/sminfo-style output."""
+    out = {}
+    for line in text.splitlines():
+        if match := _FIELD.match(line):
+            out.setdefault(match["name"], match["value"])
+    return out
+
+
+def _last(text: str, rc: int) -> str:
+    """The last line a tool printed, or its exit code."""
+    lines = text.strip().splitlines()
+    return lines[-1].strip()[:120] if lines else f"exit {rc}"
+
+
+def _gbps(value: str | None) -> float:
+    try:
+        return float((value or "").split()[0])
+    except (ValueError, IndexError):
+        return 0.0
+
+
+def speed_name(info: dict[str, str]) -> str:
+    """The active speed's IBTA name from PortInfo (extended speed when one is active)."""
+    lane = _gbps(info.get("LinkSpeedExtActive")) or _gbps(info.get("LinkSpeedActive"))
+    return SPEEDS.get(lane, f"{lane:g} Gb/s")
+
+
+def load_config(path: Path) -> dict[str, Any]:
+    """The JSON configuration, checked enough to name a missing field."""
+    try:
+        config = json.loads(path.read_text())
+    except OSError as exc:
+        raise ConfigError(
+            f"{path}: cannot read it ({exc.strerror}); run roles/node_health"
+        ) from None
+    except ValueError as exc:
+        raise ConfigError(f"{path}: not JSON ({exc}); run roles/node_health") from None
+    for key in ("node", "ports"):
+        if key not in config:
+            raise ConfigError(f"{path}: no '{key}' field; run roles/node_health")
+    for i, port in enumerate(config["ports"]):
+        for key in ("ca", "device", "port", "width", "speed", "mtu", "cable"):
+            if key not in port:
+                raise ConfigError(f"{path}: ports[{i}] has no '{key}' field")
+    return config
+
+
+class Checker:
+    """One run: every declared port, an SM, counters, peer memory; failures in order."""
+
+    def __init__(self, config: dict[str, Any], state: Path) -> None:
+        self.config, self.state = config, state
+        self.env = tool_env(config)
+        self.failures: list[str] = []
+        self.readings: dict[str, dict[str, int]] = {}
+
+    def fail(self, text: str) -> None:
+        self.failures.append(text)
+
+    def _run(self, argv: Sequence[str]) -> tuple[int, str]:
+        return run(argv, env=self.env)
+
+    def check(self) -> list[str]:
+        """Run every check; return the failures (empty: healthy)."""
+        for port in self.config["ports"]:
+            self._port(port)
+        if self.config["ports"] and not self.failures:
+            self._sm()
+        self._counters()
+        self._peermem()
+        return self.failures
+
+    def _port(self, port: dict[str, Any]) -> None:
+        name = f"{port['device']}/{port['port']}"
+        cable = f"({port['cable']})"
+        ca, num = str(port["ca"]), str(port["port"])
+        rc, text = self._run(
+            ["smpquery", "-C", ca, "-P", num, "-t", str(MAD_TIMEOUT_MS), "-D", "portinfo", "0", num]
+        )
+        info = fields(text)
+        if rc != 0 or "LinkState" not in info:
+            self.fail(f"{name} not readable {cable}: {_last(text, rc)}")
+            return
+        state = info["LinkState"]
+        if state != "Active":
+            self.fail(f"{name} {state} {cable}")
+            return
+        width, speed = info.get("LinkWidthActive", "?"), speed_name(info)
+        if width.upper() != str(port["width"]).upper() or speed != port["speed"]:
+            self.fail(f"{name} {width} {speed}, declared {port['width']} {port['speed']} {cable}")
+        mtu = info.get("NeighborMTU", "?")
+        if mtu != str(port["mtu"]):
+            self.fail(f"{name} MTU {mtu}, declared {port['mtu']} {cable}")
+        self._read_counters(port, ca, num, name)
+
+    def _read_counters(self, port: dict[str, Any], ca: str, num: str, name: str) -> None:
+        local = ["-C", ca, "-P", num]
+        ends = [(name, local)]
+        rc, text = self._run(
+            ["smpquery", *local, "-t", str(MAD_TIMEOUT_MS), "-D", "portinfo", f"0,{num}", "0"]
+        )
+        switch_lid = fields(text).get("Lid")
+        if rc == 0 and switch_lid and port.get("switch_port"):
+            ends.append((str(port["cable"]), [*local, switch_lid, str(port["switch_port"])]))
+        for label, address in ends:
+            values: dict[str, int] = {}
+            for flag in (["-x"], []):
+                rc, text = self._run(["perfquery", *flag, "-t", str(MAD_TIMEOUT_MS), *address])
+                if rc == 0:
+                    values = counters.perfquery_values(text) | values
+                if "SymbolErrorCounter" in values:
+                    break
+            if values:
+                self.readings[f"{name}|{label}"] = values
+
+    def _sm(self) -> None:
+        port = self.config["ports"][0]
+        rc, text = self._run(
+            ["sminfo", "-C", str(port["ca"]), "-P", str(port["port"]), "-t", str(MAD_TIMEOUT_MS)]
+        )
+        if rc != 0 or "sminfo:" not in text:
+            self.fail(f"no subnet manager answers: {_last(text, rc)}")
+
+    def _counters(self) -> None:
+        now = time.time()
+        try:
+            saved = json.loads(self.state.read_text())
+        except (OSError, ValueError):
+            saved = {}
+        before, then = saved.get("readings", {}), float(saved.get("time", now))
+        rates = {
+            f"{p['device']}/{p['port']}": float(p.get("rate_gbps", 0)) for p in self.config["ports"]
+        }
+        overrides = self.config.get("thresholds", {})
+        for key, after in self.readings.items():
+            if key not in before:
+                continue
+            name, _, label = key.partition("|")
+            limits = counters.thresholds(rates.get(name, 0.0), overrides)
+            bad = counters.failing(counters.judge(before[key], after, now - then, limits))
+            if bad:
+                where = label if label != name else f"{name} ({self._cable(name)})"
+                self.fail(f"{where} errors: {', '.join(b.text() for b in bad)}")
+        try:
+            self.state.parent.mkdir(parents=True, exist_ok=True)
+            tmp = self.state.with_suffix(".tmp")
+            tmp.write_text(json.dumps({"time": now, "readings": self.readings}))
+            tmp.replace(self.state)
+        except OSError as exc:
+            self.fail(f"cannot save counter readings to {self.state}: {exc.strerror}")
+
+    def _cable(self, name: str) -> str:
+        for port in self.config["ports"]:
+            if f"{port['device']}/{port['port']}" == name:
+                return str(port["cable"])
+        return "?"
+
+    def _peermem(self) -> None:
+        if Path("/proc/driver/nvidia").exists() and not Path("/sys/module/nvidia_peermem").exists():
+            self.fail("nvidia_peermem not loaded (GPUDirect RDMA off)")
+
+
+def reason_of(failures: list[str]) -> str:
+    """The Slurm drain reason: the first failure, and how many more."""
+    more = f" (+{len(failures) - 1} more)" if len(failures) > 1 else ""
+    return f"{REASON_PREFIX} {failures[0]}{more}"[:250]
+
+
+def node_state(node: str, env: dict[str, str]) -> tuple[str, str] | None:
+    """(State, Reason) of ``node`` from ``scontrol show node -o``, or None."""
+    rc, text = run(["scontrol", "show", "node", "-o", node], env=env)
+    if rc != 0:
+        return None
+    state = re.search(r"\bState=(\S+)", text)
+    reason = re.search(r"\bReason=(.*?)(?: \[[^\]]*\])?(?= \w+=|$)", text)
+    return (state[1] if state else "", reason[1] if reason else "")
+
+
+def act(node: str, failures: list[str], env: dict[str, str]) -> str:
+    """Drain ``node`` on failure; resume it when healthy and drained by this check."""
+    found = node_state(node, env)
+    if found is None:
+        return "slurmctld not reachable: nothing changed"
+    state, reason = found
+    drained = "DRAIN" in state
+    if failures:
+        if drained and not reason.startswith(REASON_PREFIX):
+            return f"already drained by someone else ({reason}): left alone"
+        want = reason_of(failures)
+        if drained and reason == want:
+            return "already drained with this reason"
+        rc, text = run(
+            ["scontrol", "update", f"nodename={node}", "state=DRAIN", f"reason={want}"], env=env
+        )
+        return f"drained: {want}" if rc == 0 else f"drain failed: {text.strip()}"
+    if drained and reason.startswith(REASON_PREFIX):
+        rc, text = run(["scontrol", "update", f"nodename={node}", "state=RESUME"], env=env)
+        return "resumed" if rc == 0 else f"resume failed: {text.strip()}"
+    return "healthy"
+
+
+def _alarm(_signum: int, _frame: object) -> None:
+    print(f"{REASON_PREFIX} health check exceeded {RUN_TIMEOUT}s", file=sys.stderr)
+    os._exit(1)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """The program: ``railyard-health [--check] [--json] [--config FILE] [--state FILE]``."""
+    parser = argparse.ArgumentParser(prog="railyard-health", description=__doc__.split("\n")[0])
+    parser.add_argument("--check", action="store_true", help="judge only: never drain or resume")
+    parser.add_argument("--json", action="store_true", help="print the result as JSON")
+    parser.add_argument("--config", type=Path, default=CONFIG)
+    parser.add_argument("--state", type=Path, default=STATE)
+    args = parser.parse_args(argv)
+    signal.signal(signal.SIGALRM, _alarm)
+    signal.alarm(RUN_TIMEOUT)
+    start = time.monotonic()
+    try:
+        config = load_config(args.config)
+        checker = Checker(config, args.state)
+    except ConfigError as exc:
+        print(f"railyard-health: {exc}", file=sys.stderr)
+        return 2
+    failures = checker.check()
+    action = "checked only" if args.check else act(str(config["node"]), failures, checker.env)
+    seconds = time.monotonic() - start
+    if args.json:
+        print(json.dumps({"failures": failures, "action": action, "seconds": round(seconds, 3)}))
+    else:
+        for failure in failures:
+            print(f"{REASON_PREFIX} {failure}")
+        print(f"railyard-health: {len(failures)} failure(s), {action}, {seconds:.3f}s")
+    return 1 if failures else 0
+
+
+def config_for(plan: Any, host: str) -> dict[str, Any]:
+    """The health check's configuration for ``host`` from a ``CheckPlan`` (controller side)."""
+    from fabric.verify.plan import SIM_DEVICE
+
+    ports = []
+    for p in plan.ib_ports:
+        if p.host != host:
+            continue
+        graph = plan.expected_graph
+        link = next(
+            (
+                link
+                for link in (graph.links if graph else [])
+                for end in (link.a, link.b)
+                if graph.cas.get(end.guid) is not None
+                and graph.cas[end.guid].host == host
+                and graph.cas[end.guid].device == p.device
+                and end.port == p.port
+            ),
+            None,
+        )
+        ports.append(
+            {
+                "ca": SIM_DEVICE if plan.simulated else p.device,
+                "device": p.device,
+                "port": p.port,
+                "width": p.width.upper(),
+                "speed": link.speed if link else "",
+                "rate_gbps": p.rate_gbps,
+                "mtu": plan.ib_mtu,
+                "cable": f"{p.switch} p{p.switch_port}" if p.switch else "no declared cable",
+                "switch_port": p.switch_port,
+            }
+        )
+    spec = plan.spec
+    config: dict[str, Any] = {
+        "node": host,
+        "ports": ports,
+        "thresholds": spec.health.counters.model_dump(exclude_none=True),
+    }
+    if plan.simulated:  # the lab's tools reach ibsim through a preload set in /etc/environment
+        config["env_file"] = "/etc/environment"
+    return config
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,119 @@
+"""The Slurm health program (fabric.verify.health): PortInfo read from real smpquery output, its
+configuration from the lab spec, the drain reason, slurm.conf's health settings from the hand-off,
+and the program itself run here, where no HCA exists: it names the port, and a bad
+configuration is one line with exit 2. Its run against ibsim is
+tests/integration/test_counters_ibsim.py; in a lab with Slurm, tests/integration/test_health_lab.py.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from fabric.handoff.vars import HEALTH_PROGRAM, role_vars_from_spec
+from fabric.spec import load_spec
+from fabric.verify import health
+from fabric.verify.plan import CheckPlan
+
+REPO = Path(__file__).resolve().parents[2]
+FIXTURES = REPO / "tests" / "fixtures"
+PROGRAM = REPO / "fabric" / "verify" / "health.py"
+
+
+def test_portinfo_fields_and_speed_from_real_smpquery() -> None:
+    info = health.fields((FIXTURES / "smpquery__ibsim_lab__1.txt").read_text())
+    assert info["LinkState"] == "Active" and info["LinkWidthActive"] == "4X"
+    assert info["NeighborMTU"] == "2048" and info["SMLid"] == "1"
+    assert health.speed_name(info) == "HDR"
+    assert health.speed_name({"LinkSpeedActive": "10.0 Gbps"}) == "QDR"
+
+
+def test_config_for_names_each_port_and_its_cable() -> None:
+    spec = load_spec(REPO / "Pulumi.lab.yaml")
+    plan = CheckPlan(spec=spec, hosts=list(spec.hosts))
+    config = health.config_for(plan, "gpu03")
+    (port,) = config["ports"]
+    want = next(p for p in plan.ib_ports if p.host == "gpu03")
+    assert port["cable"] == f"{want.switch} p{want.switch_port}"
+    assert (port["ca"], port["device"], port["width"], port["speed"]) == (
+        "ibsim0",
+        "mlx5_0",
+        "4X",
+        "HDR",
+    )
+    assert port["mtu"] == plan.ib_mtu and config["env_file"] == "/etc/environment"
+
+
+def test_reason_names_the_first_failure_and_counts_the_rest() -> None:
+    assert health.reason_of(["mlx5_0/1 Down (leaf01 p3)"]) == "railyard: mlx5_0/1 Down (leaf01 p3)"
+    assert health.reason_of(["a", "b", "c"]) == "railyard: a (+2 more)"
+
+
+def test_handoff_sets_slurm_health_settings_from_the_spec() -> None:
+    spec = load_spec(REPO / "Pulumi.lab.yaml")
+    out = role_vars_from_spec(spec)
+    extra = out["slurm_extra_config"]
+    assert extra["HealthCheckProgram"] == HEALTH_PROGRAM
+    assert (extra["HealthCheckInterval"], extra["HealthCheckNodeState"]) == (60, "ANY")
+    assert set(out["railyard_node_health"]) == set(spec.hosts_with_role("compute"))
+    quiet = spec.model_copy(update={"health": spec.health.model_copy(update={"interval": 0})})
+    assert "HealthCheckProgram" not in role_vars_from_spec(quiet).get("slurm_extra_config", {})
+
+
+def _config(tmp_path: Path) -> Path:
+    spec = load_spec(REPO / "Pulumi.lab.yaml")
+    config = health.config_for(CheckPlan(spec=spec, hosts=list(spec.hosts)), "gpu03")
+    del config["env_file"]
+    path = tmp_path / "health.json"
+    path.write_text(json.dumps(config))
+    return path
+
+
+@pytest.mark.skipif(shutil.which("smpquery") is None, reason="infiniband-diags not installed")
+def test_program_without_an_hca_names_the_port(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, str(PROGRAM), "--check", "--json", "--config", str(_config(tmp_path))]
+        + ["--state", str(tmp_path / "state.json")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        cwd=PROGRAM.parent,
+        env={"PATH": "/usr/bin:/bin"},
+    )
+    assert done.returncode == 1, done.stderr
+    out = json.loads(done.stdout)
+    assert out["failures"][0].startswith("mlx5_0/1 not readable (leaf01 p3)")
+    assert out["action"] == "checked only"
+
+
+@pytest.mark.parametrize(
+    ("content", "says"),
+    [
+        (None, "cannot read it"),
+        ("{", "not JSON"),
+        ('{"node": "gpu03"}', "no 'ports' field"),
+        ('{"node": "g", "ports": [{"ca": "x"}]}', "ports[0] has no 'device' field"),
+    ],
+)
+def test_bad_configuration_is_one_line_and_exit_2(
+    tmp_path: Path, content: str | None, says: str
+) -> None:
+    path = tmp_path / "health.json"
+    if content is not None:
+        path.write_text(content)
+    done = subprocess.run(
+        [sys.executable, str(PROGRAM), "--config", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+        cwd=PROGRAM.parent,
+    )
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.count("\n") == 1 and says in done.stderr, done.stderr
