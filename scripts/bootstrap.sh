@@ -22,6 +22,7 @@ APT_PACKAGES=(
   ibsim-utils libumad2sim0 opensm infiniband-diags
   slurmctld slurmd slurm-client munge
   graphviz iproute2 openssh-client python3-venv git make curl ca-certificates
+  prometheus
   gcc libc6-dev python3-dev
 )
 
@@ -43,7 +44,7 @@ install_debian_packages() {
   $sudo apt-get update -q
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends "${missing[@]}"
   # The distribution starts these daemons on install; railyard runs its own.
-  for unit in slurmctld slurmd munge opensm; do
+  for unit in slurmctld slurmd munge opensm prometheus; do
     $sudo systemctl disable --now "$unit" >/dev/null 2>&1 || true
   done
 }
@@ -51,9 +52,9 @@ install_debian_packages() {
 create_venv() {
   local stamp="$ROOT/.venv/.railyard-stamp"
   local want
-  # The install also builds the compiled ibnetdiscover scanner (setup.py): its C source
-  # (fabric/parsers/ibnetdiscover/*.c, found wherever it lives under fabric/) counts.
-  want="$({ cat "$ROOT/pyproject.toml" "$ROOT/setup.py"; find "$ROOT/fabric" -name '*.c' -print0 | sort -z | xargs -0 cat; } | sha256sum | cut -c1-16)"
+  # The install also builds the compiled ibnetdiscover scanner (setup.py): its C sources and
+  # headers (fabric/parsers/ibnetdiscover/*.c, *.h, found wherever they live under fabric/) count.
+  want="$({ cat "$ROOT/pyproject.toml" "$ROOT/setup.py"; find "$ROOT/fabric" \( -name '*.c' -o -name '*.h' \) -print0 | sort -z | xargs -0 cat; } | sha256sum | cut -c1-16)"
   if [[ -f "$stamp" && "$(cat "$stamp")" == "$want" ]]; then
     step "Python venv: .venv up to date"
     return

@@ -31,7 +31,23 @@ COMMAND_MODULES = (
     "fabric.cli.run",  # run PLAYBOOK
     "fabric.cli.check",  # check --stack
     "fabric.cli.import_",  # import
+    "fabric.cli.watch",  # watch
 )
+
+#: The module that registers each command: ``python -m fabric COMMAND ...`` imports only that
+#: one (a command does not pay for the others' imports at start-up); ``--help``, a misspelt
+#: command or an unknown one gets them all. A test checks this against what each registers.
+COMMANDS = {
+    "validate": "fabric.cli.validate",
+    "schema": "fabric.cli.validate",
+    "topology": "fabric.cli.topology",
+    "parse": "fabric.cli.parse",
+    "lab": "fabric.cli.lab",
+    "run": "fabric.cli.run",
+    "check": "fabric.cli.check",
+    "import": "fabric.cli.import_",
+    "watch": "fabric.cli.watch",
+}
 
 PROG = "python -m fabric"
 
@@ -43,8 +59,8 @@ class Parser(argparse.ArgumentParser):
         raise UsageError(self.prog, message)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """Return the top-level parser with every subcommand registered."""
+def build_parser(modules: Sequence[str] = COMMAND_MODULES) -> argparse.ArgumentParser:
+    """Return the top-level parser with the subcommands of ``modules`` (all by default)."""
     parser = Parser(
         prog=PROG,
         description="railyard: declare a GPU cluster's RDMA fabric, provision it, verify it.",
@@ -52,7 +68,7 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for name in COMMAND_MODULES:
+    for name in modules:
         importlib.import_module(name).register(subparsers)
     return parser
 
@@ -77,7 +93,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     json_mode = "--json" in argv
     prog = PROG
     try:
-        args = build_parser().parse_args(argv)
+        module = COMMANDS.get(argv[0]) if argv else None
+        args = build_parser(COMMAND_MODULES if module is None else (module,)).parse_args(argv)
         json_mode = bool(getattr(args, "json", False))
         prog = command_prog(args)
         return int(args.func(args) or Exit.OK)
@@ -92,4 +109,4 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
 
 
-__all__ = ["COMMAND_MODULES", "CommandError", "Exit", "build_parser", "main"]
+__all__ = ["COMMANDS", "COMMAND_MODULES", "CommandError", "Exit", "build_parser", "main"]

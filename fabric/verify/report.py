@@ -17,10 +17,13 @@ from rich.console import Console
 from rich.table import Table
 
 from fabric.topology.graph import FabricGraph
+from fabric.verify import picture
 from fabric.verify.causes import Cause, Diagnosis, diagnose, explained, key
 from fabric.verify.results import CheckResult
 
-RED, GREEN, GREY = "#d62728", "#2ca02c", "#7f7f7f"
+#: Colours of the picture (``fabric.verify.picture``); ORANGE: a cable whose error counters rise
+#: (``counters:`` subjects) but that no other check fails.
+RED, GREEN, GREY, ORANGE = picture.RED, picture.GREEN, picture.GREY, picture.ORANGE
 #: Seconds graphviz gets to draw one picture.
 DOT_TIMEOUT = 120
 
@@ -210,45 +213,10 @@ def failing_subjects(results: Iterable[CheckResult]) -> set[str]:
     return {s for r in results if r.outcome == "failed" for s in r.subjects}
 
 
-def _dot_id(name: str) -> str:
-    return '"' + name.replace('"', "'") + '"'
-
-
 def fabric_dot(graph: FabricGraph, results: Iterable[CheckResult]) -> str:
-    """Graphviz DOT of ``graph``: failing links, ports and hosts in red."""
-    bad = failing_subjects(results)
-    bad_hosts = {s.split(":", 1)[1] for s in bad if s.startswith("host:")}
-    bad_ports = {s.split(":", 1)[1] for s in bad if s.startswith("port:")}
-    bad_links = {s.split(":", 1)[1] for s in bad if s.startswith("link:")}
-    bad_switches = {s.split(":", 1)[1] for s in bad if s.startswith("switch:")}
-    out = [
-        "graph fabric {",
-        "  rankdir=BT; splines=true; node [fontname=Helvetica fontsize=10]; edge [fontsize=8];",
-    ]
-    for sw in graph.switches.values():
-        color = RED if sw.name in bad_switches else GREY
-        out.append(
-            f'  {_dot_id(sw.name)} [shape=box style=filled fillcolor="#e8e8e8" color="{color}"];'
-        )
-    for ca in graph.cas.values():
-        host = ca.host or ca.guid
-        failed = host in bad_hosts or any(p.startswith(f"{host}/") for p in bad_ports)
-        color = RED if failed else GREEN
-        out.append(
-            f'  {_dot_id(graph.node_name(ca.guid))} [label="{host}\\n{ca.device}" shape=ellipse color="{color}"];'
-        )
-    for link in graph.links:
-        a, b = graph.node_name(link.a.guid), graph.node_name(link.b.guid)
-        ids = {f"{a}/{link.a.port}-{b}/{link.b.port}", f"{b}/{link.b.port}-{a}/{link.a.port}"}
-        ports = {f"{a}/{link.a.port}", f"{b}/{link.b.port}"}
-        failed = bool(ids & bad_links or ports & bad_ports)
-        color, width = (RED, 2.5) if failed else ("#444444", 1.0)
-        label = f"{link.a.port}:{link.b.port}"
-        out.append(
-            f'  {_dot_id(a)} -- {_dot_id(b)} [color="{color}" penwidth={width} label="{label}"];'
-        )
-    out.append("}")
-    return "\n".join(out) + "\n"
+    """Graphviz DOT of ``graph`` in layers (``fabric.verify.picture``): failing links, ports and
+    hosts in red; a cable whose only failure is rising error counters in orange."""
+    return picture.fabric_dot(graph, picture.Marks.of(failing_subjects(results)))
 
 
 def render_picture(dot: str, out_dir: Path, stem: str = "fabric") -> list[Path]:

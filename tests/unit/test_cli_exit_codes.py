@@ -81,6 +81,7 @@ def test_every_handler_is_cmd_command() -> None:
         "run",
         "check",
         "import",
+        "watch",
     }
 
 
