@@ -10,6 +10,7 @@ Run: ``pytest roles/switch_qos/tests``.
 from __future__ import annotations
 
 import importlib
+import json
 from pathlib import Path
 
 import pytest
@@ -18,6 +19,7 @@ import yaml
 GOLDEN = Path(__file__).parent / "golden"
 SONIC_FILES = sorted(GOLDEN.glob("*/sonic_qos.yml"))
 NVUE_FILES = sorted(GOLDEN.glob("*/nvue_qos.commands"))
+LINUX_FILES = sorted(GOLDEN.glob("*/linux_qos.json"))
 ARGSPEC = "ansible_collections.dellemc.enterprise_sonic.plugins.module_utils.network.sonic.argspec"
 MODULES = {
     "sonic_roce": ("roce.roce", "RoceArgs"),
@@ -37,6 +39,7 @@ def argument_spec(module: str) -> dict:
 def test_golden_files_exist():
     assert len(SONIC_FILES) == 2
     assert len(NVUE_FILES) == 1
+    assert len(LINUX_FILES) == 1
 
 
 @pytest.mark.parametrize("path", SONIC_FILES, ids=lambda p: p.parent.name)
@@ -87,3 +90,31 @@ def test_nvue_rdma_dscp_reaches_the_lossless_priority(path):
     assert "nv set qos mapping default-global dscp 26 switch-priority 3" in text
     assert "nv set qos pfc default-global switch-priority 3" in text
     assert "nv set qos congestion-control default-global traffic-class 3 ecn enable" in text
+
+
+@pytest.mark.parametrize("path", SONIC_FILES, ids=lambda p: p.parent.name)
+def test_sonic_ports_carry_the_pfc_watchdog(path):
+    data = yaml.safe_load(path.read_text())
+    for port in data["sonic_qos_interfaces"]:
+        pfc = port["pfc"]
+        assert pfc["watchdog_action"] in ("drop", "forward", "alert")
+        assert 100 <= pfc["watchdog_detect_time"] <= pfc["watchdog_restore_time"]
+
+
+@pytest.mark.parametrize("path", NVUE_FILES, ids=lambda p: p.parent.name)
+def test_nvue_has_watchdog_and_cable_length(path):
+    lines = path.read_text().splitlines()
+    assert any(line.startswith("nv set qos pfc-watchdog robustness ") for line in lines)
+    assert any(line.endswith(" qos pfc-watchdog") for line in lines)
+    assert any(" cable-length " in line for line in lines)
+
+
+@pytest.mark.parametrize("path", LINUX_FILES, ids=lambda p: p.parent.name)
+def test_linux_settings_are_what_the_script_reads(path):
+    script = Path(__file__).parents[1] / "files" / "switch_qos_linux.py"
+    data = json.loads(path.read_text())
+    source = script.read_text()
+    for key in data:
+        assert f'"{key}"' in source, key
+    assert data["ecn_min_threshold"] < data["ecn_max_threshold"]
+    assert data["pfc_priority"] != data["cnp_priority"]

@@ -6,7 +6,7 @@ import pytest
 
 IFACE = "ryfab0"
 UNIT = "railyard-roce-qos.service"
-KNOBS = ["trust", "pfc", "ecn", "roce_tos", "cnp_dscp"]
+KNOBS = ["trust", "pfc", "ecn", "roce_tos", "cnp_dscp", "dcqcn", "pfc_watchdog", "cable_length"]
 
 
 @pytest.fixture
@@ -44,6 +44,9 @@ def test_settings_file_mirrors_the_spec(host):
         "ROCE_QOS_CNP_DSCP=48",
         "ROCE_QOS_ECN=1",
         "ROCE_QOS_TOS=106",
+        'ROCE_QOS_DCQCN=""',
+        "ROCE_QOS_PFC_WATCHDOG_MS=0",
+        "ROCE_QOS_CABLE_LEN=0",
     ]:
         assert line in env.content_string.splitlines()
 
@@ -78,6 +81,8 @@ def test_local_fact_keeps_the_wanted_values(fact):
         "cnp_dscp": 48,
         "ecn": True,
         "roce_tos": 106,
+        "cnp_priority": 6,
+        "pfc_watchdog_ms": 0,
     }
 
 

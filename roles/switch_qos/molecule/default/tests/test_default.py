@@ -1,7 +1,7 @@
 """Testinfra checks of the switch_qos rendering (local connection: the controller).
 
-The lab has no switches: the role renders each inventory switch's configuration, and these
-checks compare it with the reviewed golden files in roles/switch_qos/tests/golden/.
+The role renders each inventory switch's configuration, and these checks compare it with the
+reviewed golden files in roles/switch_qos/tests/golden/.
 """
 
 import os
@@ -15,6 +15,7 @@ FILES = {
     "leaf-sonic": "sonic_qos.yml",
     "leaf-cumulus": "nvue_qos.commands",
     "spine-sonic-pcp": "sonic_qos.yml",
+    "leaf-linux": "linux_qos.json",
 }
 
 
