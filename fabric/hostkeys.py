@@ -39,6 +39,7 @@ __all__ = [
     "HostKeyChanged",
     "HostKeyError",
     "JumpHost",
+    "check_contact",
     "console_host_keys",
     "guest_attribute_host_keys",
     "known_hosts_line",
@@ -48,6 +49,7 @@ __all__ = [
     "record_first_contact",
     "reported_host_keys",
     "ssh_common_args",
+    "trust_authorities",
     "wait_first_contact",
 ]
 
@@ -148,7 +150,15 @@ def pinned_keys(known_hosts: Path, name: str) -> dict[str, str]:
     """Key type -> base64 pinned for ``name`` in ``known_hosts`` (hashed entries included)."""
     if not known_hosts.is_file():
         return {}
-    entry = paramiko.HostKeys(str(known_hosts)).lookup(name)
+    keys = paramiko.HostKeys()
+    for line in known_hosts.read_text().splitlines():
+        # paramiko cannot read marker lines (@cert-authority: an SSH CA, target existing)
+        if line.strip() and not line.lstrip().startswith(("#", "@")):
+            entry = paramiko.hostkeys.HostKeyEntry.from_line(line)
+            if entry is not None:
+                for host in entry.hostnames:
+                    keys.add(host, entry.key.get_name(), entry.key)
+    entry = keys.lookup(name)
     return {kind: key.get_base64() for kind, key in (entry or {}).items()}
 
 
@@ -184,6 +194,22 @@ def pin(known_hosts: Path, host: str, address: str, keys: Iterable[str], port: i
             with known_hosts.open("a") as out:
                 out.write("".join(f"{line}\n" for line in new))
         return bool(new)
+
+
+def trust_authorities(known_hosts: Path, lines: Iterable[str]) -> bool:
+    """Add ``@cert-authority PATTERNS KEY`` lines (an SSH CA whose host certificates are
+    trusted for the hosts the patterns name) to ``known_hosts``, each once; return whether the
+    file changed. A host's certificate is then checked by ssh itself, strictly."""
+    wanted = [line.strip() for line in lines]
+    if any(not line.startswith("@cert-authority ") for line in wanted):
+        raise HostKeyError("only @cert-authority lines name an SSH CA")
+    with _locked(known_hosts):
+        have = set(known_hosts.read_text().splitlines()) if known_hosts.is_file() else set()
+        new = [line for line in dict.fromkeys(wanted) if line not in have]
+        if new:
+            with known_hosts.open("a") as out:
+                out.write("".join(f"{line}\n" for line in new))
+    return bool(new)
 
 
 def _jump_command(
@@ -247,9 +273,49 @@ def record_first_contact(
     """
     name = known_hosts_name(address, port)
     before = pinned_keys(known_hosts, name)
+    with _locked(known_hosts):
+        _ssh_true(host, address, "accept-new", user=user, private_key=private_key,
+                  known_hosts=known_hosts, jump=jump, port=port, timeout=timeout)  # fmt: skip
+    return pinned_keys(known_hosts, name) != before
+
+
+def check_contact(
+    host: str,
+    address: str,
+    *,
+    user: str,
+    private_key: Path,
+    known_hosts: Path,
+    jump: JumpHost | None = None,
+    port: int = 22,
+    timeout: float = SSH_TIMEOUT,
+) -> None:
+    """Log in to ``host`` with strict checking against ``known_hosts`` (``ssh ... true``):
+    :class:`HostKeyChanged` when it offers another key than the pinned one,
+    ``ConnectionError`` when no key is pinned for it or it does not answer or let us in."""
+    _ssh_true(host, address, "yes", user=user, private_key=private_key,
+              known_hosts=known_hosts, jump=jump, port=port, timeout=timeout)  # fmt: skip
+
+
+def _ssh_true(
+    host: str,
+    address: str,
+    checking: str,
+    *,
+    user: str,
+    private_key: Path,
+    known_hosts: Path,
+    jump: JumpHost | None,
+    port: int,
+    timeout: float,
+) -> None:
+    """``ssh ... true`` on ``host`` with ``StrictHostKeyChecking=checking``; a changed key
+    raises :class:`HostKeyChanged` naming the node (or the bastion), other failures
+    ``ConnectionError``, no answer within ``timeout`` ``TimeoutError``."""
+    name = known_hosts_name(address, port)
     command = [
         "ssh",
-        *shlex.split(ssh_common_args(known_hosts, jump, private_key, checking="accept-new")),
+        *shlex.split(ssh_common_args(known_hosts, jump, private_key, checking=checking)),
         "-o",
         "BatchMode=yes",
         "-o",
@@ -263,13 +329,12 @@ def record_first_contact(
         f"{user}@{address}",
         "true",
     ]
-    with _locked(known_hosts):
-        try:
-            proc = subprocess.run(
-                command, capture_output=True, text=True, check=False, timeout=timeout + 5
-            )
-        except subprocess.TimeoutExpired as exc:
-            raise TimeoutError(f"{host} ({address}): no SSH answer within {timeout:.0f}s") from exc
+    try:
+        proc = subprocess.run(
+            command, capture_output=True, text=True, check=False, timeout=timeout + 5
+        )
+    except subprocess.TimeoutExpired as exc:
+        raise TimeoutError(f"{host} ({address}): no SSH answer within {timeout:.0f}s") from exc
     changed = re.search(r"Host key for (\S+) has changed", proc.stderr)
     if changed:
         where = changed.group(1)
@@ -278,8 +343,8 @@ def record_first_contact(
         raise HostKeyChanged("the bastion", where, f"on the way to {host}")
     if proc.returncode != 0:
         detail = proc.stderr.strip().splitlines()[-1:] or [f"exit {proc.returncode}"]
-        raise ConnectionError(f"{host} ({address}): first SSH contact failed: {detail[0]}")
-    return pinned_keys(known_hosts, name) != before
+        what = "first SSH contact" if checking == "accept-new" else "SSH login"
+        raise ConnectionError(f"{host} ({address}): {what} failed: {detail[0]}")
 
 
 def wait_first_contact(host: str, address: str, *, timeout: float, **ssh: Any) -> bool:

@@ -314,6 +314,25 @@ class RedfishClient:
         self._request("PATCH", system_path, {"Boot": {"BootSourceOverrideEnabled": "Disabled"}})
         return self.boot_override(system_path)
 
+    def power_off(self, system_path: str, *, timeout: float = 120.0) -> str:
+        """Power the system off: ``GracefulShutdown`` when the BMC offers it, ``ForceOff`` when
+        it does not or the OS has not shut down within half of ``timeout``; wait until the BMC
+        reports ``Off``. Return the reset type that took it off ("" when it was already Off)."""
+        if self.power_state(system_path) == "Off":
+            return ""
+        action = self.get(system_path).get("Actions", {}).get("#ComputerSystem.Reset", {})
+        allowed = action.get("ResetType@Redfish.AllowableValues") or list(RESET_TYPES)
+        if "GracefulShutdown" in allowed:
+            self.reset(system_path, "GracefulShutdown")
+            try:
+                self.wait_power_state(system_path, "Off", timeout=timeout / 2)
+                return "GracefulShutdown"
+            except RedfishError:
+                pass
+        self.reset(system_path, "ForceOff")
+        self.wait_power_state(system_path, "Off", timeout=timeout / 2)
+        return "ForceOff"
+
     def wait_power_state(
         self,
         system_path: str,

@@ -1,6 +1,7 @@
 """Pulumi ComponentResources, one per target; ``cluster_component`` picks the spec's.
 
-Every target is a :class:`fabric.components.target.TargetCluster` and exports the same
+Every target (lab, aws, gcp, baremetal, existing: a running cluster adopted over SSH) is a
+:class:`fabric.components.target.TargetCluster` and exports the same
 outputs (``TARGET_OUTPUTS``: inventory, hosts, switches, fabric, bmc_endpoints, state_dir).
 """
 
@@ -22,6 +23,7 @@ TARGETS = {
     "aws": ("fabric.components.aws", "AwsCluster"),
     "gcp": ("fabric.components.gcp", "GcpCluster"),
     "baremetal": ("fabric.components.baremetal", "BaremetalCluster"),
+    "existing": ("fabric.components.existing", "ExistingCluster"),
 }
 
 
@@ -36,9 +38,8 @@ def cluster_component(
             [
                 Problem(
                     "target",
-                    f"{spec.target!r}: pulumi up cannot provision or adopt this target yet (a"
-                    " spec from python -m fabric import serves check --plan, topology"
-                    f" --from-spec and the diff); use one of {', '.join(TARGETS)}",
+                    f"{spec.target!r}: no component builds this target; use one of"
+                    f" {', '.join(TARGETS)}",
                 )
             ]
         )

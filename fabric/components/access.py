@@ -32,12 +32,15 @@ def pinned_inventory(
     sources: dict[str, pulumi.Input[dict[str, Any]] | None],
     parent: pulumi.Resource,
     config: pulumi.Config | None = None,
+    replaced: dict[str, str | None] | None = None,
 ) -> pulumi.Output[dict[str, Any]]:
     """Pin every host's key and return the inventory over the pinned addresses.
 
     ``private``: host -> the address the controller (or the bastion) reaches it at;
     ``public``: host -> its public address (read for a bastion that is a node);
-    ``sources``: host -> where the cloud reports its keys (``reported_host_keys``), or None.
+    ``sources``: host -> where the cloud reports its keys (``reported_host_keys``), the keys
+    the spec declares (``{"declared": True, "keys": [...]}``), or None;
+    ``replaced``: host -> its ``replaced`` mark (a change accepts a new host key once).
     Key and known_hosts files: config ``sshPrivateKeyFile`` / ``knownHostsFile``, by default
     ``state/<stack>/id_ed25519`` and ``state/<stack>/known_hosts``.
     """
@@ -79,6 +82,7 @@ def pinned_inventory(
             user=spec.management.ssh_user,
             source=sources.get(host),
             jump=jump,
+            replaced=(replaced or {}).get(host),
             opts=after,
             **common,
         )

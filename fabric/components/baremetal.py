@@ -1,7 +1,9 @@
 """Bare-metal target: nodes driven through their Redfish BMCs, switches handed to Ansible.
 
-Each node in ``spec.bmc.endpoints`` becomes a :class:`RedfishNode` (read system,
-one-time boot override, power on, wait for SSH). Each switch in
+Each node in ``spec.bmc.endpoints`` becomes a :class:`RedfishNode` (read system, a
+one-time boot override only when asked, power on, wait for SSH; powered off on destroy),
+then a host key pin (``fabric.components.access.pinned_inventory``: the keys the endpoint
+declares, else first contact; ``replaced`` accepts a new key once). Each switch in
 ``spec.fabric.switches`` becomes a :class:`BareMetalSwitch` whose outputs are the
 host variables the switch role reads. Stack config (not the spec) carries the
 BMC password (a Pulumi secret named by ``bmc.password.config``) and the
@@ -16,8 +18,10 @@ from typing import Any
 
 import pulumi
 
+from fabric.components.access import pinned_inventory
 from fabric.components.dynamic_redfish import RedfishNode
-from fabric.components.target import TargetCluster, target_inventory
+from fabric.components.target import TargetCluster
+from fabric.inventory import switch_hostvars
 from fabric.spec import (
     ClusterSpec,
     SpecError,
@@ -26,22 +30,12 @@ from fabric.spec import (
     provision_problems,
 )
 
-#: How Ansible talks to each switch OS: (ansible_network_os, ansible_connection).
-#: SONiC's collection ships with ``ansible``; Cumulus Linux is a Linux host over SSH;
-#: ONYX needs the ``mellanox.onyx`` collection installed separately.
-NETWORK_OS: dict[str, tuple[str | None, str | None]] = {
-    "sonic": ("dellemc.enterprise_sonic.sonic", "ansible.netcommon.network_cli"),
-    "cumulus": (None, "ssh"),
-    "onyx": ("mellanox.onyx.onyx", "ansible.netcommon.network_cli"),
-    "unmanaged": (None, None),
-}
-
 
 @dataclass(frozen=True)
 class BareMetalSettings:
     """Provisioning knobs read from stack config ``railyard:<key>``."""
 
-    boot_target: str = "Pxe"  # bootTarget
+    boot_target: str | None = None  # bootTarget: one-time boot of nodes found powered off
     settle_target: str = "Hdd"  # settleBootTarget: used when the BMC ignores "Once"
     ssh_port: int = 22  # sshPort
     ssh_timeout: float = 900.0  # sshTimeoutSeconds
@@ -59,24 +53,6 @@ class BareMetalSettings:
             power_timeout=config.get_float("powerTimeoutSeconds") or cls.power_timeout,
             restart_if_on=bool(config.get_bool("restartIfOn")),
         )
-
-
-def switch_hostvars(switch: Switch) -> dict[str, Any]:
-    """The Ansible host variables of one switch, as the switch role reads them."""
-    hostvars: dict[str, Any] = {
-        "switch_name": switch.name,
-        "switch_os": switch.os,
-        "switch_role": switch.role,
-        "switch_managed": switch.os != "unmanaged",
-    }
-    if switch.address:
-        hostvars["ansible_host"] = switch.address
-    network_os, connection = NETWORK_OS[switch.os]
-    if network_os:
-        hostvars["ansible_network_os"] = network_os
-    if connection:
-        hostvars["ansible_connection"] = connection
-    return hostvars
 
 
 class BareMetalSwitch(pulumi.ComponentResource):
@@ -123,12 +99,14 @@ class BaremetalCluster(TargetCluster):
                 password=password,
                 verify_tls=spec.bmc.verify_tls,
                 address=str(spec.management.addresses[host]),
-                boot_target=settings.boot_target,
+                boot_target=endpoint.boot_once or settings.boot_target,
                 settle_target=settings.settle_target,
                 ssh_port=settings.ssh_port,
                 ssh_timeout=settings.ssh_timeout,
                 power_timeout=settings.power_timeout,
                 restart_if_on=settings.restart_if_on,
+                boot_running=endpoint.boot_once is not None,
+                replaced=endpoint.replaced,
                 opts=child,
             )
         switches = {
@@ -162,14 +140,31 @@ class BaremetalCluster(TargetCluster):
                 for host, node in nodes.items()
             }
         )
-        addresses = {h: str(a) for h, a in spec.management.addresses.items()}
-        # Depends on every node, so the hand-off runs only once SSH answers everywhere.
-        ready = pulumi.Output.all(*[n.ssh_banner for n in nodes.values()]).apply(
-            lambda _: addresses
+        # Each node's address once SSH answers there: its key is pinned after that, and the
+        # inventory (so the hand-off) waits for every pin.
+        ready = {
+            host: node.ssh_banner.apply(lambda _, a=str(spec.management.addresses[host]): a)
+            for host, node in nodes.items()
+        }
+        endpoints = spec.bmc.endpoints
+        inventory = pinned_inventory(
+            name,
+            spec,
+            private=dict(ready),
+            public=dict(ready),
+            sources={
+                h: {"declared": True, "keys": list(endpoints[h].host_keys)}
+                if endpoints[h].host_keys
+                else None
+                for h in spec.hosts
+            },
+            replaced={h: endpoints[h].replaced for h in spec.hosts},
+            parent=self,
+            config=config,
         )
         self.export(
             spec,
-            inventory=target_inventory(spec, ready, config),
+            inventory=inventory,
             hosts=hosts,
             switches=pulumi.Output.all(**{n: s.hostvars for n, s in switches.items()}),
             bmc_endpoints=bmc_endpoints,

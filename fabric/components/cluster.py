@@ -82,7 +82,9 @@ class Cluster(pulumi.ComponentResource):
         outputs: dict[str, pulumi.Input] = dict(target_outputs(self.target))
         after: list[pulumi.Resource] = [self.target]
         recap: pulumi.Input[str] | None = None
-        if args.handoff:
+        # A lab datacenter only provides powered-off nodes: a baremetal stack hands off.
+        datacenter = args.spec.lab is not None and args.spec.lab.datacenter
+        if args.handoff and not datacenter:
             key = munge_key(name, args.spec, pulumi.ResourceOptions(parent=self))
             outputs["munge_key"] = key
             self.handoff = AnsibleHandoff(
@@ -95,7 +97,7 @@ class Cluster(pulumi.ComponentResource):
             )
             after, recap = [self.handoff], self.handoff.recap
             outputs["handoff"] = self.handoff.recap
-        if args.verify:
+        if args.verify and not datacenter:
             self.verification = Verification(
                 f"{name}-verify",
                 stack=args.stack,

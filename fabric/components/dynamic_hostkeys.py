@@ -3,9 +3,12 @@
 :class:`HostKeyPin` takes the keys the cloud reports for the instance (its console output on
 EC2, its ``hostkeys/`` guest attributes on GCP; :func:`fabric.hostkeys.reported_host_keys`),
 or, when none are reported in time, records the key at first contact through the bastion
-(:func:`fabric.hostkeys.wait_first_contact`). A key that differs from the one pinned for the
-address fails the resource, and with it ``pulumi up`` before the hand-off, naming the node.
-Deleting the resource removes the address's entries (``ssh-keygen -R``).
+(:func:`fabric.hostkeys.wait_first_contact`); keys the spec declares (bare metal,
+``{"declared": true, "keys": [...]}`` as the source) are pinned as given. A key that differs
+from the one pinned for the address fails the resource, and with it ``pulumi up`` before the
+hand-off, naming the node, unless ``replaced`` changed (new hardware under the same name): then
+the old entries are removed and the new key is pinned once. Deleting the resource removes the
+address's entries (``ssh-keygen -R``).
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from fabric.hostkeys import (
 )
 
 #: Inputs whose change pins again (a replaced instance, another bastion).
-_PIN_ON = ("address", "port", "source", "known_hosts", "jump")
+_PIN_ON = ("address", "port", "source", "known_hosts", "jump", "replaced")
 
 
 def pin_host_key(props: dict[str, Any]) -> dict[str, Any]:
@@ -36,10 +39,13 @@ def pin_host_key(props: dict[str, Any]) -> dict[str, Any]:
     host, address, port = props["host"], props["address"], int(props.get("port") or 22)
     timeout = float(props.get("timeout") or 600)
     source = props.get("source")
-    keys = reported_host_keys(source, timeout=timeout) if source else []
+    if source and source.get("declared"):
+        keys = list(source["keys"])
+    else:
+        keys = reported_host_keys(source, timeout=timeout) if source else []
     if keys:
         pin(known, host, address, keys, port=port)
-        origin = f"{source['cloud']} report"
+        origin = "spec" if source.get("declared") else f"{source['cloud']} report"
     else:
         jump = props.get("jump")
         wait_first_contact(
@@ -67,7 +73,7 @@ class HostKeyPinProvider(ResourceProvider):
         return DiffResult(changes=any(olds.get(k) != news.get(k) for k in _PIN_ON), replaces=[])
 
     def update(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
-        if olds.get("address") != news.get("address"):
+        if any(olds.get(k) != news.get(k) for k in ("address", "replaced")):
             self.delete(_id, olds)
         return UpdateResult({**news, **pin_host_key(news)})
 
@@ -105,6 +111,7 @@ class HostKeyPin(pulumi.dynamic.Resource):
         jump: pulumi.Input[dict[str, Any]] | None = None,
         port: int = 22,
         timeout: float = 600,
+        replaced: str | None = None,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         super().__init__(
@@ -120,6 +127,7 @@ class HostKeyPin(pulumi.dynamic.Resource):
                 "source": source,
                 "jump": jump,
                 "timeout": timeout,
+                "replaced": replaced,
                 "keys": None,
                 "pinned_from": None,
             },

@@ -479,6 +479,9 @@ class LabNodeProvider(_ReplaceOnChange):
         from fabric.lab.ssh import host_keys_from, wait_ssh
 
         cfg = NodeConfig(**props["config"])
+        if props.get("powered_off"):  # a datacenter node: created off, its BMC powers it on
+            _create_when_address_free(cfg, start=False)
+            return CreateResult(cfg.container, _plain(props))
         _create_when_address_free(cfg)
         address = props["address"]
         try:
@@ -508,7 +511,7 @@ class LabNodeProvider(_ReplaceOnChange):
 ADDRESS_WAIT_S = 90.0
 
 
-def _create_when_address_free(cfg: Any) -> None:
+def _create_when_address_free(cfg: Any, start: bool = True) -> None:
     """Create the node, retrying while podman says its address is still allocated.
 
     Stable allocation moves an address only when ``management.addresses`` pins it to another
@@ -521,7 +524,7 @@ def _create_when_address_free(cfg: Any) -> None:
     deadline = time.monotonic() + ADDRESS_WAIT_S
     while True:
         try:
-            create_node(cfg)
+            create_node(cfg, start)
             return
         except NodeError as exc:
             if "already allocated" not in str(exc) or time.monotonic() > deadline:
@@ -540,11 +543,14 @@ class LabNode(Resource):
         ssh_user: str,
         login_private_key: pulumi.Input[str],
         opts: pulumi.ResourceOptions | None = None,
+        powered_off: bool = False,
     ) -> None:
-        args = {
+        args: dict[str, Any] = {
             "config": config,
             "address": address,
             "ssh_user": ssh_user,
             "login_private_key": login_private_key,
         }
+        if powered_off:  # only then: the inputs of every other lab node stay as they were
+            args["powered_off"] = True
         super().__init__(LabNodeProvider(), name, args, opts)

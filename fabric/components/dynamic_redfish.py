@@ -1,10 +1,13 @@
 """A Pulumi dynamic resource for one bare-metal node driven through its Redfish BMC.
 
-Create: read the system (serial, MACs), set a one-time boot override and read it
-back, power the node on, wait until the BMC reports ``On``, then wait until SSH
-answers on the node's management address. Delete leaves the machine as it is
-(powering off hardware is an operator's decision, not a ``pulumi destroy`` side
-effect). The provider is pickled by Pulumi: it holds no live handles.
+Create: read the system (serial, MACs), set a one-time boot override only when one is
+asked for (``boot_target``: on a node found powered off; on a running node only when
+``boot_running``, the node's own ``boot_once``, and then applied by a reboot only with
+``restart_if_on``), power the node on, wait until the BMC reports ``On``, then wait until
+SSH answers on the node's management address. Delete powers the node off through its BMC
+(``GracefulShutdown``, ``ForceOff`` when that does not take) and touches nothing else. The
+BMC password is kept as a secret output (encrypted in the state) because delete needs it.
+The provider is pickled by Pulumi: it holds no live handles.
 """
 
 from __future__ import annotations
@@ -33,6 +36,8 @@ UPDATE_ON = (
     "boot_target",
     "settle_target",
     "restart_if_on",
+    "boot_running",
+    "replaced",
 )
 #: Outputs the provider reports (declared so that they are attributes of the resource).
 OUTPUTS = (
@@ -46,6 +51,7 @@ OUTPUTS = (
     "boot_note",
     "ssh_banner",
     "ssh_seconds",
+    "powered_off_by",
 )
 
 
@@ -92,23 +98,28 @@ def provision(props: dict[str, Any]) -> dict[str, Any]:
         try:
             path = bmc.system_path(props.get("system_id"))
             info = bmc.system(path)
-            boot = bmc.set_boot_override(path, props["boot_target"], "Once")
+            target = props.get("boot_target")
+            if info.power_state == "On" and not props.get("boot_running"):
+                target = None  # never a one-time boot for a running node unless it asks
+            boot = bmc.set_boot_override(path, target, "Once") if target else None
             if info.power_state != "On":
                 bmc.reset(path, "On")
-            elif props.get("restart_if_on"):
+            elif boot is not None and props.get("restart_if_on"):
                 bmc.reset(path, "ForceRestart")
             bmc.wait_power_state(path, "On", timeout=float(props["power_timeout"]))
         except RedfishError as exc:
             raise RedfishError(f"node {node}: {exc}") from None
         notes: list[str] = []
-        if info.power_state == "On" and not props.get("restart_if_on"):
+        if boot is not None and info.power_state == "On" and not props.get("restart_if_on"):
             notes.append("node was already On: the boot override applies at its next reboot")
         banner, waited = wait_for_ssh(
             props["address"], int(props["ssh_port"]), float(props["ssh_timeout"])
         )
-        readback = boot.readback
+        readback = boot.readback if boot is not None else info.boot
         settle = props.get("settle_target")
-        if not boot.enabled_applied and settle and settle != props["boot_target"]:
+        if boot is None:
+            pass
+        elif not boot.enabled_applied and settle and settle != target:
             # The BMC kept the override past one boot: point it back at the disk.
             settled = bmc.set_boot_override(path, settle, "Continuous")
             readback = settled.readback
@@ -122,7 +133,7 @@ def provision(props: dict[str, Any]) -> dict[str, Any]:
                 f"asked BootSourceOverrideEnabled Once, BMC read back {boot.readback.enabled}"
             )
         return {
-            **{k: v for k, v in props.items() if k != "password"},
+            **props,
             "system_path": path,
             "serial": info.serial,
             "uuid": info.uuid,
@@ -133,16 +144,21 @@ def provision(props: dict[str, Any]) -> dict[str, Any]:
             "boot_note": "; ".join(notes),
             "ssh_banner": banner,
             "ssh_seconds": round(waited, 1),
+            "powered_off_by": None,
         }
 
 
 def refresh(props: dict[str, Any], olds: dict[str, Any]) -> dict[str, Any]:
-    """Update in place: re-read the system and check power and SSH, without a boot override."""
+    """Update in place: re-read the system (a replaced machine's serial and MACs), check power
+    and SSH. A newly asked boot device is set, never applied by a reboot of a running node."""
     with RedfishClient(
         props["url"], props["username"], props["password"], verify_tls=props["verify_tls"]
     ) as bmc:
         path = olds.get("system_path") or bmc.system_path(props.get("system_id"))
         info = bmc.system(path)
+        target = props.get("boot_target") if props.get("boot_running") else None
+        if target and target != olds.get("boot_target"):
+            bmc.set_boot_override(path, target, "Once")
         if info.power_state != "On":
             bmc.reset(path, "On")
             bmc.wait_power_state(path, "On", timeout=float(props["power_timeout"]))
@@ -151,7 +167,7 @@ def refresh(props: dict[str, Any], olds: dict[str, Any]) -> dict[str, Any]:
         )
         return {
             **{k: v for k, v in olds.items() if k in OUTPUTS},
-            **{k: v for k, v in props.items() if k != "password"},
+            **props,
             "system_path": path,
             "serial": info.serial,
             "uuid": info.uuid,
@@ -179,12 +195,23 @@ class RedfishNodeProvider(ResourceProvider):
     def update(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
         return UpdateResult(outs=refresh(news, olds))
 
-    def delete(self, _id: str, _props: dict[str, Any]) -> None:
-        """Leave the machine powered as it is; only the Pulumi record goes."""
+    def delete(self, _id: str, props: dict[str, Any]) -> None:
+        """Power the node off through its BMC; nothing else is touched. A record made before
+        the password was kept (no ``password``) is only forgotten."""
+        if not props.get("password"):
+            return
+        with RedfishClient(
+            props["url"], props["username"], props["password"], verify_tls=props["verify_tls"]
+        ) as bmc:
+            try:
+                path = props.get("system_path") or bmc.system_path(props.get("system_id"))
+                bmc.power_off(path, timeout=float(props.get("power_timeout") or 120.0))
+            except RedfishError as exc:
+                raise RedfishError(f"node {props.get('node')}: power off: {exc}") from None
 
 
 class RedfishNode(pulumi.dynamic.Resource):
-    """One bare-metal node: read, one-time boot, power on, SSH up."""
+    """One bare-metal node: read, one-time boot when asked, power on, SSH up; off on delete."""
 
     system_path: pulumi.Output[str]
     serial: pulumi.Output[str | None]
@@ -208,12 +235,14 @@ class RedfishNode(pulumi.dynamic.Resource):
         password: pulumi.Input[str],
         verify_tls: bool,
         address: str,
-        boot_target: str,
+        boot_target: str | None,
         settle_target: str | None = "Hdd",
         ssh_port: int = 22,
         ssh_timeout: float = 900.0,
         power_timeout: float = 120.0,
         restart_if_on: bool = False,
+        boot_running: bool = False,
+        replaced: str | None = None,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         props: dict[str, Any] = {
@@ -230,6 +259,8 @@ class RedfishNode(pulumi.dynamic.Resource):
             "ssh_timeout": ssh_timeout,
             "power_timeout": power_timeout,
             "restart_if_on": restart_if_on,
+            "boot_running": boot_running,
+            "replaced": replaced,
             **{k: None for k in OUTPUTS},
         }
         secret = pulumi.ResourceOptions(additional_secret_outputs=["password"])

@@ -134,6 +134,7 @@ class LabCluster(TargetCluster):
         emulator = RedfishEmulator(
             f"{name}-bmc-emulator",
             {
+                **({"power_state": "Off"} if plan.datacenter else {}),
                 "stack": stack,
                 "nodes": {n.name: n.container for n in plan.nodes},
                 "listen_ip": plan.bmc.gateway,
@@ -297,4 +298,5 @@ class LabCluster(TargetCluster):
             plan.ssh_user,
             login.private_key,
             pulumi.ResourceOptions(parent=self, depends_on=deps),
+            powered_off=plan.datacenter,
         )

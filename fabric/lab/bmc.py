@@ -40,6 +40,7 @@ class BmcConfig(BaseModel):
     notifier_port: int
     state_dir: str
     username: str = "admin"
+    power_state: str = "On"  # every system's power at start ("Off": a datacenter lab)
 
 
 class BmcProcesses(BaseModel):
@@ -102,7 +103,7 @@ def render_config(cfg: BmcConfig) -> str:
         {
             "uuid": system_uuid(cfg.stack, n),
             "name": n,
-            "power_state": "On",
+            "power_state": cfg.power_state,
             "external_notifier": True,
             "nics": [],
         }

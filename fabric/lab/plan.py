@@ -59,6 +59,7 @@ class LabPlan(BaseModel):
     ibsim_port: int
     bmc_port: int
     notifier_port: int
+    datacenter: bool = False  # nodes created powered off; their BMCs power them on
 
 
 def _net(
@@ -195,4 +196,5 @@ def plan_lab(spec: ClusterSpec, stack: str, prefix: str, state_dir: str) -> LabP
         ibsim_port=lab.ibsim_port,
         bmc_port=lab.bmc_port,
         notifier_port=lab.bmc_port + 1,
+        datacenter=lab.datacenter,
     )

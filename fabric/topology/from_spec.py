@@ -100,8 +100,9 @@ def _placements(spec: ClusterSpec, topo: FatTree) -> list[tuple[int, str, HcaSpe
 def graph_from_spec(spec: ClusterSpec) -> FabricGraph:
     """Return the declared fabric of ``spec`` (see the module docstring for the layout), or
     the cables it lists (``fabric.cabling``, fabric.topology.cabling) when it lists them or is
-    a running cluster's (target ``existing``: no cable declared, none expected)."""
-    if spec.fabric.cabling or spec.target == "existing":
+    a running cluster's without a fat tree (target ``existing``: no cable declared, none
+    expected)."""
+    if spec.fabric.cabling or (spec.target == "existing" and spec.fabric.topology is None):
         return graph_from_cabling(spec)
     topo = _topology(spec)
     nports = topo.ports_per_switch

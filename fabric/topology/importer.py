@@ -13,9 +13,12 @@ manager answered, ``sminfo`` (``fabric.parsers.sminfo``):
   uplinks), written only when the spec's topology rules accept it, and said so in a comment;
 * subnet managers: the host whose HCA port ``sminfo`` names.
 
-What a capture cannot tell (management addresses, MTU, Slurm partitions, GPUs, and without
-``sminfo`` where OpenSM runs) becomes a placeholder marked ``PLACEHOLDER`` in the YAML and
-listed in ``Imported.notes`` for stderr. The target is ``existing``: nothing to provision.
+What a capture cannot tell (each node's SSH address, the management subnet, MTU, Slurm
+partitions, GPUs, and without ``sminfo`` where OpenSM runs) becomes a placeholder marked
+``PLACEHOLDER`` in the YAML and listed in ``Imported.notes`` for stderr. The target is
+``existing`` (``fabric.components.existing``): the spec validates as written (``check --plan``,
+``topology --from-spec`` and the diff take it), and ``pulumi up`` refuses it, naming the nodes,
+until every ``existing.ssh`` address is set.
 """
 
 from __future__ import annotations
@@ -26,10 +29,11 @@ from typing import Any
 
 import yaml
 
-from fabric.hostlist import compress
+from fabric.hostlist import compress, expand
 from fabric.parsers.sminfo import SminfoReport
 from fabric.spec import HOSTNAME_PATTERN, SpecError, spec_from_mapping
 from fabric.spec.constants import RDMA_DEVICE_PATTERN
+from fabric.spec.targets import SSH_PLACEHOLDER
 from fabric.topology.graph import Ca, FabricGraph, Link
 
 #: Placeholders for what a capture cannot tell (TEST-NET-1: never a real network).
@@ -117,6 +121,11 @@ def _node_groups(hosts: dict[str, list[dict[str, Any]]]) -> list[dict[str, Any]]
         shapes.setdefault(key, []).append(host)
         by_shape[key] = hcas
     return [{"names": compress(names), "hcas": by_shape[key]} for key, names in shapes.items()]
+
+
+def _in_spec_order(hosts: dict[str, list[dict[str, Any]]]) -> list[str]:
+    """The hosts in the order the spec's node groups declare them."""
+    return [h for group in _node_groups(hosts) for h in expand(group["names"])]
 
 
 def _tiers(graph: FabricGraph) -> tuple[list[str], list[str], list[str]]:
@@ -252,6 +261,7 @@ def import_fabric(graph: FabricGraph, name: str, sm: SminfoReport | None = None)
         "nodes": _node_groups(hosts),
         "fabric": fabric,
         "management": {"subnet": PLACEHOLDER_SUBNET},
+        "existing": {"ssh": dict.fromkeys(_in_spec_order(hosts), SSH_PLACEHOLDER)},
     }
     fabric.update(
         {
@@ -263,6 +273,8 @@ def import_fabric(graph: FabricGraph, name: str, sm: SminfoReport | None = None)
     )
     tree_note = _validate(spec)
     notes += [
+        f"PLACEHOLDER existing.ssh: the capture has no SSH addresses; set each node's "
+        f"[user@]address[:port] ({compress(list(hosts))}) before pulumi up",
         f"PLACEHOLDER management.subnet {PLACEHOLDER_SUBNET}: the capture has no management "
         "addresses; set the nodes' SSH network",
         f"PLACEHOLDER fabric.mtu {PLACEHOLDER_MTU}: ibnetdiscover does not report the MTU; set "
@@ -322,6 +334,11 @@ def _render(spec: dict[str, Any], graph: FabricGraph, tree_note: str, sm_note: s
         _dump({"management": spec["management"]}),
         "# PLACEHOLDER slurm: partitions and controller are not in the capture.\n"
         "# slurm: {controller: HOST, partitions: [{name: gpu, nodes: ALL, default: true}]}\n",
+        "# PLACEHOLDER existing.ssh: how railyard reaches each node, [user@]address[:port]\n"
+        "# (user: management.ssh_user, port 22); pulumi up refuses the spec until all are set.\n"
+        "# existing.known_hosts: optional known_hosts lines (ssh-keyscan ADDRESS); a node none\n"
+        "# names is pinned at first contact.\n",
+        _dump({"existing": spec["existing"]}),
     ]
     return "".join(parts)
 

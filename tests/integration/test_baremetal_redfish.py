@@ -3,14 +3,14 @@
 The emulator (fake driver) applies power actions 1-11 s after answering, checks
 HTTP basic auth against a bcrypt htpasswd file, and reads back
 BootSourceOverrideEnabled as Continuous whatever was asked. A loopback listener
-that sends an SSH banner stands in for each node's sshd.
+that sends an SSH banner stands in for each node's sshd here; the whole bare-metal
+``pulumi up`` (host keys, hand-off, checks) over real lab nodes is
+``tests/integration/test_baremetal_lab.py``.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import socket
 import subprocess
 import sys
@@ -18,21 +18,17 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import bcrypt
 import pytest
 import requests
-import yaml
 
-from fabric.components.dynamic_redfish import provision
+from fabric.components.dynamic_redfish import RedfishNodeProvider, provision
 from fabric.redfish import RedfishClient, RedfishError
 
 pytestmark = pytest.mark.integration
 
-ROOT = Path(__file__).parents[2]
 VENV_BIN = Path(sys.executable).parent
-PULUMI_BIN = Path.home() / ".cache/railyard/pulumi/v3.259.0/bin"
 USER, PASSWORD = "admin", "emulator-pw-9f3"
 SYSTEMS = {
     "n1": ("8b6c0a0e-1111-4c1a-9d52-0d3c5b1e0001", "52:54:00:aa:00:01"),
@@ -176,7 +172,8 @@ def test_provision_one_node(emulator: str, sshd_stub: int) -> None:
             "restart_if_on": False,
         }
     )
-    assert "password" not in outs and PASSWORD not in json.dumps(outs)
+    # The password is kept only as the (secret) input delete needs, nowhere else.
+    assert PASSWORD not in json.dumps({k: v for k, v in outs.items() if k != "password"})
     assert outs["power_state"] == "On"
     assert outs["macs"] == [mac]
     assert outs["ssh_banner"] == "SSH-2.0-railyard-stub"
@@ -210,108 +207,55 @@ def test_provision_fails_clearly_without_ssh(emulator: str) -> None:
         )
 
 
-PROGRAM = """\
-import pulumi
-from fabric.components import cluster_component
-from fabric.spec import ClusterSpec
-
-spec = ClusterSpec.model_validate(pulumi.Config().require_object("cluster"))
-cluster = cluster_component("metal", spec)
-pulumi.export("hosts", cluster.hosts)
-pulumi.export("inventory", cluster.inventory)
-"""
-
-
-def spec_for(url: str) -> dict[str, Any]:
-    return {
-        "name": "metal",
-        "target": "baremetal",
-        "nodes": [
-            {
-                "names": "n[1-2]",
-                "role": "compute",
-                "hcas": [{"device": "mlx5_0", "link_layer": "InfiniBand"}],
-            }
-        ],
-        "fabric": {
-            "kind": "infiniband",
-            "mtu": 4096,
-            "infiniband": {"subnet_managers": [{"host": "n1", "priority": 14}]},
-        },
-        "management": {
-            "subnet": "127.0.0.0/8",
-            "addresses": {"n1": "127.0.0.1", "n2": "127.0.0.2"},
-        },
-        "bmc": {
-            "username": USER,
-            "password": {"config": "bmcPassword"},
-            "verify_tls": False,
-            "endpoints": {n: {"url": url, "system_id": uuid} for n, (uuid, _) in SYSTEMS.items()},
-        },
+def test_running_node_gets_no_boot_override_unless_it_asks(emulator: str, sshd_stub: int) -> None:
+    """A running node: a stack-wide boot target is not set on it; the node's
+    own ``boot_once`` (``boot_running``) is, without a reboot."""
+    uuid, _ = SYSTEMS["n2"]
+    props = {
+        "node": "n2",
+        "url": emulator,
+        "system_id": uuid,
+        "username": USER,
+        "password": PASSWORD,
+        "verify_tls": False,
+        "address": "127.0.0.2",
+        "boot_target": "Cd",
+        "settle_target": None,
+        "ssh_port": sshd_stub,
+        "ssh_timeout": 20,
+        "power_timeout": 30,
+        "restart_if_on": False,
     }
-
-
-@pytest.mark.skipif(
-    not (PULUMI_BIN / "pulumi").exists(), reason="Pulumi CLI not built (make bootstrap)"
-)
-def test_pulumi_up_brings_the_nodes_on(emulator: str, sshd_stub: int, tmp_path: Path) -> None:
-    """A real `pulumi up` (file backend, offline) of a bare-metal stack through the dispatcher."""
-    project = tmp_path / "project"
-    project.mkdir()
-    (project / "Pulumi.yaml").write_text("name: railyard\nruntime: python\nmain: __main__.py\n")
-    (project / "__main__.py").write_text(PROGRAM)
-    backend = tmp_path / "backend"
-    backend.mkdir()
-    env = {
-        **os.environ,
-        "PATH": f"{PULUMI_BIN}:{VENV_BIN}:{os.environ['PATH']}",
-        "PYTHONPATH": str(ROOT),
-        "PULUMI_HOME": str(tmp_path / "pulumi-home"),
-        "PULUMI_BACKEND_URL": f"file://{backend}",
-        "PULUMI_CONFIG_PASSPHRASE": "integration-test",
-        "PULUMI_SKIP_UPDATE_CHECK": "true",
-        "PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION": "true",
-    }
-
-    def pulumi(*args: str, stdin: str | None = None) -> str:
-        done = subprocess.run(
-            ["pulumi", *args, "--non-interactive"],
-            cwd=project,
-            env=env,
-            input=stdin,
-            capture_output=True,
-            text=True,
-            timeout=300,
-            check=False,
-        )
-        assert done.returncode == 0, f"pulumi {' '.join(args)}:\n{done.stdout}\n{done.stderr}"
-        return done.stdout
-
-    pulumi("stack", "init", "metal")
-    pulumi("config", "set", "--secret", "bmcPassword", PASSWORD)
-    stack_file = project / "Pulumi.metal.yaml"
-    stack = yaml.safe_load(stack_file.read_text())  # holds the encrypted bmcPassword
-    stack["config"].update(
-        {
-            "railyard:cluster": spec_for(emulator),
-            "railyard:sshPort": str(sshd_stub),
-            "railyard:sshTimeoutSeconds": "30",
-            "railyard:powerTimeoutSeconds": "40",
-            "railyard:sshPrivateKeyFile": str(tmp_path / "id_ed25519"),
-            "railyard:knownHostsFile": str(tmp_path / "known_hosts"),
-        }
-    )
-    stack_file.write_text(yaml.safe_dump(stack))
-    assert PASSWORD not in stack_file.read_text()
-    pulumi("up", "--yes", "--skip-preview")
-    outputs = json.loads(pulumi("stack", "output", "--json", "--show-secrets"))
-    assert {h: outputs["hosts"][h]["power_state"] for h in SYSTEMS} == {"n1": "On", "n2": "On"}
-    assert outputs["hosts"]["n1"]["macs"] == [SYSTEMS["n1"][1]]
-    assert outputs["inventory"]["all"]["hosts"]["n2"] == {"ansible_host": "127.0.0.2"}
-    state = json.loads(pulumi("stack", "export", "--show-secrets=false"))
-    assert PASSWORD not in json.dumps(state)
     with RedfishClient(emulator, USER, PASSWORD, verify_tls=False) as bmc:
-        for uuid, _ in SYSTEMS.values():
-            assert bmc.power_state(bmc.system_path(uuid)) == "On"
-    pulumi("destroy", "--yes", "--skip-preview")
-    shutil.rmtree(backend)
+        path = bmc.system_path(uuid)
+        bmc.reset(path, "On")
+        bmc.wait_power_state(path, "On", timeout=30, interval=0.5)
+        before = bmc.boot_override(path)
+        outs = provision(props)
+        assert bmc.boot_override(path) == before and outs["boot_note"] == ""
+        outs = provision({**props, "boot_running": True})
+        assert bmc.boot_override(path).target == "Cd"
+        assert "already On" in outs["boot_note"]
+        assert bmc.power_state(path) == "On"
+
+
+def test_delete_powers_the_node_off(emulator: str, sshd_stub: int) -> None:
+    uuid, _ = SYSTEMS["n2"]
+    with RedfishClient(emulator, USER, PASSWORD, verify_tls=False) as bmc:
+        path = bmc.system_path(uuid)
+        bmc.reset(path, "On")
+        bmc.wait_power_state(path, "On", timeout=30, interval=0.5)
+        RedfishNodeProvider().delete(
+            "n2",
+            {
+                "node": "n2",
+                "url": emulator,
+                "system_id": uuid,
+                "system_path": path,
+                "username": USER,
+                "password": PASSWORD,
+                "verify_tls": False,
+                "power_timeout": 60,
+            },
+        )
+        assert bmc.power_state(path) == "Off"

@@ -50,7 +50,7 @@ def build(spec: ClusterSpec) -> tuple[Mocks, dict[str, Any]]:
 
 def test_one_redfish_node_per_host(secret_config: None) -> None:
     mocks, out = build(ClusterSpec.model_validate(example()))
-    nodes = {r.inputs["node"]: r.inputs for r in mocks.of(DYNAMIC)}
+    nodes = {r.inputs["node"]: r.inputs for r in mocks.of(DYNAMIC) if "url" in r.inputs}
     assert sorted(nodes) == ["gpu01", "gpu02", "gpu03", "gpu04", "sm1"]
     assert nodes["gpu02"]["url"] == "https://10.10.1.12"
     assert nodes["sm1"]["system_id"] == "1"
@@ -69,6 +69,64 @@ def test_one_redfish_node_per_host(secret_config: None) -> None:
     )
 
 
+def _redfish_nodes(mocks: Mocks) -> dict[str, dict[str, Any]]:
+    return {r.inputs["node"]: r.inputs for r in mocks.of(DYNAMIC) if "url" in r.inputs}
+
+
+def _pins(mocks: Mocks) -> dict[str, dict[str, Any]]:
+    return {r.inputs["host"]: r.inputs for r in mocks.of(DYNAMIC) if "known_hosts" in r.inputs}
+
+
+def test_no_boot_override_unless_asked() -> None:
+    """Without bootTarget and boot_once no one-time boot device is set; boot_once is per node."""
+    pulumi.runtime.set_all_config({"railyard:bmcPassword": "pw"}, ["railyard:bmcPassword"])
+    try:
+        data = example()
+        data["bmc"]["endpoints"]["gpu02"]["boot_once"] = "Pxe"
+        mocks, _ = build(ClusterSpec.model_validate(data))
+    finally:
+        pulumi.runtime.set_all_config({}, [])
+    nodes = _redfish_nodes(mocks)
+    assert nodes["gpu01"].get("boot_target") is None  # mocks drop None inputs
+    assert nodes["gpu02"]["boot_target"] == "Pxe"
+
+
+def test_every_node_gets_a_host_key_pin_after_its_redfish_node(secret_config: None) -> None:
+    """First contact by default; keys the endpoint declares are pinned as given; ``replaced``
+    reaches the pin (a change there accepts a new key once)."""
+    data = example()
+    key = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIBPiG4a0lJYIzEG7C0wDPyHlZ6e6c0iAGm2hT6yNKJ8r"
+    data["bmc"]["endpoints"]["gpu01"]["host_keys"] = [key]
+    data["bmc"]["endpoints"]["gpu03"]["replaced"] = "SN-NEW-3"
+    mocks, out = build(ClusterSpec.model_validate(data))
+    pins = _pins(mocks)
+    assert sorted(pins) == ["gpu01", "gpu02", "gpu03", "gpu04", "sm1"]
+    assert pins["gpu01"]["source"] == {"declared": True, "keys": [key]}
+    assert pins["gpu02"].get("source") is None
+    assert pins["gpu03"]["replaced"] == "SN-NEW-3"
+    assert _redfish_nodes(mocks)["gpu03"]["replaced"] == "SN-NEW-3"
+    assert pins["gpu01"]["address"] == "10.10.0.11"
+    assert out["inventory"]["all"]["hosts"]["gpu01"] == {"ansible_host": "10.10.0.11"}
+
+
+def test_bad_boot_once_and_host_key_lines_are_named() -> None:
+    data = example()
+    data["bmc"]["endpoints"]["gpu01"]["boot_once"] = "Floppy"
+    data["bmc"]["endpoints"]["gpu02"]["host_keys"] = ["not a key"]
+    found = problems_of(data)
+    assert "Pxe" in found["bmc.endpoints.gpu01.boot_once"]
+    assert "ssh-ed25519" in found["bmc.endpoints.gpu02.host_keys[0]"]
+
+
+def test_a_lab_block_marks_bare_metal_as_simulated_but_datacenter_is_the_labs() -> None:
+    data = example()
+    assert not ClusterSpec.model_validate(data).simulated
+    data["lab"] = {}
+    assert ClusterSpec.model_validate(data).simulated
+    data["lab"] = {"datacenter": True}
+    assert "target lab" in problems_of(data)["lab.datacenter"]
+
+
 def test_switches_are_handed_to_ansible(secret_config: None) -> None:
     mocks, out = build(ClusterSpec.model_validate(example()))
     assert len(mocks.of("railyard:baremetal:Switch")) == 2
@@ -77,6 +135,10 @@ def test_switches_are_handed_to_ansible(secret_config: None) -> None:
         "switch_os": "sonic",
         "switch_role": "management",
         "switch_managed": True,
+        "switch_qos_apply": False,
+        "switch_qos_interfaces": [],
+        "ansible_user": "admin",
+        "switch_qos_os": "sonic",
         "ansible_host": "10.10.0.2",
         "ansible_network_os": "dellemc.enterprise_sonic.sonic",
         "ansible_connection": "ansible.netcommon.network_cli",

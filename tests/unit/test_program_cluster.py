@@ -124,20 +124,3 @@ def test_the_program_sees_whether_a_config_value_is_secret_not_its_value(
     assert hidden["railyard:mungeKey"] == {"secure": "(hidden)"}
     assert "S3CRET-VALUE" not in repr(hidden)
     assert stack_config_problems(hidden, spec) == []
-
-
-def test_a_target_with_no_component_is_refused_by_name(
-    mock_pulumi: Callable[..., Mocks], state_root: Path
-) -> None:
-    """``target: existing`` (what ``python -m fabric import`` writes) validates, but no
-    component adopts it yet: pulumi up says so in one problem, before any resource."""
-    from fabric.components import cluster_component
-    from fabric.spec import SpecError
-
-    mocks = mock_pulumi("adopt")
-    spec = ClusterSpec.model_validate({**LAB, "target": "existing", "lab": None})
-    with pytest.raises(SpecError) as refused:
-        cluster_component("adopt", spec)
-    assert [p.path for p in refused.value.problems] == ["target"]
-    assert "'existing': pulumi up cannot provision or adopt" in str(refused.value)
-    assert not mocks.resources
