@@ -41,7 +41,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--spec", type=Path, help="spec or stack file (default: Pulumi.<stack>.yaml)"
     )
     parser.add_argument(
-        "-n", "--workers", type=int, default=2, help="parallel pytest-xdist workers (default 2)"
+        "-n",
+        "--workers",
+        type=int,
+        help="parallel pytest-xdist workers (default: one per 4 hosts checked, 2 to 8)",
     )
     parser.add_argument(
         "--json", action="store_true", help="print the results as JSON instead of tables"

@@ -20,6 +20,15 @@ SUITE_TIMEOUT = 3600
 #: The exit status recorded when the suite was stopped at SUITE_TIMEOUT (timeout(1)'s).
 SUITE_TIMED_OUT = 124
 CHECKS_DIR = Path(__file__).resolve().parent / "checks"
+#: pytest-xdist workers: one per this many selected hosts, between 2 and MAX_WORKERS. Most of a
+#: check's time is waiting on a host (ibping's server, a perfquery), not the controller's CPU.
+HOSTS_PER_WORKER = 4
+MAX_WORKERS = 8
+
+
+def workers_for(hosts: int) -> int:
+    """The xdist workers for a run over ``hosts`` hosts: sized to the cluster."""
+    return max(2, min(MAX_WORKERS, -(-hosts // HOSTS_PER_WORKER)))
 
 
 class RunOutcome(BaseModel):
@@ -89,16 +98,20 @@ def run_checks(
     limit: str | None = None,
     report_dir: Path | None = None,
     spec: Path | None = None,
-    workers: int | None = 2,
+    workers: int | None = None,
     quiet: bool = False,
     select: str | None = None,
 ) -> RunOutcome:
     """Run the checks against ``state/<stack>/inventory.yml``; render the reports into ``report_dir``.
 
     ``select`` is a pytest ``-k`` expression choosing checks by name (``test_sm_answers or ...``).
+    ``workers``: pytest-xdist workers (default :func:`workers_for` the selected hosts).
     """
     inventory = context.inventory_path(stack)
-    context.load_inventory(inventory)  # fail early with a clear message
+    # Read first: a missing inventory or an unknown --limit host fails here, clearly.
+    hosts = context.select_hosts(limit, context.load_inventory(inventory))
+    if workers is None:
+        workers = workers_for(len(hosts))
     report_dir = (report_dir or StateLayout(stack).reports).resolve()
     report_dir.mkdir(parents=True, exist_ok=True)
     junit = (junit or report_dir / "checks.xml").resolve()

@@ -1,0 +1,122 @@
+"""How the hand-off runs Ansible (fabric.handoff.runner.AnsibleSettings), seen by real plays:
+forks sized to the inventory and capped in the lab, pipelining, and facts gathered once and
+cached in the stack's state folder (emptied when the inventory changes, removed with it)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+from localplay import local_stack
+
+from fabric.handoff.runner import (
+    LAB_FORKS,
+    MAX_FORKS,
+    AnsibleSettings,
+    handoff_settings,
+    inventory_host_count,
+    remove_handoff_files,
+    run_playbook,
+    write_inventory,
+)
+from fabric.spec import spec_from_mapping
+from fabric.state import REPO_ROOT, StateLayout
+
+#: Writes what Ansible ran with, after gathering the minimum of facts.
+PLAYBOOK = """\
+- name: Report the settings
+  hosts: all
+  gather_facts: true
+  gather_subset: ["!all"]
+  tasks:
+    - name: Write forks, pipelining and the fact the gathering found
+      ansible.builtin.copy:
+        content: >-
+          {{ ansible_forks }} {{ lookup('ansible.builtin.config', 'ANSIBLE_PIPELINING') }}
+          {{ ansible_facts['system'] }}
+        dest: "{{ out }}"
+        mode: "0600"
+"""
+
+
+def _run(tmp_path: Path, settings: AnsibleSettings | None = None):
+    return run_playbook(
+        tmp_path / "book.yml",
+        stack="t",
+        emit=lambda _: None,
+        state_root=tmp_path / "state",
+        artifacts_root=tmp_path / "artifacts",
+        settings=settings,
+    )
+
+
+def _lab_spec():
+    doc = yaml.safe_load((REPO_ROOT / "Pulumi.lab.yaml").read_text())
+    return spec_from_mapping(doc["config"]["railyard:cluster"])
+
+
+def test_forks_follow_the_inventory_and_the_labs_cap(tmp_path: Path) -> None:
+    layout = StateLayout("t", tmp_path)
+    layout.dir.mkdir(parents=True)
+    count = LAB_FORKS + 3
+    hosts = {f"n{i}": {} for i in range(count)}
+    layout.inventory.write_text(
+        yaml.safe_dump({"all": {"children": {"a": {"hosts": hosts}, "b": {"hosts": {"n0": {}}}}}})
+    )
+    assert inventory_host_count(layout.inventory) == count
+    assert handoff_settings("t", None, tmp_path).forks == min(count, MAX_FORKS)
+    assert handoff_settings("t", _lab_spec(), tmp_path).forks == LAB_FORKS
+    assert AnsibleSettings.railyard(5000, tmp_path).forks == MAX_FORKS
+    assert AnsibleSettings.railyard(2, tmp_path).forks == 2
+
+
+def test_railyard_settings_reach_ansible_and_cache_facts(tmp_path: Path) -> None:
+    _, out = local_stack(tmp_path, PLAYBOOK)
+    first = _run(tmp_path)
+    assert first.ok, first.summary()
+    assert out.read_text().split() == ["1", "True", "Linux"]
+    cache = StateLayout("t", tmp_path / "state").fact_cache
+    assert [p.name for p in cache.iterdir()] == ["s1_a"]  # jsonfile's name for host a
+    second = _run(tmp_path)
+    assert second.ok, second.summary()
+    # The second run gathers nothing: one task instead of facts + task.
+    assert (first.hosts["a"].ok + first.hosts["a"].changed) == 2
+    assert (second.hosts["a"].ok + second.hosts["a"].changed) == 1
+
+
+def test_stock_settings_gather_every_run_and_cache_nothing(tmp_path: Path) -> None:
+    _, out = local_stack(tmp_path, PLAYBOOK)
+    for _ in range(2):
+        result = _run(tmp_path, AnsibleSettings.stock())
+        assert result.ok, result.summary()
+        assert result.hosts["a"].ok + result.hosts["a"].changed == 2
+    assert out.read_text().split() == ["5", "False", "Linux"]
+    assert not StateLayout("t", tmp_path / "state").fact_cache.exists()
+    assert not list((tmp_path / "artifacts").rglob("fact_cache"))
+    assert AnsibleSettings.stock().extra_vars() == {
+        "railyard_strategy": "linear",
+        "railyard_gather_subset": ["all"],
+    }
+
+
+def test_a_changed_inventory_empties_the_cache_and_removal_takes_it(tmp_path: Path) -> None:
+    layout = StateLayout("t", tmp_path)
+    write_inventory("t", "all: {}\n", tmp_path)
+    layout.fact_cache.mkdir()
+    (layout.fact_cache / "gpu01").write_text("{}")
+    write_inventory("t", "all: {}\n", tmp_path)
+    assert (layout.fact_cache / "gpu01").is_file()
+    write_inventory("t", "all: {hosts: {gpu01: {}}}\n", tmp_path)
+    assert not layout.fact_cache.exists()
+    layout.fact_cache.mkdir()
+    (layout.fact_cache / "gpu01").write_text("{}")
+    removed = remove_handoff_files("t", tmp_path)
+    assert layout.fact_cache / "gpu01" in removed
+    assert not layout.fact_cache.exists()
+
+
+def test_check_workers_are_sized_to_the_hosts_checked() -> None:
+    from fabric.verify.runner import MAX_WORKERS, workers_for
+
+    assert [workers_for(n) for n in (1, 7, 11, 19, 35)] == [2, 2, 3, 5, MAX_WORKERS]
+    assert workers_for(10_000) == MAX_WORKERS
