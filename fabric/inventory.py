@@ -1,4 +1,4 @@
-"""The Ansible inventory of a cluster: groups by role, subnet managers, fabric hosts.
+"""The Ansible inventory of a cluster: groups by role, subnet managers, fabric hosts, switches.
 
 Every target (lab, bare metal, clouds) builds its inventory here from the spec and the
 addresses it provisioned, so the roles see the same groups everywhere; the hand-off writes
@@ -7,16 +7,26 @@ addresses it provisioned, so the roles see the same groups everywhere; the hand-
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from fabric.hostkeys import JumpHost, ssh_common_args
-from fabric.spec import ClusterSpec
+from fabric.spec import ClusterSpec, Switch
 from fabric.state import StateLayout
 
 ROLE_GROUPS = ("compute", "controller", "login", "sm")
+
+#: How Ansible talks to each switch OS: (ansible_network_os, ansible_connection). SONiC's
+#: collection ships with ``ansible``; Cumulus Linux and Linux switches are Linux hosts over SSH.
+NETWORK_OS: dict[str, tuple[str | None, str | None]] = {
+    "sonic": ("dellemc.enterprise_sonic.sonic", "ansible.netcommon.network_cli"),
+    "cumulus": (None, "ssh"),
+    "linux": (None, "ssh"),
+    "unmanaged": (None, None),
+}
 
 
 class InventoryError(ValueError):
@@ -31,8 +41,10 @@ def build_inventory(
     private_key_file: str,
     known_hosts_file: str,
     bastion_address: str | None = None,
+    host_vars: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> dict[str, Any]:
-    """Return the YAML inventory (as a dict) for ``spec`` with each host at ``addresses[host]``.
+    """Return the YAML inventory (as a dict) for ``spec`` with each host at ``addresses[host]``
+    (plus ``host_vars[host]``: a node's own SSH login or port, target existing).
 
     With ``spec.access.bastion`` every host is reached through it (``bastion_address``: where
     the bastion is, default its ``host``); a bastion that is a node of the spec is reached
@@ -51,7 +63,8 @@ def build_inventory(
         if not Path(path).is_absolute():
             raise InventoryError(f"{what} must be an absolute path, got {path!r}")
     direct = ssh_common_args(known_hosts_file)
-    common, hosts = direct, {h: {"ansible_host": addresses[h]} for h in spec.hosts}
+    common = direct
+    hosts = {h: {"ansible_host": addresses[h], **(host_vars or {}).get(h, {})} for h in spec.hosts}
     bastion = spec.access.bastion
     if bastion is not None:
         node = bastion.host in spec.hosts
@@ -74,6 +87,7 @@ def build_inventory(
     children["fabric_hosts"] = {"hosts": {h: {} for h, g in spec.hosts.items() if g.hcas}}
     controller = spec.slurm.controller or next(iter(spec.hosts_with_role("controller")), None)
     children["slurm_controller"] = {"hosts": {controller: {}} if controller else {}}
+    children["switches"] = {"hosts": switch_hosts(spec, addresses)}
     return {
         "all": {
             "vars": {
@@ -89,6 +103,49 @@ def build_inventory(
     }
 
 
+def switch_hostvars(switch: Switch, address: str | None = None) -> dict[str, Any]:
+    """The Ansible host variables of one switch, as switch_qos reads them: its OS, ports,
+    connection, and ``switch_qos_apply`` when the spec says ``manage: true``."""
+    hostvars: dict[str, Any] = {
+        "switch_name": switch.name,
+        "switch_os": switch.os,
+        "switch_role": switch.role,
+        "switch_managed": switch.os != "unmanaged",
+        "switch_qos_apply": switch.manage,
+        "switch_qos_interfaces": [port.name for port in switch.ports],
+        "ansible_user": switch.ssh_user,
+    }
+    if switch.os != "unmanaged":
+        hostvars["switch_qos_os"] = switch.os
+    if address or switch.address:
+        hostvars["ansible_host"] = address or switch.address
+    network_os, connection = NETWORK_OS[switch.os]
+    if network_os:
+        hostvars["ansible_network_os"] = network_os
+    if connection:
+        hostvars["ansible_connection"] = connection
+    return hostvars
+
+
+def switch_hosts(spec: ClusterSpec, addresses: dict[str, str]) -> dict[str, Any]:
+    """The ``switches`` group: every switch the spec marks ``manage: true`` (at
+    ``addresses[name]``, e.g. the lab's switch container, else the spec's ``address``). They
+    sit in that group only, not in ``all.hosts``, so node plays and checks never address them;
+    unmanaged switches are never contacted."""
+    out: dict[str, Any] = {}
+    for switch in spec.fabric.switches:
+        if not switch.manage:
+            continue
+        address = addresses.get(switch.name)
+        if switch.manage and not (address or switch.address):
+            raise InventoryError(
+                f"switch {switch.name!r} is managed but has no address: set "
+                "fabric.switches[].address"
+            )
+        out[switch.name] = switch_hostvars(switch, address)
+    return out
+
+
 def provisioned_inventory(
     spec: ClusterSpec,
     addresses: dict[str, str],
@@ -97,11 +154,12 @@ def provisioned_inventory(
     private_key_file: str | None = None,
     known_hosts_file: str | None = None,
     bastion_address: str | None = None,
+    host_vars: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> dict[str, Any]:
-    """The inventory of a bare-metal or cloud target: ``spec.management.ssh_user`` with the given
-    key and known_hosts files (``~`` expanded, made absolute), by default the stack's
+    """The inventory of a bare-metal, cloud or existing target: ``spec.management.ssh_user``
+    with the given key and known_hosts files (``~`` expanded, made absolute), by default the stack's
     ``layout.provided_ssh_key`` and ``layout.known_hosts``; ``bastion_address`` as in
-    :func:`build_inventory`."""
+    :func:`build_inventory`, and ``host_vars``."""
     key = Path(private_key_file).expanduser() if private_key_file else layout.provided_ssh_key
     known = Path(known_hosts_file).expanduser() if known_hosts_file else layout.known_hosts
     return build_inventory(
@@ -111,6 +169,7 @@ def provisioned_inventory(
         private_key_file=str(key.absolute()),
         known_hosts_file=str(known.absolute()),
         bastion_address=bastion_address,
+        host_vars=host_vars,
     )
 
 

@@ -88,6 +88,12 @@ class StateLayout:
         return (self.group_vars_all, self.discovered_fabric, self.munge_key)
 
     @property
+    def fact_cache(self) -> Path:
+        """Ansible's jsonfile fact cache for this stack's hosts (one file per host; the hand-off
+        empties it when the inventory changes and removes it with its other files)."""
+        return self.dir / "facts"
+
+    @property
     def reports(self) -> Path:
         """The check suite's reports (JUnit, Markdown, fabric picture, pytest log)."""
         return self.dir / "reports"

@@ -12,12 +12,17 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sys
 import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, Field
 
 from fabric.handoff.summary import EventSummary, PlaybookResult
 from fabric.handoff.vars import HandoffError, write_group_vars
@@ -26,11 +31,110 @@ from fabric.state import ARTIFACTS_ROOT, REPO_ROOT, StateLayout
 
 #: Hosts Ansible works on at once in the lab. ibsim serves at most 10 clients at a time
 #: (IBSIM_MAX_CLIENTS, compiled in); both OpenSMs hold one each, and every RDMA tool a task
-#: runs on a node is another, so more forks make tools fail with "sim_init: connect failed".
+#: runs on a node is another. The lab's umad shim (fabric/lab/umadshim) makes a tool refused a
+#: slot wait for one, but one path (ibsim closing an attached client's socket: "sim_ctl: ctl
+#: failed(read)", then "sim_init: connect failed") still kills the tool: with 11 forks the
+#: 11-node lab's hand-off failed on 4-5 hosts (bench/handoff/README.md). Until the shim covers
+#: it, the lab keeps its proven cap.
 LAB_FORKS = 4
 #: Never handed to Ansible: ansible-runner records the whole environment of a run in the
 #: artifacts' ``command`` file, and Ansible needs none of these.
 SENSITIVE_ENV = ("PULUMI_CONFIG_PASSPHRASE", "PULUMI_ACCESS_TOKEN", "RAILYARD_MUNGE_KEY")
+#: Forks never exceed this, however large the cluster: each fork is a controller process.
+MAX_FORKS = 64
+#: How long cached facts stay valid (s), as ansible.cfg's: a host changed outside Ansible (a new
+#: kernel after a reboot) is seen again within this; a changed inventory empties the cache.
+FACT_CACHE_TIMEOUT = 7200
+
+
+class AnsibleSettings(BaseModel):
+    """How Ansible runs a playbook: the settings the hand-off tunes for speed.
+
+    ``railyard`` (the hand-off's own) and ``stock`` (Ansible's defaults, what ``bench/handoff``
+    compares against) build the two profiles. ``strategy`` and ``gather_subset`` reach the
+    playbook as ``railyard_strategy`` / ``railyard_gather_subset``: ``playbooks/site.yml``
+    owns their values (``free`` where host order does not matter, only the facts the roles
+    read) and a profile only overrides them.
+    """
+
+    forks: int = Field(ge=1)
+    pipelining: bool
+    strategy: Literal["linear", "free"] | None = None
+    gather_subset: list[str] | None = None
+    #: jsonfile fact cache; with it facts are gathered only for hosts it does not hold
+    #: (``gathering = smart``); None: gathered in every run, kept in memory.
+    fact_cache: Path | None = None
+
+    def env(self) -> dict[str, str]:
+        """The ``ANSIBLE_*`` environment of these settings."""
+        env = {
+            "ANSIBLE_FORKS": str(self.forks),
+            "ANSIBLE_PIPELINING": str(self.pipelining),
+        }
+        if self.fact_cache is None:
+            return env | {"ANSIBLE_GATHERING": "implicit", "ANSIBLE_CACHE_PLUGIN": "memory"}
+        return env | {
+            "ANSIBLE_GATHERING": "smart",
+            "ANSIBLE_CACHE_PLUGIN": "jsonfile",
+            "ANSIBLE_CACHE_PLUGIN_CONNECTION": str(self.fact_cache),
+            "ANSIBLE_CACHE_PLUGIN_TIMEOUT": str(FACT_CACHE_TIMEOUT),
+        }
+
+    def runner_kwargs(self) -> dict[str, str]:
+        """ansible-runner's own fact cache arguments: it sets ``ANSIBLE_CACHE_PLUGIN*`` itself
+        (a jsonfile cache inside each run's artifacts unless told), over ``envvars``."""
+        if self.fact_cache is None:
+            return {"fact_cache_type": "memory"}
+        # An absolute path: ansible-runner joins it to the run's artifact dir, which keeps it.
+        return {"fact_cache_type": "jsonfile", "fact_cache": str(self.fact_cache.resolve())}
+
+    def extra_vars(self) -> dict[str, Any]:
+        """The playbook variables of these settings (only those that override site.yml)."""
+        out: dict[str, Any] = {}
+        if self.strategy is not None:
+            out["railyard_strategy"] = self.strategy
+        if self.gather_subset is not None:
+            out["railyard_gather_subset"] = self.gather_subset
+        return out
+
+    @classmethod
+    def railyard(cls, hosts: int, fact_cache: Path, cap: int | None = None) -> AnsibleSettings:
+        """railyard's: one fork per host up to ``cap`` (the lab's limit) or MAX_FORKS,
+        pipelining, facts cached per stack; strategy and fact subset as site.yml sets them."""
+        forks = max(1, min(hosts, cap or MAX_FORKS, MAX_FORKS))
+        return cls(forks=forks, pipelining=True, fact_cache=fact_cache)
+
+    @classmethod
+    def stock(cls) -> AnsibleSettings:
+        """Ansible's defaults: 5 forks, no pipelining, linear, every fact in every run."""
+        return cls(forks=5, pipelining=False, strategy="linear", gather_subset=["all"])
+
+
+def inventory_host_count(inventory: Path) -> int:
+    """How many distinct hosts a YAML inventory names (in any group)."""
+    found: set[str] = set()
+
+    def walk(group: Any) -> None:
+        if not isinstance(group, dict):
+            return
+        found.update((group.get("hosts") or {}).keys())
+        for child in (group.get("children") or {}).values():
+            walk(child)
+
+    for group in (yaml.safe_load(inventory.read_text()) or {}).values():
+        walk(group)
+    return len(found)
+
+
+def handoff_settings(
+    stack: str, spec: ClusterSpec | None, state_root: Path | None = None
+) -> AnsibleSettings:
+    """The hand-off's settings for ``stack``: forks sized to its inventory, capped in the lab."""
+    layout = StateLayout(stack, state_root)
+    cap = LAB_FORKS if spec is not None and spec.simulated else None
+    return AnsibleSettings.railyard(
+        inventory_host_count(layout.inventory), layout.fact_cache, cap=cap
+    )
 
 
 @contextmanager
@@ -79,9 +183,12 @@ def inventory_path(stack: str, state_root: Path | None = None) -> Path:
 def write_inventory(stack: str, text: str, state_root: Path | None = None) -> Path:
     """Write ``text`` to the stack's inventory (mode 0644, atomically: a reader sees the old file
     or the new one, never a part); return its path. Unchanged content is left alone."""
-    path = StateLayout(stack, state_root).inventory
+    layout = StateLayout(stack, state_root)
+    path = layout.inventory
     if path.is_file() and path.read_text() == text:
         return path
+    # Hosts may be new or readdressed: their cached facts are not theirs any more.
+    shutil.rmtree(layout.fact_cache, ignore_errors=True)
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     fd, tmp = tempfile.mkstemp(prefix=".inventory-", suffix=".yml", dir=path.parent)
     try:
@@ -134,6 +241,7 @@ def run_playbook(
     extra_env: dict[str, str] | None = None,
     secret_vars: dict[str, str] | None = None,
     extra_vars: dict[str, str] | None = None,
+    settings: AnsibleSettings | None = None,
 ) -> PlaybookResult:
     """Run ``playbook`` against ``stack``'s inventory; stream progress through ``emit``.
 
@@ -141,7 +249,8 @@ def run_playbook(
     first. ``secret_vars`` (e.g. ``slurm_munge_key``) reach Ansible as extra vars through a
     private file that is removed after the run; ``extra_vars`` (plain values such as
     ``railyard_new_nodes``) as ordinary extra vars, kept in the run's artifacts. Returns the
-    typed result; ``result.summary()`` is the short report.
+    typed result; ``result.summary()`` is the short report. ``settings``: how Ansible runs
+    (default :func:`handoff_settings`; ``extra_env`` still wins over them).
     """
     import ansible_runner  # imported here: the CLI's other commands do not need it
 
@@ -150,10 +259,11 @@ def run_playbook(
     if spec is not None:
         write_group_vars(spec, inventory.parent)
     private = new_artifacts_dir(stack, artifacts_root)
+    settings = settings or handoff_settings(stack, spec, state_root)
     env = {
         "ANSIBLE_CONFIG": str(REPO_ROOT / "ansible.cfg"),
         "ANSIBLE_ROLES_PATH": str(REPO_ROOT / "roles"),
-        "ANSIBLE_CACHE_PLUGIN_CONNECTION": str(REPO_ROOT / ".ansible" / "facts"),
+        **settings.env(),
         "ANSIBLE_FORCE_COLOR": "false",
         # ansible-runner sets ANSIBLE_HOST_KEY_CHECKING=False unless told otherwise, and Ansible
         # then turns ssh's checking off ahead of the inventory's ssh args (ssh keeps the first
@@ -163,8 +273,6 @@ def run_playbook(
         "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]),
         **(extra_env or {}),
     }
-    if spec is not None and spec.target == "lab":
-        env.setdefault("ANSIBLE_FORKS", str(LAB_FORKS))
     summary = EventSummary(emit=emit)
     emit(
         f"running {book.relative_to(REPO_ROOT) if book.is_relative_to(REPO_ROOT) else book} "
@@ -178,12 +286,13 @@ def run_playbook(
             inventory=str(inventory),
             limit=limit,
             envvars=env,
-            extravars=extra_vars or None,
+            extravars={**settings.extra_vars(), **(extra_vars or {})} or None,
             cmdline=f"-e @{secrets_file}" if secrets_file else None,
             event_handler=summary.handle,
             quiet=True,
             # Keep every run's record; they are small and git-ignored.
             rotate_artifacts=0,
+            **settings.runner_kwargs(),
         )
     rc = runner.rc if isinstance(runner.rc, int) else 1
     return summary.result(str(book), runner.status or "unknown", rc, private)
@@ -205,6 +314,15 @@ def remove_handoff_files(
     layout = StateLayout(stack, state_root)
     base = layout.dir
     removed = []
+    if layout.fact_cache.is_dir():
+        removed += sorted(layout.fact_cache.iterdir())
+        shutil.rmtree(layout.fact_cache)
+    # day-2 playbooks' check reports (rolling-driver-upgrade.yml: reports/upgrade-<node>)
+    for report in sorted(layout.reports.glob("upgrade-*")) if layout.reports.is_dir() else []:
+        removed += sorted(p for p in report.rglob("*") if p.is_file())
+        shutil.rmtree(report)
+    if layout.reports.is_dir() and not any(layout.reports.iterdir()):
+        layout.reports.rmdir()
     for path in (*layout.handoff_files, *((layout.inventory,) if inventory else ())):
         if path.is_file():
             path.unlink()

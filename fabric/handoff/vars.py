@@ -17,6 +17,7 @@ import yaml
 from fabric.hostlist import compress
 from fabric.spec import ClusterSpec
 from fabric.spec.constants import SM_MEMBER_KEYWORDS
+from fabric.spec.models import EcnQueue
 from fabric.topology.from_spec import graph_from_spec
 from fabric.topology.render import render
 
@@ -79,6 +80,18 @@ def role_vars_from_spec(spec: ClusterSpec) -> dict[str, Any]:
     out |= efa_vars(spec)
     out |= gcp_gpudirect_vars(spec)
     out |= slurm_vars(spec)
+    out |= node_health_vars(spec, out.get("slurm_extra_config", {}))
+    if spec.bmc is not None and spec.bmc.endpoints:
+        # Where playbooks/remove-node.yml powers a node off (the password is never a variable).
+        out["railyard_bmc_endpoints"] = {
+            host: {
+                "url": e.url.rstrip("/"),
+                "system_id": e.system_id or "",
+                "username": spec.bmc.username,
+                "verify_tls": spec.bmc.verify_tls,
+            }
+            for host, e in spec.bmc.endpoints.items()
+        }
     env = job_environment(spec)
     out["railyard_job_environment"] = env
     out["slurm_task_prolog"] = bool(env)
@@ -93,7 +106,7 @@ def role_vars_from_spec(spec: ClusterSpec) -> dict[str, Any]:
 def cluster_hosts_vars(spec: ClusterSpec) -> dict[str, Any]:
     """The /etc/hosts block: on for every target (Slurm needs the names); lab specifics."""
     out: dict[str, Any] = {"cluster_hosts_manage": True}
-    if spec.target == "lab":
+    if spec.simulated:
         out |= LAB_CLUSTER_HOSTS
     return out
 
@@ -118,7 +131,7 @@ def rdma_stack_vars(spec: ClusterSpec) -> dict[str, Any]:
     if spec.fabric.kind == "infiniband":
         # The MAD tools the hand-off and the checks use (ibstat, ibnetdiscover, sminfo).
         out["rdma_stack_extra_packages"] = ["infiniband-diags"]
-    if spec.target == "lab":
+    if spec.simulated:
         out["rdma_stack_restart_driver"] = False
     return out
 
@@ -183,7 +196,7 @@ def subnet_manager_vars(spec: ClusterSpec) -> dict[str, Any]:
     }
     if partitions:
         out["subnet_manager_partitions"] = partitions
-    if spec.target == "lab":
+    if spec.simulated:
         out |= LAB_SUBNET_MANAGER
     return out
 
@@ -207,6 +220,40 @@ def roce_qos_vars(spec: ClusterSpec) -> dict[str, Any]:
         "roce_qos_cnp_dscp": roce.cnp_dscp,
         "roce_qos_ecn": roce.ecn,
         "roce_qos_tos": roce.roce_tos,
+        "roce_qos_cnp_priority": roce.cnp_priority,
+        "roce_qos_dcqcn_rp": roce.dcqcn.rp.model_dump(),
+        "roce_qos_dcqcn_np": roce.dcqcn.np.model_dump(),
+        "roce_qos_pfc_watchdog_ms": roce.pfc_watchdog.detection_ms * roce.pfc_watchdog.enabled,
+        "roce_qos_cable_length_m": roce.buffer.cable_length_m,
+    } | switch_qos_vars(spec)
+
+
+def switch_qos_vars(spec: ClusterSpec) -> dict[str, Any]:
+    """The switches' side of the same lossless settings (roles/switch_qos); per-switch OS,
+    ports and connection are host variables (fabric.inventory)."""
+    roce = spec.fabric.roce
+    if roce is None:
+        return {}
+    queues = [q for q in roce.ecn_marking if q.priority == roce.pfc_priority]
+    queue = queues[0] if queues else EcnQueue(priority=roce.pfc_priority)
+    dog = roce.pfc_watchdog
+    return {
+        "switch_qos_trust": roce.trust,
+        "switch_qos_pfc_priority": roce.pfc_priority,
+        "switch_qos_rdma_dscp": roce.rdma_dscp,
+        "switch_qos_cnp_dscp": roce.cnp_dscp,
+        "switch_qos_cnp_priority": roce.cnp_priority,
+        "switch_qos_ecn": roce.ecn,
+        "switch_qos_ecn_min_threshold": queue.min_bytes,
+        "switch_qos_ecn_max_threshold": queue.max_bytes,
+        "switch_qos_ecn_probability": queue.probability_percent,
+        "switch_qos_rdma_bandwidth_percent": roce.rdma_bandwidth_percent,
+        "switch_qos_mtu": spec.fabric.mtu,
+        "switch_qos_pfc_watchdog": dog.enabled,
+        "switch_qos_pfc_watchdog_detection_ms": dog.detection_ms,
+        "switch_qos_pfc_watchdog_restore_ms": dog.restore_ms,
+        "switch_qos_pfc_watchdog_action": dog.action,
+        "switch_qos_cable_length_m": roce.buffer.cable_length_m,
     }
 
 
@@ -375,8 +422,37 @@ def slurm_vars(spec: ClusterSpec) -> dict[str, Any]:
             for p in spec.slurm.partitions
         ]
     out |= slurm_topology_vars(spec, compute)
-    if spec.target == "lab":
+    if spec.simulated:
         out |= LAB_SLURM
+    return out
+
+
+#: Where roles/node_health installs railyard's Slurm health check.
+HEALTH_PROGRAM = "/usr/local/sbin/railyard-health"
+
+
+def node_health_vars(spec: ClusterSpec, extra: dict[str, Any]) -> dict[str, Any]:
+    """The health check per compute node with InfiniBand ports (``railyard_node_health``:
+    host -> ``fabric.verify.health.config_for``), and slurm.conf's HealthCheckProgram,
+    HealthCheckInterval and HealthCheckNodeState from ``health`` (interval 0: none)."""
+    from fabric.verify.health import config_for
+    from fabric.verify.plan import CheckPlan
+
+    if spec.fabric.kind != "infiniband":
+        return {}
+    plan = CheckPlan(spec=spec, hosts=list(spec.hosts))
+    configs = {
+        host: config_for(plan, host)
+        for host in spec.hosts_with_role("compute")
+        if any(p.host == host for p in plan.ib_ports)
+    }
+    out: dict[str, Any] = {"railyard_node_health": configs}
+    if configs and spec.health.interval > 0:
+        out["slurm_extra_config"] = extra | {
+            "HealthCheckProgram": HEALTH_PROGRAM,
+            "HealthCheckInterval": spec.health.interval,
+            "HealthCheckNodeState": ",".join(spec.health.node_state),
+        }
     return out
 
 
@@ -437,5 +513,6 @@ __all__ = [
     "slurm_vars",
     "subnet_manager_vars",
     "roce_qos_vars",
+    "switch_qos_vars",
     "write_group_vars",
 ]

@@ -44,6 +44,7 @@ __all__ = [
     "CableEnd",
     "BmcNetwork",
     "ClusterSpec",
+    "ExistingSpec",
     "FabricKind",
     "FabricSpec",
     "FatTree",
@@ -60,6 +61,13 @@ __all__ = [
     "RdmaStack",
     "RedfishEndpoint",
     "RoceSpec",
+    "PfcWatchdog",
+    "EcnQueue",
+    "Dcqcn",
+    "DcqcnRp",
+    "DcqcnNp",
+    "PortBuffer",
+    "SwitchPort",
     "SecretRef",
     "SlurmPartition",
     "SlurmSpec",
@@ -190,8 +198,77 @@ class InfinibandSpec(Model):
     partitions: list[Partition] = Field(default_factory=list)
 
 
+class PfcWatchdog(Model):
+    """PFC watchdog (pause-storm protection): a queue paused longer than ``detection_ms`` is
+    taken out of PFC (``action``) until it has been quiet for ``restore_ms``. Defaults: SONiC's
+    ``pfcwd`` (200 ms / 200 ms, drop)."""
+
+    enabled: bool = True
+    detection_ms: int = Field(default=200, ge=1, le=5000, description="stall detection time, ms")
+    restore_ms: int = Field(default=200, ge=1, le=60000, description="restoration time, ms")
+    action: Literal["drop", "forward", "alert"] = "drop"
+
+
+class EcnQueue(Model):
+    """ECN (WRED) marking of one lossless queue: no marking below ``min_bytes``, marking
+    probability rising to ``probability_percent`` at ``max_bytes``. Defaults: NVIDIA's RoCE
+    lossless mode (Cumulus ``nv set qos roce``, Onyx ``roce``: 150 KB / 1.5 MB)."""
+
+    priority: int = Field(
+        description="the lossless priority this queue carries, 0-7",
+        json_schema_extra=_range_schema(PFC_PRIORITY_RANGE),
+    )
+    min_bytes: int = Field(default=150000, ge=1000, le=12480000, description="ECN min threshold")
+    max_bytes: int = Field(default=1500000, ge=1000, le=12480000, description="ECN max threshold")
+    probability_percent: int = Field(default=100, ge=1, le=100, description="at max_bytes, %")
+
+
+class DcqcnRp(Model):
+    """DCQCN reaction point (the sender's rate limiter), ConnectX ``/sys/class/net/<if>/ecn/
+    roce_rp/<name>`` and mlxconfig ``ROCE_CC_*``. Defaults: NVIDIA's DCQCN parameter table."""
+
+    rpg_time_reset: int = Field(default=300, ge=1, description="rate-increase timer, us")
+    rpg_byte_reset: int = Field(default=32767, ge=1, description="rate-increase byte counter")
+    rpg_threshold: int = Field(default=1, ge=1, le=31, description="fast-recovery stages")
+    rpg_ai_rate: int = Field(default=5, ge=1, description="additive increase, Mb/s")
+    rpg_hai_rate: int = Field(default=50, ge=1, description="hyper increase, Mb/s")
+    rpg_gd: int = Field(default=11, ge=1, le=15, description="alpha to rate-decrease factor")
+    rpg_min_dec_fac: int = Field(default=50, ge=1, le=100, description="largest decrease, %")
+    rpg_min_rate: int = Field(default=1, ge=1, description="floor rate of a QP, Mb/s")
+    rate_to_set_on_first_cnp: int = Field(default=0, ge=0, description="Mb/s; 0: no change")
+    dce_tcp_g: int = Field(default=1019, ge=0, le=1023, description="alpha update gain /1024")
+    dce_tcp_rtt: int = Field(default=1, ge=1, le=131071, description="alpha update period, us")
+    initial_alpha_value: int = Field(default=1023, ge=0, le=1023, description="/1024")
+    rate_reduce_monitor_period: int = Field(default=4, ge=1, description="between cuts, us")
+
+
+class DcqcnNp(Model):
+    """DCQCN notification point (the receiver that sends CNPs), ``ecn/roce_np/<name>``."""
+
+    min_time_between_cnps: int = Field(default=4, ge=0, description="per QP, us")
+
+
+class Dcqcn(Model):
+    """DCQCN congestion control of the ConnectX hosts (on the lossless priority)."""
+
+    rp: DcqcnRp = Field(default_factory=DcqcnRp)
+    np: DcqcnNp = Field(default_factory=DcqcnNp)
+
+
+class PortBuffer(Model):
+    """Per-port buffer of the lossless priority: headroom absorbs what is in flight after a
+    pause is sent (the cable's round trip plus a frame each way)."""
+
+    cable_length_m: int = Field(default=5, ge=1, le=10000, description="host-switch cable, m")
+    headroom_bytes: int | None = Field(
+        default=None, ge=1, description="lossless headroom; unset: the device computes it"
+    )
+
+
 class RoceSpec(Model):
-    """RoCEv2 lossless-Ethernet settings (ConnectX defaults used by NVIDIA)."""
+    """RoCEv2 lossless-Ethernet settings. Defaults follow NVIDIA's published RoCE configuration
+    (docs/roce.md names the sources): RDMA on DSCP 26 / priority 3 (lossless, ETS 50 %), CNPs on
+    DSCP 48 / priority 6 (strict), ECN 150 KB-1.5 MB, DCQCN firmware defaults."""
 
     trust: Literal["dscp", "pcp"] = "dscp"
     rdma_dscp: int = Field(
@@ -210,18 +287,65 @@ class RoceSpec(Model):
         description="DSCP of congestion notification packets, 0-63",
         json_schema_extra=_range_schema(DSCP_RANGE),
     )
+    cnp_priority: int = Field(
+        default=6,
+        description="priority / traffic class of CNPs (strict), 0-7",
+        json_schema_extra=_range_schema(PFC_PRIORITY_RANGE),
+    )
     roce_tos: int = Field(
         default=106, ge=0, le=255, description="RoCE ToS for rdma_cm (DSCP<<2|ECN)"
     )
+    lossless_priorities: list[int] | None = Field(
+        default=None,
+        description="lossless traffic classes (PFC on); only RDMA's pfc_priority belongs here "
+        "(unset: [pfc_priority])",
+    )
+    rdma_bandwidth_percent: int = Field(
+        default=50, ge=1, le=99, description="ETS share of the RDMA class; the rest to class 0"
+    )
+    pfc_watchdog: PfcWatchdog = Field(default_factory=PfcWatchdog)
+    ecn_queues: list[EcnQueue] | None = Field(
+        default=None,
+        description="ECN/WRED marking per lossless queue (unset: the defaults on pfc_priority)",
+    )
+    dcqcn: Dcqcn = Field(default_factory=Dcqcn)
+    buffer: PortBuffer = Field(default_factory=PortBuffer)
+
+    @property
+    def lossless(self) -> list[int]:
+        """The lossless priorities: as declared, else RDMA's ``pfc_priority`` alone."""
+        return list(self.lossless_priorities or [self.pfc_priority])
+
+    @property
+    def ecn_marking(self) -> list[EcnQueue]:
+        """ECN marking per lossless queue: as declared, else the defaults on ``pfc_priority``."""
+        if self.ecn_queues is not None:
+            return list(self.ecn_queues)
+        return [EcnQueue(priority=self.pfc_priority)]
+
+
+class SwitchPort(Model):
+    """A switch port facing a host's fabric netdev (what the RoCE consistency checks pair)."""
+
+    name: str = Field(min_length=1, description="switch port, e.g. swp1, Ethernet0, eth1")
+    host: str | None = Field(default=None, description="the host on its other end")
+    netdev: str | None = Field(default=None, description="that host's fabric netdev")
 
 
 class Switch(Model):
-    """A fabric or management switch with a management address (bare metal)."""
+    """A fabric or management switch; ``manage: true`` has switch_qos configure it."""
 
     name: str
-    os: Literal["sonic", "cumulus", "onyx", "unmanaged"] = "unmanaged"
+    os: Literal["sonic", "cumulus", "linux", "unmanaged"] = Field(
+        default="unmanaged",
+        description="sonic (Dell Enterprise SONiC), cumulus (NVUE), linux (switchdev, "
+        "iproute2) or unmanaged; NVIDIA Onyx is not supported",
+    )
     address: str | None = None
     role: Literal["leaf", "spine", "management"] = "leaf"
+    manage: bool = Field(default=False, description="apply the RoCE QoS with switch_qos")
+    ssh_user: str = Field(default="admin", min_length=1, description="login of Ansible")
+    ports: list[SwitchPort] = Field(default_factory=list, description="ports facing hosts")
 
 
 class CableEnd(Model):
@@ -302,6 +426,21 @@ class RedfishEndpoint(Model):
 
     url: str = Field(description="https://BMC[:port] of the Redfish service")
     system_id: str | None = Field(default=None, description="Systems/<id>; the first one if unset")
+    boot_once: str | None = Field(
+        default=None,
+        description="one-time boot device to set before powering on (Pxe, Hdd, ...); unset: "
+        "none is set, the node boots as it is configured",
+    )
+    host_keys: list[str] = Field(
+        default_factory=list,
+        description="the node's SSH host keys (known_hosts key parts: 'ssh-ed25519 AAAA...'); "
+        "unset: recorded at first contact",
+    )
+    replaced: str | None = Field(
+        default=None,
+        description="set or change it (e.g. the new serial or a date) when the hardware was "
+        "replaced under the same name: its new host key is accepted once at the next pulumi up",
+    )
 
 
 class BmcNetwork(Model):
@@ -354,6 +493,34 @@ class LabSpec(Model):
     roce_subnet: ipaddress.IPv4Network | None = Field(
         default=None,
         description="the RoCE/Ethernet fabric network of a roce lab (default 198.18.2.0/24)",
+    )
+    datacenter_stack: str | None = Field(
+        default=None,
+        description="target baremetal over a lab datacenter, or existing over a lab's nodes: "
+        "the lab stack's name (the checks use its ibsim console)",
+    )
+    datacenter: bool = Field(
+        default=False,
+        description="target lab: provide only the datacenter (nodes powered off, their Redfish "
+        "BMCs, ibsim, the networks), no hand-off or checks; a target baremetal stack over it "
+        "with this lab block marks its nodes as the lab's simulated hardware",
+    )
+
+
+class ExistingSpec(Model):
+    """A cluster that already runs (target ``existing``): how to reach each node over SSH.
+    Nothing is provisioned; each node's host key is pinned (``known_hosts`` lines or their
+    SSH CA, else at first contact) and checked at every ``pulumi up``. With a ``lab`` block
+    (``datacenter_stack``) the nodes are a railyard lab's (simulated hardware)."""
+
+    ssh: dict[str, str] = Field(
+        description="node -> [user@]address[:port] (user: management.ssh_user, port: 22)"
+    )
+    known_hosts: list[str] = Field(
+        default_factory=list,
+        description="known_hosts lines for the nodes ('ADDRESS ssh-ed25519 AAAA...', as "
+        "ssh-keyscan prints them, or '@cert-authority PATTERN KEY' for an SSH CA); a node none "
+        "names is pinned at first contact",
     )
 
 
@@ -430,6 +597,41 @@ class RdmaStack(Model):
     gpg_key_checksum: str | None = Field(default=None, pattern=r"^sha256:[0-9a-fA-F]{64}$")
 
 
+class CounterThresholds(Model):
+    """Port error counter thresholds: the increase allowed per minute; unset keeps the
+    default per link rate (``fabric/verify/counters.py`` gives each default and its source)."""
+
+    symbol_errors: int | None = Field(default=None, ge=0)
+    link_error_recovery: int | None = Field(default=None, ge=0)
+    link_downed: int | None = Field(default=None, ge=0)
+    port_rcv_errors: int | None = Field(default=None, ge=0)
+    port_rcv_remote_physical_errors: int | None = Field(default=None, ge=0)
+    local_link_integrity_errors: int | None = Field(default=None, ge=0)
+    excessive_buffer_overrun_errors: int | None = Field(default=None, ge=0)
+    port_xmit_discards: int | None = Field(default=None, ge=0)
+    port_xmit_wait: int | None = Field(
+        default=None, ge=0, description="congestion: reported only unless set"
+    )
+
+
+class HealthSpec(Model):
+    """Fabric health that stays on: the counter check's window and thresholds, and the Slurm
+    HealthCheckProgram railyard installs on every compute node (roles/node_health)."""
+
+    interval: int = Field(
+        default=60, ge=0, le=86400, description="Slurm HealthCheckInterval, seconds (0: off)"
+    )
+    node_state: list[Literal["ALLOC", "ANY", "CYCLE", "IDLE", "MIXED", "NONDRAINED_IDLE"]] = Field(
+        default_factory=lambda: ["ANY"],
+        min_length=1,
+        description="Slurm HealthCheckNodeState flags, e.g. [ANY] or [IDLE, CYCLE]",
+    )
+    sample_seconds: float = Field(
+        default=5.0, gt=0, le=300, description="gap between the counter check's two readings"
+    )
+    counters: CounterThresholds = Field(default_factory=CounterThresholds)
+
+
 class ClusterSpec(Model):
     """A whole cluster: nodes, fabric, networks, Slurm, and the target they land on."""
 
@@ -442,7 +644,9 @@ class ClusterSpec(Model):
     access: AccessSpec = Field(default_factory=AccessSpec)
     slurm: SlurmSpec = Field(default_factory=SlurmSpec)
     rdma_stack: RdmaStack = Field(default_factory=RdmaStack)
+    health: HealthSpec = Field(default_factory=HealthSpec)
     lab: LabSpec | None = None
+    existing: ExistingSpec | None = None
     aws: AwsSpec | None = None
     gcp: GcpSpec | None = None
 
@@ -450,6 +654,14 @@ class ClusterSpec(Model):
     def hosts(self) -> dict[str, NodeGroup]:
         """Every host name mapped to its node group, in declaration order."""
         return {host: group for group in self.nodes for host in group.hosts}
+
+    @property
+    def simulated(self) -> bool:
+        """True when the nodes are the lab's containers on ibsim: target lab, or a bare-metal
+        stack over a lab datacenter or an existing stack adopting lab nodes (a ``lab`` block)."""
+        return self.target == "lab" or (
+            self.target in ("baremetal", "existing") and self.lab is not None
+        )
 
     def hosts_with_role(self, role: NodeRole) -> list[str]:
         """Host names of every node with ``role``."""

@@ -228,6 +228,10 @@ def check_target_kind(c: Checker) -> None:
             c.add("fabric.kind", f"kind {kind} needs target {cloud}, not {target!r}")
 
 
+#: (block, target): a lab block on a stack over a lab's nodes marks them as simulated.
+_LAB_OVER = (("lab", "baremetal"), ("lab", "existing"))
+
+
 def check_target_blocks(c: Checker) -> None:
     """The target's settings block is present, and no other target's block is."""
     if not c.known("target"):
@@ -237,7 +241,8 @@ def check_target_blocks(c: Checker) -> None:
     for name, block in blocks.items():
         if target == name and block is None and name != "lab":
             c.add(name, f"target {target} needs the {name} block; see python -m fabric schema")
-        if block is not None and target != name:
+        # a baremetal stack over a lab datacenter marks its nodes as simulated with a lab block
+        if block is not None and target != name and (name, target) not in _LAB_OVER:
             c.add(name, f"the {name} block applies only to target {name}; target is {target!r}")
 
 
@@ -557,6 +562,133 @@ def check_roce(c: Checker) -> None:
         )
 
 
+def check_roce_classes(c: Checker) -> None:
+    """Only RDMA is lossless: the lossless priorities are RDMA's PFC priority alone; CNPs have a
+    priority of their own, outside the lossless classes."""
+    roce = c.spec.fabric.roce
+    if roce is None:
+        return
+    path = "fabric.roce.lossless_priorities"
+    # Unset, they follow pfc_priority, whose range check_roce reports.
+    lossless = roce.lossless if roce.lossless_priorities is not None else []
+    if not in_range(roce.cnp_priority, PFC_PRIORITY_RANGE):
+        c.add("fabric.roce.cnp_priority", f"{roce.cnp_priority} is outside the priority range 0-7")
+    elif roce.cnp_priority == roce.pfc_priority:
+        c.add(
+            "fabric.roce.cnp_priority",
+            f"{roce.cnp_priority} equals pfc_priority; CNPs need their own strict class, e.g. 6",
+            reads=["fabric.roce.pfc_priority"],
+        )
+    for index, prio in enumerate(lossless):
+        where = f"{path}[{index}]" if roce.lossless_priorities else path
+        if not in_range(prio, PFC_PRIORITY_RANGE):
+            c.add(where, f"{prio} is outside the priority range 0-7")
+        elif prio == roce.cnp_priority and prio != roce.pfc_priority:
+            c.add(where, f"{prio} is cnp_priority; CNPs are not lossless: remove it")
+        elif prio != roce.pfc_priority:
+            c.add(
+                where,
+                f"priority {prio} is lossless but has no PFC (PFC is on pfc_priority "
+                f"{roce.pfc_priority} only, and only RDMA is lossless): use [{roce.pfc_priority}]",
+                reads=["fabric.roce.pfc_priority"],
+            )
+    if roce.lossless_priorities is not None and roce.pfc_priority not in lossless:
+        c.add(
+            path,
+            f"pfc_priority {roce.pfc_priority} is not lossless; add it: [{roce.pfc_priority}]",
+            reads=["fabric.roce.pfc_priority"],
+        )
+
+
+def check_roce_congestion(c: Checker) -> None:
+    """ECN marking per lossless queue has min below max, covers each lossless queue when ECN
+    is on; the PFC watchdog is on, and it restores no sooner than it detects; the headroom
+    holds at least two frames."""
+    roce = c.spec.fabric.roce
+    if roce is None:
+        return
+    lossless = roce.lossless
+    seen: set[int] = set()
+    for index, queue in enumerate(roce.ecn_marking):
+        path = f"fabric.roce.ecn_queues[{index}]"
+        if not in_range(queue.priority, PFC_PRIORITY_RANGE):
+            if roce.ecn_queues is not None:
+                c.add(f"{path}.priority", f"{queue.priority} is outside the priority range 0-7")
+            continue
+        if queue.min_bytes >= queue.max_bytes:
+            c.add(
+                f"{path}.min_bytes",
+                f"{queue.min_bytes} is not below max_bytes {queue.max_bytes}; ECN marks from min "
+                f"to max: lower min_bytes (default 150000) or raise max_bytes (default 1500000)",
+                reads=[f"{path}.max_bytes"],
+            )
+        if queue.priority not in lossless:
+            c.add(
+                f"{path}.priority",
+                f"{queue.priority} is not a lossless priority {lossless}; mark the lossless "
+                "queue, e.g. pfc_priority",
+                reads=["fabric.roce.lossless_priorities"],
+            )
+        elif queue.priority in seen:
+            c.add(f"{path}.priority", f"{queue.priority} already has an ECN queue; keep one")
+        seen.add(queue.priority)
+    if roce.ecn:
+        for prio in lossless:
+            if prio not in seen and in_range(prio, PFC_PRIORITY_RANGE):
+                c.add(
+                    "fabric.roce.ecn_queues",
+                    f"lossless priority {prio} has no ECN marking (ecn is on); add "
+                    f"{{priority: {prio}}}",
+                    reads=["fabric.roce.ecn", "fabric.roce.lossless_priorities"],
+                )
+    dog = roce.pfc_watchdog
+    if not dog.enabled:
+        c.add(
+            "fabric.roce.pfc_watchdog.enabled",
+            "PFC without a watchdog lets one stuck receiver pause the fabric (pause storm); "
+            "set enabled: true",
+        )
+    elif dog.detection_ms > dog.restore_ms:
+        c.add(
+            "fabric.roce.pfc_watchdog.detection_ms",
+            f"{dog.detection_ms} ms is longer than restore_ms {dog.restore_ms}; a queue would "
+            f"rejoin PFC before a storm could be seen again: set restore_ms >= {dog.detection_ms}",
+            reads=["fabric.roce.pfc_watchdog.restore_ms"],
+        )
+    headroom = roce.buffer.headroom_bytes
+    if headroom is not None and c.known("fabric.mtu") and headroom < 2 * c.spec.fabric.mtu:
+        c.add(
+            "fabric.roce.buffer.headroom_bytes",
+            f"{headroom} holds less than two {c.spec.fabric.mtu}-byte frames; set at least "
+            f"{2 * c.spec.fabric.mtu} or leave it unset",
+            reads=["fabric.mtu"],
+        )
+
+
+def check_switches_managed(c: Checker) -> None:
+    """A managed switch has an OS railyard configures, on a RoCE fabric; its ports are unique
+    and name hosts of the spec."""
+    for index, switch in enumerate(c.spec.fabric.switches):
+        path = f"fabric.switches[{index}]"
+        if switch.manage and switch.os == "unmanaged":
+            c.add(f"{path}.os", "manage: true needs the switch's os: sonic, cumulus or linux")
+        if switch.manage and c.spec.fabric.kind != "roce":
+            c.add(
+                f"{path}.manage",
+                f"switch_qos configures RoCE switches; kind is {c.spec.fabric.kind!r}: set "
+                "manage: false",
+                reads=["fabric.kind"],
+            )
+        names: set[str] = set()
+        for pindex, port in enumerate(switch.ports):
+            ppath = f"{path}.ports[{pindex}]"
+            if port.name in names:
+                c.add(f"{ppath}.name", f"{port.name!r} is listed twice on {switch.name!r}")
+            names.add(port.name)
+            if port.host is not None:
+                c.check_host(f"{ppath}.host", port.host)
+
+
 # --- Slurm ---------------------------------------------------------------------------------
 
 
@@ -702,6 +834,9 @@ GENERAL_RULES: tuple[Rule, ...] = (
     check_subnet_managers,
     check_partitions,
     check_roce,
+    check_roce_classes,
+    check_roce_congestion,
+    check_switches_managed,
     check_slurm,
     check_slurm_partitions,
     check_management,

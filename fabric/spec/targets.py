@@ -1,11 +1,13 @@
-"""The target rules: what each target (lab, baremetal, aws, gcp) needs of a spec.
+"""The target rules: what each target (lab, baremetal, existing, aws, gcp) needs of a spec.
 
 These run with the general rules (fabric.spec.rules) in ClusterSpec's validator, so
 ``python -m fabric validate`` refuses what ``pulumi up`` would refuse: cloud machine
 types and placement, head nodes, bare-metal BMC endpoints and fixed addresses. The
 components run them again (fabric.spec.rules.provision_problems) before creating
 anything. Stack config that is not part of the spec (the bare-metal boot targets) is
-checked by :func:`baremetal_settings_problems`, which the bare-metal component calls.
+checked by :func:`baremetal_settings_problems`, which the bare-metal component calls; the
+import's placeholder SSH addresses, which ``validate`` accepts, by
+:func:`existing_placeholder_problems`, which the existing component calls.
 """
 
 from __future__ import annotations
@@ -29,6 +31,11 @@ __all__ = [
     "check_aws_ids",
     "check_aws_instance_types",
     "check_baremetal",
+    "cert_authorities",
+    "check_existing",
+    "existing_placeholder_problems",
+    "known_hosts_keys",
+    "ssh_target",
     "check_gcp",
     "check_gcp_names",
     "check_lab",
@@ -95,6 +102,13 @@ def check_lab(c: Checker) -> None:
             reads=["target"],
         )
     lab = c.spec.lab
+    if lab is not None and lab.datacenter and c.spec.target != "lab":
+        c.add(
+            "lab.datacenter",
+            f"only a target lab stack provides the datacenter (this is target "
+            f"{c.spec.target}); drop it here",
+            reads=["target"],
+        )
     if lab is not None and lab.bmc_port == lab.ibsim_port:
         c.add(
             "lab.ibsim_port",
@@ -127,6 +141,19 @@ def check_baremetal(c: Checker) -> None:
             if host not in spec.management.addresses:
                 c.add(f"management.addresses.{host}", "every bare-metal node needs a fixed address")
         for host, endpoint in bmc.endpoints.items():
+            if endpoint.boot_once is not None and endpoint.boot_once not in BOOT_TARGETS:
+                c.add(
+                    f"bmc.endpoints.{host}.boot_once",
+                    f"{endpoint.boot_once!r}; use one of {', '.join(BOOT_TARGETS)}, or drop it",
+                )
+            for index, line in enumerate(endpoint.host_keys):
+                parts = line.split()
+                if len(parts) < 2 or not parts[0].startswith(("ssh-", "ecdsa-sha2-")):
+                    c.add(
+                        f"bmc.endpoints.{host}.host_keys[{index}]",
+                        f"{line[:40]!r} is not a host key; write 'ssh-ed25519 AAAA...' as in "
+                        "the node's /etc/ssh/ssh_host_ed25519_key.pub",
+                    )
             if endpoint.url.startswith("http://") and bmc.verify_tls:
                 c.add(
                     f"bmc.endpoints.{host}.url",
@@ -148,20 +175,206 @@ class BootSettings(Protocol):
     (fabric.components.baremetal.BareMetalSettings)."""
 
     @property
-    def boot_target(self) -> str: ...
+    def boot_target(self) -> str | None: ...
 
     @property
     def settle_target(self) -> str: ...
 
 
 def baremetal_settings_problems(settings: BootSettings) -> list[Problem]:
-    """Problems of the bare-metal stack config: boot targets Redfish does not know."""
+    """Problems of the bare-metal stack config: boot targets Redfish does not know (an unset
+    ``bootTarget`` asks for no one-time boot)."""
     values = (("bootTarget", settings.boot_target), ("settleBootTarget", settings.settle_target))
-    return [_boot_target_problem(key, value) for key, value in values if value not in BOOT_TARGETS]
+    return [
+        _boot_target_problem(key, value)
+        for key, value in values
+        if value is not None and value not in BOOT_TARGETS
+    ]
 
 
 def _boot_target_problem(key: str, value: Any) -> Problem:
     return Problem(f"config railyard:{key}", f"{value!r}; use one of {', '.join(BOOT_TARGETS)}")
+
+
+# --- existing ------------------------------------------------------------------------------
+
+#: ``[user@]address[:port]``: how target existing reaches a node (existing.ssh).
+_SSH_TARGET = re.compile(
+    r"^(?:(?P<user>[a-z_][a-z0-9_.-]*)@)?(?P<address>[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?)"
+    r"(?::(?P<port>[0-9]{1,5}))?$"
+)
+#: What ``python -m fabric import`` writes where it cannot know a node's SSH address.
+SSH_PLACEHOLDER = "PLACEHOLDER"
+#: A known_hosts key line: host patterns, key type, base64 blob, optional comment.
+_KNOWN_HOSTS_LINE = re.compile(
+    r"^(?P<names>[^@\s]\S*)\s+(?P<kind>ssh-[a-z0-9-]+|ecdsa-sha2-nistp[0-9]+|sk-\S+)\s+"
+    r"(?P<blob>[A-Za-z0-9+/]+={0,2})(\s.*)?$"
+)
+
+
+def ssh_target(value: str, default_user: str) -> tuple[str, str, int] | None:
+    """``[user@]address[:port]`` -> (user, address, port); None when it is not that."""
+    match = _SSH_TARGET.match(value)
+    port = int(match.group("port") or 22) if match else 0
+    if match is None or not 1 <= port <= 65535:
+        return None
+    return match.group("user") or default_user, match.group("address"), port
+
+
+def _name_matches(pattern: str, name: str) -> bool:
+    """Whether a known_hosts host pattern (``*``/``?`` wildcards, ``|1|`` hashed) names
+    ``name``."""
+    import fnmatch
+    import hashlib
+    import hmac
+    from base64 import b64decode, b64encode
+
+    if pattern.startswith("|1|"):
+        try:
+            salt, digest = pattern[3:].split("|", 1)
+            mac = hmac.new(b64decode(salt), name.encode(), hashlib.sha1).digest()
+        except ValueError:
+            return False
+        return b64encode(mac).decode() == digest
+    return fnmatch.fnmatchcase(name, pattern)
+
+
+def known_hosts_keys(lines: list[str], names: list[str]) -> list[str]:
+    """The keys (``type base64``) of the known_hosts ``lines`` naming any of ``names`` (a
+    node's ``address`` or ``[address]:port``, and its name); a ``!pattern`` excludes."""
+    keys: list[str] = []
+    for line in lines:
+        match = _KNOWN_HOSTS_LINE.match(line.strip())
+        if match is None:
+            continue
+        patterns = match.group("names").split(",")
+        negated = [p[1:] for p in patterns if p.startswith("!")]
+        if any(_name_matches(p, n) for p in negated for n in names):
+            continue
+        if any(_name_matches(p, n) for p in patterns if not p.startswith("!") for n in names):
+            key = f"{match.group('kind')} {match.group('blob')}"
+            if key not in keys:
+                keys.append(key)
+    return keys
+
+
+def cert_authorities(lines: list[str], names: list[str]) -> list[str]:
+    """The ``@cert-authority`` lines (an SSH CA that signs host certificates) naming any of
+    ``names``, as written."""
+    out = []
+    for line in lines:
+        parts = line.split(None, 1)
+        if (
+            len(parts) == 2
+            and parts[0] == "@cert-authority"
+            and known_hosts_keys([parts[1]], names)
+        ):
+            out.append(line.strip())
+    return out
+
+
+def _known_name(address: str, port: int) -> str:
+    return address if port == 22 else f"[{address}]:{port}"
+
+
+def check_existing(c: Checker) -> None:
+    """A running cluster: every node has an SSH target (``[user@]address[:port]``) of its own;
+    known_hosts lines are key lines that name a node; no bastion, no fixed addresses."""
+    spec = c.spec
+    if not c.known("target"):
+        return
+    if spec.existing is not None and spec.target != "existing":
+        c.add("existing", f"the existing block applies only to target existing; target is "
+              f"{spec.target!r}")  # fmt: skip
+        return
+    if spec.target != "existing":
+        return
+    existing = spec.existing
+    if existing is None:
+        c.add(
+            "existing",
+            "target existing needs the existing block: existing: {ssh: {NODE: "
+            "[user@]address[:port], ...}}",
+        )
+        return
+    if spec.access.bastion is not None:
+        c.add("access.bastion", "target existing reaches its nodes directly; remove the bastion")
+    if spec.management.addresses:
+        c.add(
+            "management.addresses",
+            "target existing reads each node's address from existing.ssh; move them there",
+        )
+    owners: dict[str, str] = {}
+    targets: dict[str, list[str]] = {}
+    for host, value in existing.ssh.items():
+        path = f"existing.ssh.{host}"
+        c.check_host(path, host)
+        parsed = ssh_target(value, spec.management.ssh_user)
+        if parsed is None:
+            c.add(
+                path,
+                f"{value!r} is not [user@]address[:port]; write e.g. 10.0.0.11 or "
+                "admin@gpu01.example.org:2222",
+            )
+            continue
+        if value == SSH_PLACEHOLDER:
+            continue
+        where = _known_name(parsed[1], parsed[2])
+        if where in owners:
+            c.add(path, f"{where} is already the address of {owners[where]!r}")
+        owners.setdefault(where, host)
+        targets[host] = [where, host]
+    if c.all_hosts_known:
+        for host in c.hosts:
+            if host not in existing.ssh:
+                c.add(
+                    f"existing.ssh.{host}",
+                    "every node needs its SSH address: [user@]address[:port], e.g. 10.0.0.11",
+                )
+    for index, line in enumerate(existing.known_hosts):
+        path = f"existing.known_hosts[{index}]"
+        marker, _, rest = (
+            line.strip().partition(" ") if line.lstrip().startswith("@") else ("", "", line.strip())
+        )
+        if marker not in ("", "@cert-authority"):
+            c.add(
+                path,
+                f"{marker!r} lines are not supported for target existing; give the nodes' keys"
+                " (ssh-keyscan ADDRESS) or their CA (@cert-authority PATTERN KEY)",
+            )
+        elif _KNOWN_HOSTS_LINE.match(rest.strip()) is None:
+            c.add(
+                path,
+                f"{line[:40]!r} is not a known_hosts line; write 'ADDRESS ssh-ed25519 AAAA...' "
+                "as ssh-keyscan ADDRESS prints it, or '@cert-authority PATTERN KEY'",
+            )
+        elif targets and not any(known_hosts_keys([rest], n) for n in targets.values()):
+            c.add(
+                path,
+                f"names none of the nodes ({', '.join(sorted(owners))}); write a node's "
+                "address as existing.ssh has it, or its name",
+                reads=["existing.ssh"],
+            )
+
+
+def existing_placeholder_problems(spec: ClusterSpec) -> list[Problem]:
+    """Why ``pulumi up`` refuses an existing-target spec that still holds the import's
+    ``PLACEHOLDER`` SSH addresses (``validate`` accepts them: the spec serves ``check --plan``
+    and the topology commands as it is). One problem naming every such node."""
+    from fabric.hostlist import compress
+
+    if spec.target != "existing" or spec.existing is None:
+        return []
+    held = [h for h, v in spec.existing.ssh.items() if v == SSH_PLACEHOLDER]
+    if not held:
+        return []
+    return [
+        Problem(
+            "existing.ssh",
+            f"{compress(held)}: still PLACEHOLDER (written by python -m fabric import); set "
+            "each node's [user@]address[:port] before pulumi up",
+        )
+    ]
 
 
 # --- clouds --------------------------------------------------------------------------------
@@ -464,6 +677,7 @@ def stack_config_problems(config: Mapping[str, Any], spec: ClusterSpec) -> list[
 TARGET_RULES: tuple[Rule, ...] = (
     check_lab,
     check_baremetal,
+    check_existing,
     check_access,
     check_aws,
     check_aws_ids,

@@ -15,8 +15,10 @@ one cause, in this order:
 3. a subnet manager: an SM that does not answer (or runs at a wrong priority); the first one
    explains the single-master check, every host's "sees the master" check and ports left
    Initializing;
-4. a port: any other failing check of one HCA port or cable (rate, width, MTU, miscabled);
-5. an MTU: a netdev at a wrong MTU explains the path-MTU pairs through its host; other failing
+4. a cable with errors: its error counters rise (``test_port_error_counters``); it explains
+   its port's other failing checks and its host's pairs;
+5. a port: any other failing check of one HCA port or cable (rate, width, MTU, miscabled);
+6. an MTU: a netdev at a wrong MTU explains the path-MTU pairs through its host; other failing
    paths are grouped by the host they share.
 
 A check that could not run (pytest ``error``: a fixture or harness failure, a HarnessError) is
@@ -43,6 +45,7 @@ KIND_ORDER: tuple[Kind, ...] = ("node", "cable", "sm", "port", "mtu")
 PLURAL = {
     "node unreachable": "nodes unreachable",
     "cable down": "cables down",
+    "cable with errors": "cables with errors",
     "subnet manager down": "subnet managers down",
     "subnet manager at a wrong priority": "subnet managers at a wrong priority",
     "no single master subnet manager": "no single master subnet manager",
@@ -58,6 +61,8 @@ HOST_FABRIC_CHECKS = {
     "test_sm_priority",
     "test_node_idle_or_allocated",
 }
+#: The error counter check (``checks/test_counters.py``).
+COUNTER_CHECK = "test_port_error_counters"
 #: Checks of the master SM as the fabric sees it.
 MASTER_CHECKS = {"test_single_master", "test_host_sees_master"}
 _STATE = re.compile(r": state (\w+), expected Active")
@@ -196,7 +201,8 @@ def _host_of(cable: str, cables: _Cables) -> str:
 
 
 def _ports(r: CheckResult) -> list[str]:
-    return [s[5:] for s in r.subjects if s.startswith("port:")]
+    """HCA port ids a check is about (``port:`` and the counter check's ``counters:``)."""
+    return [s.partition(":")[2] for s in r.subjects if s.startswith(("port:", "counters:"))]
 
 
 def _links(r: CheckResult) -> list[str]:
@@ -258,6 +264,7 @@ def diagnose(results: list[CheckResult], graph: FabricGraph | None = None) -> Di
     _nodes(work)
     down = _cables_down(work, cables)
     _subnet_managers(work, down)
+    _cables_with_errors(work, cables)
     _ports_degraded(work, cables)
     _mtu(work)
     work.causes.sort(key=lambda c: KIND_ORDER.index(c.kind))
@@ -362,6 +369,26 @@ def _subnet_managers(work: _Work, down: dict[str, Cause]) -> None:
 def _sm_host(host: str, down: dict[str, Cause]) -> bool:
     """True when the cable-down cause of ``host`` took that host's SM check."""
     return any(c.startswith("test_sm_answers[") for c in down[host].checks)
+
+
+def _cables_with_errors(work: _Work, cables: _Cables) -> None:
+    """A cable whose error counters rise (and that is not down): its counter check, and any
+    other failing check of its port or its host's pairs."""
+    for r in [r for r in work.left if r.name == COUNTER_CHECK and r.outcome == "failed"]:
+        ports = _ports(r)
+        if not ports:
+            continue
+        cable = cables.of_port.get(ports[0], ports[0])
+        host = _host_of(cable, cables)
+        cause = Cause(
+            kind="cable", what="cable with errors", subject=cables.name(cable), evidence=r.message
+        )
+        work.file(
+            cause,
+            lambda x, r=r, p=set(ports), h=host: (
+                x is r or bool(p & set(_ports(x))) or (bool(h) and h in (_pair(x) or ()))
+            ),
+        )
 
 
 def _ports_degraded(work: _Work, cables: _Cables) -> None:

@@ -71,6 +71,26 @@ class Pair(_Model):
         return f"{self.source}->{self.target}"
 
 
+class SwitchHop(_Model):
+    """One host-switch hop of a RoCE fabric: the host's fabric netdev and the switch port
+    facing it (``fabric.switches[].ports``). A host->switch->host path is two hops."""
+
+    host: str
+    netdev: str
+    switch: str
+    port: str
+
+    @property
+    def id(self) -> str:
+        """Test id: ``gpu01/eth1-leaf1/swp1``."""
+        return f"{self.host}/{self.netdev}-{self.switch}/{self.port}"
+
+    @property
+    def where(self) -> str:
+        """How messages name the hop."""
+        return f"switch {self.switch} port {self.port} <-> host {self.host} {self.netdev}"
+
+
 class DeclaredLink(_Model):
     """A declared cable, named by both ends."""
 
@@ -131,7 +151,7 @@ class CheckPlan(_Model):
     @property
     def simulated(self) -> bool:
         """True in the lab: ibsim, not real HCAs, answers the MADs."""
-        return self.spec.target == "lab"
+        return self.spec.simulated
 
     @cached_property
     def declared_graph(self) -> FabricGraph | None:
@@ -207,6 +227,12 @@ class CheckPlan(_Model):
         return [p for p in self.hca_ports if p.link_layer == "InfiniBand"]
 
     @cached_property
+    def counter_ports(self) -> list[HcaPort]:
+        """InfiniBand HCA ports with a declared cable: their error counters and the switch
+        port's at the other end are judged (``fabric.verify.counters``)."""
+        return [p for p in self.ib_ports if p.switch is not None]
+
+    @cached_property
     def netdevs(self) -> list[tuple[str, str]]:
         """(host, netdev) of every HCA with a declared netdev (RoCE, IPoIB)."""
         seen: list[tuple[str, str]] = []
@@ -250,6 +276,26 @@ class CheckPlan(_Model):
         """Path-MTU pairs between hosts with a fabric netdev."""
         hosts = list(dict.fromkeys(h for h, _ in self.netdevs))
         return [Pair(source=s, target=t) for s, t in ring_pairs(hosts)]
+
+    @cached_property
+    def roce_hops(self) -> list[SwitchHop]:
+        """Every declared host-switch hop of a RoCE fabric whose switch railyard manages as a
+        Linux switch (it reads that switch's live QoS back) and whose host is selected."""
+        if self.spec.fabric.kind != "roce":
+            return []
+        netdevs = dict(self.netdevs)
+        return [
+            SwitchHop(
+                host=port.host,
+                netdev=port.netdev or netdevs[port.host],
+                switch=switch.name,
+                port=port.name,
+            )
+            for switch in self.spec.fabric.switches
+            if switch.manage and switch.os == "linux"
+            for port in switch.ports
+            if port.host in self.hosts and (port.netdev or port.host in netdevs)
+        ]
 
     @cached_property
     def declared_links(self) -> list[DeclaredLink]:
@@ -396,6 +442,8 @@ class CheckPlan(_Model):
         kind = spec.fabric.kind
         if not self.ib_ports:
             out["ib"] = "no InfiniBand HCA port declared on the selected hosts"
+        if not self.counter_ports:
+            out["counters"] = "no InfiniBand HCA port with a declared cable on the selected hosts"
         if not self.netdevs:
             out["netdev_mtu"] = (
                 "no HCA declares a netdev (RoCE/IPoIB interface) on the selected hosts"
@@ -421,6 +469,7 @@ class CheckPlan(_Model):
             out["roce_qos"] = (
                 f"fabric.kind is {kind}: RoCE QoS (mlnx_qos) applies to roce with a ConnectX"
             )
+        out |= self._roce_not_generated()
         if not self.slurm_nodes or self.slurm_controller is None:
             out["slurm"] = "no Slurm partition nodes or controller among the selected hosts"
         if not self.slurm_switches or self.slurm_controller is None:
@@ -431,6 +480,29 @@ class CheckPlan(_Model):
             out["discovery"] = (
                 "ibnetdiscover runs on an SM host of an InfiniBand fabric; none selected"
             )
+        return out
+
+    def _roce_not_generated(self) -> dict[str, str]:
+        """Why the host-against-switch RoCE families are not generated."""
+        kind, out = self.spec.fabric.kind, {}
+        if kind != "roce":
+            out["roce_consistency"] = f"fabric.kind is {kind}: host/switch QoS applies to roce"
+        elif not self.roce_hops:
+            others = [s.name for s in self.spec.fabric.switches if s.manage and s.os != "linux"]
+            out["roce_consistency"] = (
+                f"switches {others} are SONiC/Cumulus: switch_qos re-reads them when it applies; "
+                "the live comparison reads Linux switches only"
+                if others
+                else "no managed Linux switch declares ports facing the selected hosts "
+                "(fabric.switches[].ports)"
+            )
+        if self.simulated:
+            out["roce_bandwidth"] = (
+                "target lab: no RDMA device (veth), so ib_write_bw -R cannot run; the switch's "
+                "per-class counters prove DSCP classification instead"
+            )
+        elif kind != "roce":
+            out["roce_bandwidth"] = f"fabric.kind is {kind}: ib_write_bw -R with a ToS is RoCE"
         return out
 
     def _cloud_not_generated(self) -> dict[str, str]:
@@ -491,6 +563,7 @@ FAMILIES: dict[str, tuple[tuple[str, ...], str]] = {
         ("test_ib_active_mtu", "test_port_width", "test_port_cabled_to_declared_switch_port"),
         "ib_ports",
     ),
+    "counters": (("test_port_error_counters",), "counter_ports"),
     "netdev_mtu": (("test_netdev_mtu",), "netdevs"),
     "path_mtu": (("test_path_mtu",), "netdev_pairs"),
     "sm": (
@@ -503,6 +576,17 @@ FAMILIES: dict[str, tuple[tuple[str, ...], str]] = {
         ("test_trust_mode", "test_pfc_on_rdma_priority", "test_rdma_dscp_maps_to_pfc_priority"),
         "netdevs",
     ),
+    "roce_consistency": (
+        (
+            "test_hop_mtu",
+            "test_hop_dscp_map",
+            "test_hop_lossless_class",
+            "test_hop_ecn",
+            "test_hop_pfc_watchdog",
+        ),
+        "roce_hops",
+    ),
+    "roce_bandwidth": (("test_roce_write_bandwidth",), "netdev_pairs"),
     "discovery": (("test_declared_link_discovered", "test_no_undeclared_links"), "declared_links"),
     "slurm": (("test_node_idle_or_allocated",), "slurm_nodes"),
     "slurm_topology": (("test_topology_switch",), "slurm_switches"),

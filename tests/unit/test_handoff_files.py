@@ -15,3 +15,23 @@ def test_remove_handoff_files_deletes_what_the_handoff_wrote(tmp_path: Path) -> 
     removed = remove_handoff_files("lab", tmp_path)
     assert sorted(p.relative_to(base).as_posix() for p in removed) == sorted(HANDOFF_FILES)
     assert sorted(p.relative_to(base).as_posix() for p in base.rglob("*")) == ["inventory.yml"]
+
+
+def test_day2_check_reports_go_with_the_handoff(tmp_path: Path) -> None:
+    """rolling-driver-upgrade.yml's per-node check reports; the suite's own reports stay (the
+    verification step removes those)."""
+    base = tmp_path / "lab"
+    upgrade = base / "reports" / "upgrade-gpu03"
+    upgrade.mkdir(parents=True)
+    (upgrade / "junit.xml").write_text("<testsuites/>")
+    (base / "reports" / "junit.xml").write_text("<testsuites/>")
+    removed = remove_handoff_files("lab", tmp_path)
+    assert [p.relative_to(base).as_posix() for p in removed] == ["reports/upgrade-gpu03/junit.xml"]
+    assert sorted(p.relative_to(base).as_posix() for p in base.rglob("*")) == [
+        "reports",
+        "reports/junit.xml",
+    ]
+    (base / "reports" / "junit.xml").unlink()
+    upgrade.mkdir()
+    remove_handoff_files("lab", tmp_path)
+    assert not (base / "reports").exists()

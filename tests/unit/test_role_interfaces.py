@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 ROLES = Path(__file__).resolve().parents[2] / "roles"
-CHECKED = ("efa", "gcp_gpudirect", "slurm")
+CHECKED = ("efa", "fabric_watch", "gcp_gpudirect", "node_health", "slurm")
 
 
 def _readme_variables(role: str) -> set[str]:

@@ -1,6 +1,6 @@
-"""Every target hands off: bare metal, AWS and GCP (under Pulumi mocks) export the same outputs,
-and the inventory they produce is written by the hand-off through the state layout, found by
-the runner, and parsed by ``ansible-inventory``."""
+"""Every target hands off: bare metal, AWS, GCP and existing (under Pulumi mocks) export the
+same outputs, and the inventory they produce is written by the hand-off through the state
+layout, found by the runner, and parsed by ``ansible-inventory``."""
 
 from __future__ import annotations
 
@@ -53,6 +53,12 @@ def _baremetal(spec: ClusterSpec) -> Any:
     return BaremetalCluster("c", spec)
 
 
+def _existing(spec: ClusterSpec) -> Any:
+    from fabric.components.existing import ExistingCluster
+
+    return ExistingCluster("c", spec)
+
+
 #: id -> (spec file, component factory, stack config)
 TARGETS: dict[str, tuple[Path, Callable[[ClusterSpec], Any], dict[str, str]]] = {
     "baremetal-roce": (SPECS / "roce.yaml", _baremetal, BMC_PASSWORD),
@@ -66,6 +72,11 @@ TARGETS: dict[str, tuple[Path, Callable[[ClusterSpec], Any], dict[str, str]]] = 
         },
     ),
     "aws": (SPECS / "aws.yaml", _aws, {}),
+    "existing": (
+        ROOT / "Pulumi.existing.example.yaml",
+        _existing,
+        {"railyard:sshPrivateKeyFile": "~/.ssh/railyard"},
+    ),
     "gcp": (SPECS / "gcp.yaml", _gcp, {}),
 }
 
@@ -195,7 +206,8 @@ def test_handoff_writes_the_inventory_the_runner_and_ansible_read(
     )
     assert listed.returncode == 0, listed.stderr
     parsed = json.loads(listed.stdout)
-    assert sorted(parsed["_meta"]["hostvars"]) == sorted(spec.hosts)
+    switches = [sw.name for sw in spec.fabric.switches if sw.manage]  # the switches group
+    assert sorted(parsed["_meta"]["hostvars"]) == sorted([*spec.hosts, *switches])
     for host, address in (
         (h, v["ansible_host"]) for h, v in out["inventory"]["all"]["hosts"].items()
     ):

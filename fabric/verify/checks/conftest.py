@@ -106,11 +106,23 @@ def _params(
             lambda p: p.host,
             lambda p: f"port:{p.id}",
         ),
+        "counter_port": (
+            lambda: plan.counter_ports,
+            lambda p: p.id,
+            lambda p: p.host,
+            lambda p: f"counters:{p.id}",
+        ),
         "netdev": (
             lambda: plan.netdevs,
             lambda n: f"{n[0]}/{n[1]}",
             lambda n: n[0],
             lambda n: f"host:{n[0]}",
+        ),
+        "roce_hop": (
+            lambda: plan.roce_hops,
+            lambda h: h.id,
+            lambda h: h.host,
+            lambda h: f"hop:{h.id}",
         ),
         "netdev_pair": (
             lambda: plan.netdev_pairs,
@@ -310,10 +322,15 @@ def facts(request: pytest.FixtureRequest, plan: CheckPlan) -> Facts:
 
 @pytest.fixture(scope="session")
 def ibsim_console(request: pytest.FixtureRequest, plan: CheckPlan) -> IbsimConsole | None:
-    """The lab's ibsim console (FIFO and log beside the inventory), or None off the lab."""
+    """The lab's ibsim console (FIFO and log beside the inventory, or in the lab datacenter's
+    stack a bare-metal spec names in ``lab.datacenter_stack``), or None off the lab."""
     if not plan.simulated:
         return None
-    state = StateLayout.at(request.config.stash[INVENTORY].parent)
+    lab = plan.spec.lab
+    if plan.spec.target in ("baremetal", "existing") and lab is not None and lab.datacenter_stack:
+        state = StateLayout(lab.datacenter_stack)
+    else:
+        state = StateLayout.at(request.config.stash[INVENTORY].parent)
     return IbsimConsole(state.ibsim_console, state.ibsim_log)
 
 
