@@ -80,6 +80,19 @@ class IbdiagnetReport(ToolResult):
         return sum(stage.errors for stage in self.stages)
 
 
+def console_summary(text: str) -> str:
+    """The closing summary of a whole ibdiagnet console run (from its ``Fabric Summary`` or,
+    without one, its stage table header on): what :func:`parse` reads. The progress lines
+    before it differ between releases and plugins; the summary's form does not."""
+    rows = text.splitlines()
+    for marker in ("Fabric Summary", None):
+        for index, row in enumerate(rows):
+            stripped = row.strip()
+            if stripped == marker or (marker is None and _STAGE_HEADER.match(stripped)):
+                return "\n".join(rows[index:]) + "\n"
+    return text
+
+
 def parse(text: str) -> IbdiagnetReport:
     """Parse an ibdiagnet console summary or ``ibdiagnet2.sm`` file."""
     data: dict[str, object] = {

@@ -436,6 +436,11 @@ class CheckPlan(_Model):
             (s.host for s in (ib.subnet_managers if ib else []) if s.host in self.hosts), None
         )
 
+    @cached_property
+    def phy_hosts(self) -> list[str]:
+        """Where ``ibdiagnet --get_phy_info`` scans the fabric from: the discovery host."""
+        return [self.discovery_host] if self.discovery_host else []
+
     def not_generated(self) -> dict[str, str]:
         """Check family -> why it is not generated for this spec, target and selection."""
         spec, out = self.spec, {}
@@ -456,6 +461,13 @@ class CheckPlan(_Model):
                 if not self.subnet_managers
                 else "no fabric host selected to query the subnet managers from"
             )
+        if self.simulated:
+            out["phy"] = (
+                "target lab: ibsim models no PHY registers or BER, so ibdiagnet --get_phy_info "
+                "has nothing to read"
+            )
+        elif not self.phy_hosts:
+            out["phy"] = "no subnet manager host selected to run ibdiagnet from"
         if not self.ib_pairs:
             out["ib_pairs"] = "fewer than two selected InfiniBand hosts able to answer ibping"
         if self.simulated:
@@ -564,6 +576,7 @@ FAMILIES: dict[str, tuple[tuple[str, ...], str]] = {
         "ib_ports",
     ),
     "counters": (("test_port_error_counters",), "counter_ports"),
+    "phy": (("test_ibdiagnet_phy",), "phy_hosts"),
     "netdev_mtu": (("test_netdev_mtu",), "netdevs"),
     "path_mtu": (("test_path_mtu",), "netdev_pairs"),
     "sm": (

@@ -166,3 +166,15 @@ def test_spec_health_defaults() -> None:
     health = load_spec(REPO / "Pulumi.lab.yaml").health
     assert health.interval == 60 and health.node_state == ["ANY"]
     assert health.counters.model_dump(exclude_none=True) == {}
+
+
+def test_phy_scan_runs_from_the_discovery_host_off_the_lab() -> None:
+    """ibdiagnet's PHY/BER scan: not generated in the lab (ibsim has no PHY registers), run
+    once from the discovery host on a real fabric."""
+    lab = _lab_plan()
+    assert "ibsim" in lab.not_generated()["phy"]
+    spec = load_spec(REPO / "Pulumi.baremetal-ib.example.yaml")
+    plan = CheckPlan(spec=spec, hosts=list(spec.hosts))
+    assert "phy" not in plan.not_generated()
+    assert plan.phy_hosts == [plan.discovery_host] and plan.discovery_host
+    assert FAMILIES["phy"] == (("test_ibdiagnet_phy",), "phy_hosts")

@@ -85,3 +85,22 @@ def test_no_errors_is_ok(name: str) -> None:
 def test_not_ibdiagnet_raises_parse_error(text: str) -> None:
     with pytest.raises(ParseError, match="^ibdiagnet: "):
         parse(text)
+
+
+def test_console_summary_is_what_parse_reads() -> None:
+    """The check hands ``parse`` the console's closing summary: on a real console tail it is
+    the text from ``Fabric Summary`` on, and its stage table comes through whole."""
+    from fabric.parsers.ibdiagnet import console_summary
+
+    text = read("ibdiagnet__openairecipe__1.txt")
+    summary = console_summary(text)
+    assert summary.splitlines()[0] == "Fabric Summary"
+    stages = parse(summary).stages
+    assert [(s.stage, s.warnings, s.errors) for s in stages] == [
+        ("Discovery", 3, 0),
+        ("Virtualization", 0, 0),
+        ("Routing", 0, 0),
+    ]
+    # a summary without a stage table (the --sharp excerpt): the check calls that a harness
+    # error, never a pass
+    assert parse(console_summary(read("ibdiagnet__openairecipe__2.txt"))).stages == []

@@ -112,6 +112,12 @@ def _params(
             lambda p: p.host,
             lambda p: f"counters:{p.id}",
         ),
+        "phy_host": (
+            lambda: plan.phy_hosts,
+            lambda h: h,
+            lambda h: h,
+            lambda h: f"host:{h}",
+        ),
         "netdev": (
             lambda: plan.netdevs,
             lambda n: f"{n[0]}/{n[1]}",
