@@ -15,7 +15,6 @@ from typing import Any
 import pytest
 
 from fabric.lab.faults import IbsimConsole
-from fabric.lab.node import UMAD2SIM
 from fabric.parsers import PARSERS
 from fabric.verify.bandwidth import min_write_bw
 from fabric.verify.facts import Facts
@@ -101,11 +100,8 @@ def ibping_server(
             plan,
             ib_pair.target,
             "ibping -S",
-            # umad2sim alone, without the lab's umad shim: under the shim the servers died at
-            # once after SM faults (3 of 12 pairs in test_lab_recovery.py), while the plain
-            # library exits at once only when a stale registration holds the slot (reaped,
-            # then retried), as the lab has always run them
-            env=f"SIM_SET_ISSM=1 LD_PRELOAD={UMAD2SIM}",
+            # exit at once when a stale registration holds the slot (reaped, then retried)
+            env="SIM_SET_ISSM=1 RAILYARD_SIM_CONNECT_WAIT=0",
             before_retry=lambda: reap_quietly(ibsim_console, ib_pair.target, alive_ports),
         )
     finally:
