@@ -63,14 +63,20 @@ class PlaybookResult:
         return self.rc == 0 and self.status == "successful" and not self.failures
 
     def recap(self) -> str:
-        """The per-host counts as a small table."""
-        if not self.hosts:
+        """The per-host counts as a small table. A host on which every task was skipped (the
+        control node when an opt-in play of it is off) is left out: nothing ran there."""
+        hosts = {
+            h: c
+            for h, c in self.hosts.items()
+            if c.ok or c.changed or c.failed or c.unreachable or not c.skipped
+        }
+        if not hosts:
             return "no hosts ran"
-        width = max(len(h) for h in self.hosts)
+        width = max(len(h) for h in hosts)
         head = f"{'host'.ljust(width)}  ok  changed  failed  unreachable  skipped"
         rows = [
             f"{h.ljust(width)}  {c.ok:>2}  {c.changed:>7}  {c.failed:>6}  {c.unreachable:>11}  {c.skipped:>7}"
-            for h, c in sorted(self.hosts.items())
+            for h, c in sorted(hosts.items())
         ]
         return "\n".join([head, *rows])
 

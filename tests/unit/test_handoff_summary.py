@@ -163,3 +163,18 @@ def test_loop_failure_message_comes_from_the_failed_item():
         }
     )
     assert s.failures[0].message == "item two broke"
+
+
+def test_recap_leaves_out_a_host_where_every_task_was_skipped(tmp_path: Path) -> None:
+    """site.yml's opt-in metrics play on the control node: skipped there, so not a row."""
+    from fabric.handoff.summary import HostCounts, PlaybookResult
+
+    result = PlaybookResult(
+        playbook="site.yml",
+        status="successful",
+        rc=0,
+        hosts={"n1": HostCounts(ok=3, skipped=2), "localhost": HostCounts(skipped=6)},
+        failures=[],
+        artifacts=tmp_path,
+    )
+    assert [row.split()[0] for row in result.recap().splitlines()] == ["host", "n1"]
