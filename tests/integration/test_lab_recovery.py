@@ -39,7 +39,13 @@ UMAD_CLIENT = REPO / "tests" / "unit" / "umad_client.py"
 #: clients held at once on each node: with 5 nodes, 15 plus the 2 OpenSMs, past ibsim's 10
 HOLDERS_PER_NODE = 3
 
-pytestmark = pytest.mark.integration
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.skip(
+        reason="lab nodes do not preload the umad shim yet: under it the checks' 'ibping -S' "
+        "servers exit at once on most labs (issue 18); this sequence needs the shim's MAD timeouts"
+    ),
+]
 
 SM_CHECKS = "test_sm_answers or test_single_master or test_host_sees_master"
 LINK_CHECKS = "test_port_state_active or test_port_physical_state_linkup"

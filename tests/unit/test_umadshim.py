@@ -225,9 +225,11 @@ def test_refused_connect_gives_up_after_the_configured_wait(sim: Sim) -> None:
             _stop(holder)
 
 
-def test_lab_nodes_get_the_shim_ahead_of_umad2sim(
+def test_a_node_whose_environment_names_the_shim_gets_it_ahead_of_umad2sim(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """Lab nodes do not preload the shim yet (issue 18: the ping servers); a node whose
+    environment names it gets the built library copied in."""
     import io
     import tarfile
 
@@ -235,7 +237,8 @@ def test_lab_nodes_get_the_shim_ahead_of_umad2sim(
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     env = ibsim_environment("198.18.0.1", 17000, "gpu01:mlx5_0")
-    assert env["LD_PRELOAD"].split(":") == [umadshim.NODE_PATH, UMAD2SIM]
+    assert env["LD_PRELOAD"] == UMAD2SIM
+    env["LD_PRELOAD"] = f"{umadshim.NODE_PATH}:{UMAD2SIM}"
     cfg = NodeConfig(
         name="gpu01",
         container="ry-gpu01",
