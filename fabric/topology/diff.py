@@ -37,7 +37,8 @@ class Discrepancy(BaseModel):
     message: str
 
 
-def _key(graph: FabricGraph, guid: str) -> NodeKey:
+def node_key(graph: FabricGraph, guid: str) -> NodeKey:
+    """A node as both graphs name it: a switch by name, a CA by host and device, else its GUID."""
     sw = graph.switches.get(guid)
     if sw is not None:
         return ("sw", sw.name)
@@ -51,8 +52,9 @@ def _label(key: NodeKey) -> str:
     return key[1] if key[0] != "ca" else f"{key[1]} {key[2]}".strip()
 
 
-def _ports(graph: FabricGraph) -> dict[tuple[NodeKey, int], tuple[NodeKey, int, Link]]:
-    keys = {g: _key(graph, g) for g in (*graph.switches, *graph.cas)}
+def port_ends(graph: FabricGraph) -> dict[tuple[NodeKey, int], tuple[NodeKey, int, Link]]:
+    """Each cabled port (node key, port) -> the other end and the link."""
+    keys = {g: node_key(graph, g) for g in (*graph.switches, *graph.cas)}
     out: dict[tuple[NodeKey, int], tuple[NodeKey, int, Link]] = {}
     for link in graph.links:
         a = keys.get(link.a_guid, ("guid", link.a_guid))
@@ -76,10 +78,10 @@ def _where(
 
 def diff(declared: FabricGraph, discovered: FabricGraph) -> list[Discrepancy]:
     """Return every discrepancy between ``declared`` and ``discovered``, declared order first."""
-    found_ports = _ports(discovered)
+    found_ports = port_ends(discovered)
     matched: set[tuple[NodeKey, int]] = set()
     out: list[Discrepancy] = []
-    dkeys = {g: _key(declared, g) for g in (*declared.switches, *declared.cas)}
+    dkeys = {g: node_key(declared, g) for g in (*declared.switches, *declared.cas)}
     for link in declared.links:
         a, b = dkeys[link.a_guid], dkeys[link.b_guid]
         # Look the link up from its CA end: a miscabled HCA is named by host, not by switch port.
@@ -151,7 +153,7 @@ def diff(declared: FabricGraph, discovered: FabricGraph) -> list[Discrepancy]:
                     f"declared {link.width}{link.speed}; reseat or replace the cable (lanes down)",
                 )
             )
-    fkeys = {g: _key(discovered, g) for g in (*discovered.switches, *discovered.cas)}
+    fkeys = {g: node_key(discovered, g) for g in (*discovered.switches, *discovered.cas)}
     for link in discovered.links:
         a, b = (
             fkeys.get(link.a_guid, ("guid", link.a_guid)),

@@ -11,7 +11,8 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from fabric.topology.graph import WIDTH_LANES, FabricGraph, Link
+from fabric.topology.diff import node_key, port_ends
+from fabric.topology.graph import WIDTH_LANES, FabricGraph
 from fabric.verify.facts import keep_255
 from fabric.verify.plan import FAMILIES, CheckPlan
 from fabric.watch.counters import CounterDelta, CounterWatch
@@ -74,35 +75,14 @@ class Snapshot(BaseModel):
     sources: list[str] = []
 
 
-def _node_key(graph: FabricGraph, guid: str) -> tuple[str, ...]:
-    sw = graph.switches.get(guid)
-    if sw is not None:
-        return ("sw", sw.name)
-    ca = graph.cas.get(guid)
-    if ca is not None and ca.host is not None:
-        return ("ca", ca.host, ca.device or "")
-    return ("guid", guid)
-
-
-def _ends(
-    graph: FabricGraph,
-) -> dict[tuple[tuple[str, ...], int], tuple[tuple[str, ...], int, Link]]:
-    out = {}
-    for link in graph.links:
-        a, b = _node_key(graph, link.a_guid), _node_key(graph, link.b_guid)
-        out[(a, link.a_port)] = (b, link.b_port, link)
-        out[(b, link.b_port)] = (a, link.a_port, link)
-    return out
-
-
 def cable_samples(expected: FabricGraph, found: FabricGraph) -> tuple[list[CableSample], int]:
     """Every declared cable of ``expected`` as ``found`` shows it, and the count of cables
     found between ports no declared cable uses."""
-    seen = _ends(found)
+    seen = port_ends(found)
     used: set[tuple[tuple[str, ...], int]] = set()
     out = []
     for link in expected.links:
-        a, b = _node_key(expected, link.a_guid), _node_key(expected, link.b_guid)
+        a, b = node_key(expected, link.a_guid), node_key(expected, link.b_guid)
         a_name, b_name = expected.node_name(link.a_guid), expected.node_name(link.b_guid)
         used |= {(a, link.a_port), (b, link.b_port)}
         got = seen.get((a, link.a_port)) or seen.get((b, link.b_port))
@@ -124,7 +104,7 @@ def cable_samples(expected: FabricGraph, found: FabricGraph) -> tuple[list[Cable
         )
     extra = 0
     for link in found.links:
-        a, b = _node_key(found, link.a_guid), _node_key(found, link.b_guid)
+        a, b = node_key(found, link.a_guid), node_key(found, link.b_guid)
         if (a, link.a_port) not in used and (b, link.b_port) not in used:
             extra += 1
     return out, extra
