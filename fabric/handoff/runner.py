@@ -278,7 +278,14 @@ def run_playbook(
         f"running {book.relative_to(REPO_ROOT) if book.is_relative_to(REPO_ROOT) else book} "
         f"on stack {stack}{f' (limit {limit})' if limit else ''}; artifacts in {private}"
     )
-    with secret_vars_file(secret_vars or {}) as secrets_file, without_sensitive_env():
+    with (
+        secret_vars_file(secret_vars or {}) as secrets_file,
+        without_sensitive_env(),
+        tempfile.TemporaryDirectory(prefix="ry-cp-") as control_dir,
+    ):
+        # Each run its own ssh ControlPath directory: a master connection kept open by the
+        # last run (ControlPersist) would carry this run past a host key that changed since.
+        env.setdefault("ANSIBLE_SSH_CONTROL_PATH_DIR", control_dir)
         runner = ansible_runner.run(
             private_data_dir=str(private),
             project_dir=str(REPO_ROOT),

@@ -201,10 +201,6 @@ def test_import_of_the_running_fabric_becomes_an_adoptable_spec(lab: OwnLab) -> 
     assert existing_placeholder_problems(spec_from_mapping(data)) == []
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="not yet passed whole on this machine: the adoption's verification ends with 1-3 test_ibping harness errors (the lab's 'ibping -S' server exits at once on the adopted nodes, issue 18); every other check passes",
-)
 def test_adoption_pins_keys_hands_off_and_passes_its_checks(adoption: Adoption) -> None:
     log: list[str] = []
     started = time.monotonic()
@@ -229,10 +225,6 @@ def test_adoption_pins_keys_hands_off_and_passes_its_checks(adoption: Adoption) 
     assert summary.startswith("all ") and summary.endswith(" checks passed"), summary
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="not yet passed whole on this machine: the adoption's verification ends with 1-3 test_ibping harness errors (the lab's 'ibping -S' server exits at once on the adopted nodes, issue 18); every other check passes",
-)
 def test_second_up_changes_nothing(adoption: Adoption) -> None:
     result = adoption.stack.up(on_output=lambda _: None)
     changes = {k: v for k, v in (result.summary.resource_changes or {}).items() if k != "same"}
