@@ -120,3 +120,29 @@ def test_check_workers_are_sized_to_the_hosts_checked() -> None:
 
     assert [workers_for(n) for n in (1, 7, 11, 19, 35)] == [2, 2, 3, 5, MAX_WORKERS]
     assert workers_for(10_000) == MAX_WORKERS
+
+
+CONTROL_DIR = """\
+- name: Report the ssh control path directory
+  hosts: all
+  gather_facts: false
+  tasks:
+    - name: Append the directory ssh connections would share their masters in
+      ansible.builtin.lineinfile:
+        path: "{{ out }}"
+        line: "{{ lookup('ansible.builtin.config', 'control_path_dir', plugin_type='connection', plugin_name='ssh') }}"
+        create: true
+        mode: "0600"
+"""
+
+
+def test_each_run_gets_its_own_ssh_control_path_directory(tmp_path: Path) -> None:
+    """A master connection kept open by an earlier run (ControlPersist) is never reused: it
+    would carry the next run past a host key that changed in between."""
+    _, out = local_stack(tmp_path, CONTROL_DIR)
+    for _ in range(2):
+        result = _run(tmp_path)
+        assert result.ok, result.summary()
+    first, second = out.read_text().split()
+    assert first != second
+    assert Path(first).name.startswith("ry-cp-") and not Path(first).exists()
