@@ -29,6 +29,7 @@ from fabric.components.dynamic_lab import (
 from fabric.components.target import TargetCluster
 from fabric.inventory import build_inventory, inventory_text
 from fabric.lab.bmc import system_uuid
+from fabric.lab.hardware import with_hca_guids
 from fabric.lab.image import image_hash
 from fabric.lab.keys import known_hosts_line
 from fabric.lab.node import ibsim_environment
@@ -223,7 +224,7 @@ class LabCluster(TargetCluster):
         )
 
     def _ibsim(self, name: str, spec: ClusterSpec, plan: LabPlan, mgmt: LabNetwork) -> IbSim:
-        graph = graph_from_spec(spec)
+        graph = with_hca_guids(graph_from_spec(spec), spec)  # a replaced HCA: another GUID
         net_text = render_net(graph)
         layout = StateLayout.at(plan.state_dir)
         net_file = layout.ibsim_net

@@ -505,6 +505,11 @@ class LabSpec(Model):
         "BMCs, ibsim, the networks), no hand-off or checks; a target baremetal stack over it "
         "with this lab block marks its nodes as the lab's simulated hardware",
     )
+    hca_guids: dict[str, Annotated[str, Field(pattern=r"^0x[0-9a-f]{16}$")]] = Field(
+        default_factory=dict,
+        description="target lab: node -> the node GUID its simulated HCA reports (default: "
+        "from the topology); a new value is a replaced HCA (ibsim restarts with it)",
+    )
 
 
 class ExistingSpec(Model):

@@ -109,6 +109,22 @@ def check_lab(c: Checker) -> None:
             f"{c.spec.target}); drop it here",
             reads=["target"],
         )
+    if lab is not None and lab.hca_guids and c.spec.target != "lab":
+        c.add(
+            "lab.hca_guids",
+            f"only a target lab stack simulates HCAs (this is target {c.spec.target}); "
+            "drop it here",
+            reads=["target"],
+        )
+    for host in lab.hca_guids if lab is not None else {}:
+        group = c.spec.hosts.get(host)
+        if group is None or not any(h.link_layer == "InfiniBand" for h in group.hcas):
+            c.add(
+                f"lab.hca_guids.{host}",
+                f"{host!r} is not a node with an InfiniBand HCA; name one of the spec's nodes "
+                "that has one",
+                reads=["nodes"],
+            )
     if lab is not None and lab.bmc_port == lab.ibsim_port:
         c.add(
             "lab.ibsim_port",

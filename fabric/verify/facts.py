@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from fabric.lab.hardware import simulated_device
 from fabric.parsers import PARSERS
 from fabric.parsers.ibstat import IbstatPort, IbstatReport
 from fabric.parsers.smpquery import PortInfoReport
@@ -52,15 +53,21 @@ class Facts:
     def port(self, want: HcaPort) -> tuple[str, IbstatPort] | None:
         """The (device name, ibstat port) of a declared HCA port, or None when absent.
 
-        In the lab every simulated HCA is named ``ibsim0``, so the device is matched by the
-        declared node GUID there; elsewhere by device name.
+        In the lab every simulated HCA is named ``ibsim0`` and stands for the node's first
+        InfiniBand HCA (``fabric.lab.plan``), so it matches that device, or the declared node
+        GUID (a replaced HCA has another); elsewhere the device is matched by name.
         """
         for dev in self.ibstat(want.host).devices:
             by_name = dev.name == want.device
-            by_guid = (
-                self.plan.simulated and dev.name == SIM_DEVICE and dev.node_guid == want.node_guid
+            by_sim = (
+                self.plan.simulated
+                and dev.name == SIM_DEVICE
+                and (
+                    dev.node_guid == want.node_guid
+                    or want.device == simulated_device(self.plan.spec, want.host)
+                )
             )
-            if by_name or by_guid:
+            if by_name or by_sim:
                 for port in dev.ports:
                     if port.port == want.port:
                         return dev.name, port

@@ -7,8 +7,10 @@ node whose power actions start and stop the node's container; ibsim; the network
   on, waits for SSH, pins host keys (bsm1's declared in the spec, the others recorded at first
   contact), hands off to ``playbooks/site.yml`` and runs the check suite, all in one
   ``pulumi up`` (timed); a second ``up`` changes nothing;
-- hardware replaced under the same name (a new host key on bn2) is refused by name until the
-  spec marks it ``replaced``; then ``pulumi up`` accepts the new key once and converges;
+- hardware replaced under the same name (bn2: a new host key, and a new HCA GUID through the
+  datacenter's ``lab.hca_guids``) is refused by name until the spec marks it ``replaced``;
+  then ``pulumi up`` accepts the new key once, converges (topology.conf from the fabric as it
+  is now) and passes its checks;
 - ``playbooks/remove-node.yml`` drains bn2, takes it out of slurm.conf and topology.conf and
   powers it off through its BMC;
 - ``pulumi destroy`` of the bare-metal stack powers the nodes off through Redfish and leaves
@@ -45,6 +47,8 @@ from tests.integration.labkit import REPO, OwnLab, own_lab
 pytestmark = pytest.mark.integration
 
 ADDRESSES = {"bn1": 11, "bn2": 12, "bsm1": 21}
+#: bn2's HCA after its replacement (the declared one is from fabric.topology.from_spec).
+NEW_HCA_GUID = 0x0002C903FE000010
 
 
 def _cluster(tag: int, target: str) -> dict[str, Any]:
@@ -258,10 +262,6 @@ def test_datacenter_nodes_wait_powered_off(dc: OwnLab, password: str) -> None:
     assert "handoff" not in dc.outputs and "verification" not in dc.outputs
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="not yet passed whole on this machine: the bare-metal up's verification ends with test_ibping harness errors (the lab's 'ibping -S' server exits at once, issue 18), and the replace and remove flows after it have not run clean in one piece",
-)
 def test_baremetal_up_powers_on_pins_keys_hands_off_and_passes_its_checks(
     metal: Metal, dc: OwnLab, boot_before: dict[str, Any]
 ) -> None:
@@ -287,14 +287,12 @@ def test_baremetal_up_powers_on_pins_keys_hands_off_and_passes_its_checks(
     assert metal.ssh("bsm1", "hostname").strip() == "bsm1"
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="not yet passed whole on this machine: the bare-metal up's verification ends with test_ibping harness errors (the lab's 'ibping -S' server exits at once, issue 18), and the replace and remove flows after it have not run clean in one piece",
-)
 def test_second_up_changes_nothing(metal: Metal) -> None:
-    result = metal.stack.up(on_output=lambda _: None)
+    log: list[str] = []
+    result = metal.stack.up(on_output=log.append, diff=True)
     changes = result.summary.resource_changes or {}
-    assert {k: v for k, v in changes.items() if k != "same"} == {}, changes
+    updated = [line for line in "".join(log).splitlines() if "update" in line or "[diff:" in line]
+    assert {k: v for k, v in changes.items() if k != "same"} == {}, (changes, updated)
 
 
 def _swap_host_key(dc: OwnLab, node: str) -> str:
@@ -313,14 +311,15 @@ def _swap_host_key(dc: OwnLab, node: str) -> str:
     return key.public_key
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="not yet passed whole on this machine: the bare-metal up's verification ends with test_ibping harness errors (the lab's 'ibping -S' server exits at once, issue 18), and the replace and remove flows after it have not run clean in one piece",
-)
 def test_replaced_node_refused_by_name_then_accepted_once_when_marked(
     metal: Metal, dc: OwnLab
 ) -> None:
     new_key = _swap_host_key(dc, "bn2")
+    # ... and another HCA: the datacenter's bn2 reports a new GUID (its ibsim restarts with it).
+    dc_spec = _datacenter(dc.tag)
+    dc_spec["lab"]["hca_guids"] = {"bn2": f"{NEW_HCA_GUID:#018x}"}
+    dc.set_spec(dc_spec)
+    dc.stack.up(on_output=lambda _: None)
     proc = metal.fabric("run", "playbooks/site.yml")
     assert proc.returncode == 1, proc.stdout[-2000:] + proc.stderr[-2000:]
     assert "bn2" in proc.stdout + proc.stderr
@@ -335,14 +334,16 @@ def test_replaced_node_refused_by_name_then_accepted_once_when_marked(
     metal.outputs = result.outputs
     assert new_key.split()[1] in metal.known_hosts.read_text()
     assert metal.ssh("bn2", "hostname").strip() == "bn2"
+    # The topology is regenerated from the fabric as it is now: bn2 on its leaf, behind the new
+    # GUID, and every check passes.
     topology = metal.ssh("bsm1", "cat /etc/slurm/topology.conf")
     assert "bn2" in topology, topology
+    discovered = metal.ssh("bsm1", "timeout 60 ibnetdiscover")
+    assert f"caguid={NEW_HCA_GUID:#x}" in discovered, discovered  # ibnetdiscover: no zero padding
+    verification = metal.outputs["verification"].value
+    assert verification.startswith("all ") and verification.endswith("checks passed"), verification
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="not yet passed whole on this machine: the bare-metal up's verification ends with test_ibping harness errors (the lab's 'ibping -S' server exits at once, issue 18), and the replace and remove flows after it have not run clean in one piece",
-)
 def test_remove_node_drains_rewrites_slurm_and_powers_off(metal: Metal, dc: OwnLab) -> None:
     proc = metal.fabric(
         "run",
@@ -367,10 +368,6 @@ def test_remove_node_drains_rewrites_slurm_and_powers_off(metal: Metal, dc: OwnL
     assert running(dc)["bn2"] is False
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="not yet passed whole on this machine: the bare-metal up's verification ends with test_ibping harness errors (the lab's 'ibping -S' server exits at once, issue 18), and the replace and remove flows after it have not run clean in one piece",
-)
 def test_destroy_powers_off_and_leaves_the_datacenter(metal: Metal, dc: OwnLab) -> None:
     started = time.monotonic()
     metal.stack.destroy(on_output=lambda _: None)
