@@ -88,6 +88,12 @@ class StateLayout:
         return (self.group_vars_all, self.discovered_fabric, self.munge_key)
 
     @property
+    def switch_renders(self) -> Path:
+        """Where ``switch_qos`` renders each switch's configuration, one folder per switch
+        (its default ``switch_qos_render_dir``: ``{{ inventory_dir }}/rendered/switch_qos``)."""
+        return self.dir / "rendered" / "switch_qos"
+
+    @property
     def fact_cache(self) -> Path:
         """Ansible's jsonfile fact cache for this stack's hosts (one file per host; the hand-off
         empties it when the inventory changes and removes it with its other files)."""

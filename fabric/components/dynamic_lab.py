@@ -481,7 +481,7 @@ class LabNodeProvider(_ReplaceOnChange):
         cfg = NodeConfig(**props["config"])
         if props.get("powered_off"):  # a datacenter node: created off, its BMC powers it on
             _create_when_address_free(cfg, start=False)
-            return CreateResult(cfg.container, _plain(props))
+            return CreateResult(cfg.container, {**_plain(props), **_container_id(cfg.container)})
         _create_when_address_free(cfg)
         address = props["address"]
         try:
@@ -494,7 +494,7 @@ class LabNodeProvider(_ReplaceOnChange):
         except Exception:
             remove_node(cfg.container)
             raise
-        return CreateResult(cfg.container, _plain(props))
+        return CreateResult(cfg.container, {**_plain(props), **_container_id(cfg.container)})
 
     def read(self, id_: str, props: dict[str, Any]) -> ReadResult:
         from fabric.lab.node import state
@@ -505,6 +505,15 @@ class LabNodeProvider(_ReplaceOnChange):
         from fabric.lab.node import remove_node
 
         remove_node(id_)
+
+
+def _container_id(container: str) -> dict[str, str]:
+    """``{"out_container_id": <podman id>}``: new on every creation of the container (the lab
+    switch re-wires a node's port when it changes)."""
+    from fabric.lab.podman import podman
+
+    proc = podman(["container", "inspect", "--format", "{{.Id}}", container], check=False)
+    return {"out_container_id": proc.stdout.strip()} if proc.returncode == 0 else {}
 
 
 #: How long a node's create waits for an address another node is giving up in the same update.
@@ -533,7 +542,9 @@ def _create_when_address_free(cfg: Any, start: bool = True) -> None:
 
 
 class LabNode(Resource):
-    """A lab node (container ``<prefix>-<node>``)."""
+    """A lab node (container ``<prefix>-<node>``); ``out_container_id``: its podman id."""
+
+    out_container_id: pulumi.Output[str]
 
     def __init__(
         self,
@@ -550,6 +561,7 @@ class LabNode(Resource):
             "address": address,
             "ssh_user": ssh_user,
             "login_private_key": login_private_key,
+            "out_container_id": None,
         }
         if powered_off:  # only then: the inputs of every other lab node stay as they were
             args["powered_off"] = True

@@ -1,11 +1,13 @@
 """``LabCluster``: a whole cluster on this machine from real parts.
 
-Children: the node image, the management and BMC networks (plus a RoCE fabric network for
-RoCE specs), an address pool per node network (stable addresses), the stack's login key and one host key per node, state files (private key,
+Children: the node image, the management and BMC networks, an address pool per node network
+(stable addresses), the stack's login key and one host key per node, state files (private key,
 known_hosts, inventory, ibsim net file; paths from ``fabric.state.StateLayout``), ibsim, one
-container per node and the Redfish emulator. Outputs: every target's (``TargetCluster``; no
-switches); ``bmc_password`` is the emulator's (secret) BMC password: ``bmc.password``'s config
-secret, or one it generated.
+container per node and the Redfish emulator. A RoCE fabric is the spec's managed ``linux``
+switch (``LabSwitch``: a container whose ports are the nodes' fabric netdevs; its host key
+pinned like a node's), or, without one, a podman bridge network. Outputs: every target's
+(``TargetCluster``; ``switches``: the lab switch's Ansible host variables); ``bmc_password`` is
+the emulator's (secret) BMC password: ``bmc.password``'s config secret, or one it generated.
 """
 
 from __future__ import annotations
@@ -26,14 +28,15 @@ from fabric.components.dynamic_lab import (
     RedfishEmulator,
     SshKey,
 )
+from fabric.components.dynamic_switch import LabSwitch
 from fabric.components.target import TargetCluster
-from fabric.inventory import build_inventory, inventory_text
+from fabric.inventory import build_inventory, inventory_text, switch_hosts
 from fabric.lab.bmc import system_uuid
 from fabric.lab.hardware import with_hca_guids
 from fabric.lab.image import image_hash
 from fabric.lab.keys import known_hosts_line
 from fabric.lab.node import ibsim_environment
-from fabric.lab.plan import LabPlan, NetPlan, NodePlan, plan_lab
+from fabric.lab.plan import LabPlan, NetPlan, NodePlan, SwitchPlan, plan_lab
 from fabric.spec import ClusterSpec
 from fabric.state import StateLayout
 from fabric.topology.from_spec import graph_from_spec
@@ -56,6 +59,7 @@ class LabCluster(TargetCluster):
 
     hosts: pulumi.Output[list[dict[str, Any]]]
     bmc_password: pulumi.Output[str]
+    lab_switch: LabSwitch | None  #: the RoCE lab's switch, if the spec declares one
 
     def __init__(
         self, name: str, spec: ClusterSpec, opts: pulumi.ResourceOptions | None = None
@@ -70,14 +74,16 @@ class LabCluster(TargetCluster):
         image = NodeImage(f"{name}-image", image_hash(), child)
         mgmt = self._network(f"{name}-mgmt", plan.mgmt)
         bmc_net = self._network(f"{name}-bmc", plan.bmc)
-        fabric_net = self._network(f"{name}-fabric", plan.fabric) if plan.fabric else None
+        bridged = plan.fabric if plan.fabric and plan.switch is None else None
+        fabric_net = self._network(f"{name}-fabric", bridged) if bridged else None
         hosts = [n.name for n in plan.nodes]
+        switch = plan.switch
         addresses = AddressPool(
             f"{name}-mgmt-addresses",
             plan.mgmt.network,
             plan.mgmt.subnet,
             plan.mgmt.gateway,
-            hosts,
+            [*hosts, switch.name] if switch else hosts,
             plan.fixed,
             "management.addresses",
             child,
@@ -88,7 +94,7 @@ class LabCluster(TargetCluster):
                 plan.fabric.network,
                 plan.fabric.subnet,
                 plan.fabric.gateway,
-                hosts,
+                [p.host for p in switch.ports] if switch else hosts,
                 {},
                 "fabric (RoCE)",
                 child,
@@ -108,16 +114,15 @@ class LabCluster(TargetCluster):
             True,
             child,
         )
-        host_keys = {
-            n.name: SshKey(f"{name}-{n.name}-host-key", f"root@{n.name}", child) for n in plan.nodes
-        }
+        machines = [*hosts, switch.name] if switch else hosts
+        host_keys = {m: SshKey(f"{name}-{m}-host-key", f"root@{m}", child) for m in machines}
         known_hosts = layout.known_hosts
         kh_content = pulumi.Output.all(
-            addresses, *[host_keys[n.name].public_key for n in plan.nodes]
+            addresses, *[host_keys[m].public_key for m in machines]
         ).apply(
             lambda v: "".join(
-                known_hosts_line([n.name, v[0][n.name]], key) + "\n"
-                for n, key in zip(plan.nodes, v[1:], strict=True)
+                known_hosts_line([m, v[0][m]], key) + "\n"
+                for m, key in zip(machines, v[1:], strict=True)
             )
         )
         LabFile(
@@ -132,6 +137,22 @@ class LabCluster(TargetCluster):
             )
             for n in plan.nodes
         ]
+        lab_switch = (
+            self._switch(
+                name,
+                spec,
+                plan,
+                switch,
+                addresses,
+                fabric_addresses,
+                image,
+                login,
+                host_keys[switch.name],
+                nodes,
+            )  # fmt: skip
+            if switch
+            else None
+        )
         emulator = RedfishEmulator(
             f"{name}-bmc-emulator",
             {
@@ -166,6 +187,17 @@ class LabCluster(TargetCluster):
                         for n in plan.nodes
                     ],
                     "bmc_credentials": str(layout.bmc_credentials),
+                    **(
+                        {
+                            "switch": {
+                                "name": switch.name,
+                                "address": a[switch.name],
+                                "container": switch.container,
+                            }
+                        }
+                        if switch
+                        else {}
+                    ),
                 },
                 indent=1,
             )
@@ -189,12 +221,16 @@ class LabCluster(TargetCluster):
             plan.state_dir,
             "644",
             False,
-            pulumi.ResourceOptions(parent=self, depends_on=nodes),
+            pulumi.ResourceOptions(
+                parent=self, depends_on=[*nodes, *([lab_switch] if lab_switch else [])]
+            ),
         )
+        self.lab_switch = lab_switch
         self.bmc_password = pulumi.Output.secret(emulator.out_password)
         self.export(
             spec,
             inventory=inventory,
+            switches=addresses.apply(lambda a: switch_hosts(spec, a)) if switch else None,
             hosts=pulumi.Output.all(addresses, fabric_addresses).apply(
                 lambda v: [
                     {
@@ -213,6 +249,7 @@ class LabCluster(TargetCluster):
                 "ibsim_port": plan.ibsim_port if plan.ibsim else None,
                 "net_file": str(layout.ibsim_net) if plan.ibsim else None,
                 "roce_network": plan.fabric.model_dump() if plan.fabric else None,
+                "roce_switch": switch.model_dump() if switch else None,
             },
             bmc_endpoints=emulator.out_endpoints,
             state_dir=plan.state_dir,
@@ -262,7 +299,7 @@ class LabCluster(TargetCluster):
     ) -> LabNode:
         def networks(mgmt: dict[str, str], fabric: dict[str, str]) -> dict[str, str]:
             nets = {plan.mgmt.network: mgmt[node.name]}
-            if plan.fabric and node.name in fabric:
+            if plan.fabric and plan.switch is None and node.name in fabric:
                 nets[plan.fabric.network] = fabric[node.name]
             return nets
 
@@ -271,6 +308,10 @@ class LabCluster(TargetCluster):
             if node.sim_host
             else {}
         )
+        # A node on the lab switch: roce_qos sets its fabric netdev's MTU for real. Only then:
+        # every other lab node's inputs stay as they were.
+        wired = plan.switch is not None and any(p.host == node.name for p in plan.switch.ports)
+        extra: dict[str, Any] = {"capabilities": ["NET_ADMIN"]} if wired else {}
         config = pulumi.Output.all(
             image.tag,
             login.public_key,
@@ -289,6 +330,7 @@ class LabCluster(TargetCluster):
                 "host_key_public": v[3],
                 "environment": env,
                 "labels": {"railyard.stack": plan.stack, "railyard.prefix": plan.prefix},
+                **extra,
             }
         )
         address = addresses.apply(lambda a: a[node.name])
@@ -300,4 +342,64 @@ class LabCluster(TargetCluster):
             login.private_key,
             pulumi.ResourceOptions(parent=self, depends_on=deps),
             powered_off=plan.datacenter,
+        )
+
+    def _switch(
+        self,
+        name: str,
+        spec: ClusterSpec,
+        plan: LabPlan,
+        switch: SwitchPlan,
+        addresses: pulumi.Output[dict[str, str]],
+        fabric_addresses: pulumi.Output[dict[str, str]],
+        image: NodeImage,
+        login: SshKey,
+        host_key: SshKey,
+        nodes: list[LabNode],
+    ) -> LabSwitch:
+        """The lab switch: a container like a node on the management network only, one port
+        per RoCE node (``fabric.lab.switch``), created after the nodes it wires."""
+        assert plan.fabric is not None  # a switch is planned for RoCE fabrics only
+        prefix_len = plan.fabric.subnet.split("/")[1]
+        containers = {n.name: n.container for n in plan.nodes}
+        config = pulumi.Output.all(
+            image.tag, login.public_key, host_key.private_key, host_key.public_key, addresses
+        ).apply(
+            lambda v: {
+                "name": switch.name,
+                "container": switch.container,
+                "image": v[0],
+                "networks": {plan.mgmt.network: v[4][switch.name]},
+                "authorized_key": v[1],
+                "host_key_private": v[2],
+                "host_key_public": v[3],
+                "labels": {"railyard.stack": plan.stack, "railyard.prefix": plan.prefix},
+                "capabilities": ["NET_ADMIN"],  # switch_qos sets MTUs, qdiscs and filters
+            }
+        )
+        links = fabric_addresses.apply(
+            lambda f: [
+                {
+                    "port": p.port,
+                    "node_container": containers[p.host],
+                    "netdev": p.netdev,
+                    "address": f"{f[p.host]}/{prefix_len}",
+                }
+                for p in switch.ports
+            ]
+        )
+        by_host = {n.name: node for n, node in zip(plan.nodes, nodes, strict=True)}
+        node_ids = pulumi.Output.all(
+            *[by_host[p.host].out_container_id for p in switch.ports]
+        ).apply(lambda ids: {containers[p.host]: i for p, i in zip(switch.ports, ids, strict=True)})
+        return LabSwitch(
+            f"{name}-{switch.name}",
+            config,
+            addresses.apply(lambda a: a[switch.name]),
+            plan.ssh_user,
+            login.private_key,
+            links,
+            spec.fabric.mtu,
+            node_ids,
+            pulumi.ResourceOptions(parent=self, depends_on=nodes),
         )

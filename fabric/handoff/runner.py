@@ -330,6 +330,11 @@ def remove_handoff_files(
         shutil.rmtree(report)
     if layout.reports.is_dir() and not any(layout.reports.iterdir()):
         layout.reports.rmdir()
+    if layout.switch_renders.is_dir():  # switch_qos's rendered configurations
+        removed += sorted(p for p in layout.switch_renders.rglob("*") if p.is_file())
+        shutil.rmtree(layout.switch_renders)
+        if not any(layout.switch_renders.parent.iterdir()):
+            layout.switch_renders.parent.rmdir()
     for path in (*layout.handoff_files, *((layout.inventory,) if inventory else ())):
         if path.is_file():
             path.unlink()

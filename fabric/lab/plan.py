@@ -43,6 +43,23 @@ class NodePlan(BaseModel):
     sim_host: str | None = None
 
 
+class PortPlan(BaseModel):
+    """One port of the lab switch and the node's fabric netdev at its other end."""
+
+    port: str
+    host: str
+    netdev: str
+
+
+class SwitchPlan(BaseModel):
+    """The RoCE lab's switch: a container like a node, one port per RoCE node."""
+
+    name: str
+    container: str
+    address: str | None = None  # pinned in the spec (fabric.switches[].address)
+    ports: list[PortPlan]
+
+
 class LabPlan(BaseModel):
     """Everything the lab component creates."""
 
@@ -60,6 +77,9 @@ class LabPlan(BaseModel):
     bmc_port: int
     notifier_port: int
     datacenter: bool = False  # nodes created powered off; their BMCs power them on
+    #: A RoCE lab's switch (``fabric.switches``: the managed ``linux`` one); its nodes' fabric
+    #: netdevs are its ports, and no podman fabric network is made. None: a podman bridge.
+    switch: SwitchPlan | None = None
 
 
 def _net(
@@ -182,6 +202,10 @@ def plan_lab(spec: ClusterSpec, stack: str, prefix: str, state_dir: str) -> LabP
                 sim_host=sim_host(host, ib_hcas[0].device) if ib and ib_hcas else None,
             )
         )
+    switch = _switch_plan(spec, prefix) if fabric is not None and not lab.datacenter else None
+    if switch is not None and switch.address is not None:
+        fixed[switch.name] = switch.address
+        allocate({}, [*spec.hosts, switch.name], mgmt.subnet, mgmt.gateway, fixed)
     return LabPlan(
         stack=stack,
         prefix=prefix,
@@ -197,4 +221,64 @@ def plan_lab(spec: ClusterSpec, stack: str, prefix: str, state_dir: str) -> LabP
         bmc_port=lab.bmc_port,
         notifier_port=lab.bmc_port + 1,
         datacenter=lab.datacenter,
+        switch=switch,
+    )
+
+
+#: The lab node's management interface (``fabric.lab.node.create_node`` names it eth0).
+MGMT_NETDEV = "eth0"
+
+
+def _switch_plan(spec: ClusterSpec, prefix: str) -> SwitchPlan | None:
+    """The lab switch of a RoCE ``spec``: its one managed ``linux`` switch, or None (the
+    fabric is then a podman bridge). Raise ``LabPlanError`` for a switch the lab cannot build."""
+    managed = [(i, s) for i, s in enumerate(spec.fabric.switches) if s.manage]
+    if not managed:
+        return None
+    path = f"fabric.switches[{managed[0][0]}]"
+    if len(managed) > 1:
+        raise LabPlanError(
+            f"fabric.switches: the lab builds one switch, {len(managed)} are managed; "
+            "keep one with manage: true"
+        )
+    index, switch = managed[0]
+    if switch.os != "linux":
+        raise LabPlanError(f"{path}.os: the lab builds Linux switches only; set os: linux")
+    if switch.ssh_user != "root":
+        raise LabPlanError(f"{path}.ssh_user: the lab switch logs in as root; set ssh_user: root")
+    if switch.name in spec.hosts:
+        raise LabPlanError(f"{path}.name: {switch.name!r} is also a node; rename the switch")
+    ports: list[PortPlan] = []
+    for pindex, port in enumerate(switch.ports):
+        ppath = f"{path}.ports[{pindex}]"
+        if port.host is None or port.host not in spec.hosts:
+            raise LabPlanError(f"{ppath}.host: name the node on this port's other end")
+        netdevs = [h.netdev for h in spec.hosts[port.host].hcas if h.link_layer == "Ethernet"]
+        netdev = port.netdev or next((n for n in netdevs if n), None)
+        if netdev is None:
+            raise LabPlanError(
+                f"{ppath}.netdev: {port.host} declares no RoCE netdev; set the HCA's netdev "
+                "(e.g. fab0) or the port's"
+            )
+        if netdev == MGMT_NETDEV:
+            raise LabPlanError(
+                f"{ppath}.netdev: {MGMT_NETDEV} is a lab node's management interface; name the "
+                "fabric netdev otherwise, e.g. fab0"
+            )
+        if any(p.host == port.host for p in ports):
+            raise LabPlanError(f"{ppath}.host: {port.host} already has a port; one per node")
+        ports.append(PortPlan(port=port.name, host=port.host, netdev=netdev))
+    unwired = [
+        h for h, g in spec.hosts.items()
+        if any(c.link_layer == "Ethernet" for c in g.hcas) and h not in {p.host for p in ports}
+    ]  # fmt: skip
+    if unwired:
+        raise LabPlanError(
+            f"{path}.ports: RoCE node(s) {unwired} have no port on {switch.name}; add one each"
+        )
+    return SwitchPlan(
+        name=switch.name,
+        container=f"{prefix}-{switch.name}",
+        address=switch.address,
+        ports=ports,
     )

@@ -67,25 +67,99 @@ def veth_names(switch_container: str, index: int) -> tuple[str, str]:
     return f"ryk{digest}{index}s", f"ryk{digest}{index}n"
 
 
-def wire(switch_container: str, links: list[SwitchLink]) -> None:
-    """Give the switch its bridge and one port per link, and each node its fabric netdev."""
-    switch_pid = str(_pid(switch_container))
-    if BRIDGE not in in_netns(switch_container, "ip", "-o", "link", "show"):
+def _links(container: str) -> set[str]:
+    """The names of the network interfaces in ``container``'s namespace."""
+    out = in_netns(container, "ip", "-o", "link", "show", what="ip link")
+    return {line.split(":")[1].strip().split("@")[0] for line in out.splitlines() if ":" in line}
+
+
+def _ensure_bridge(switch_container: str, mtu: int | None) -> None:
+    if BRIDGE not in _links(switch_container):
         in_netns(switch_container, "ip", "link", "add", BRIDGE, "type", "bridge", what="bridge")
+    if mtu is not None:
+        in_netns(switch_container, "ip", "link", "set", BRIDGE, "mtu", str(mtu), what="bridge")
     in_netns(switch_container, "ip", "link", "set", BRIDGE, "up", what="bridge up")
-    for index, link in enumerate(links):
-        ipaddress.ip_interface(link.address)  # a bad address fails here, before any change
-        outer, inner = veth_names(switch_container, index)
-        node_pid = str(_pid(link.node_container))
+
+
+def _remove_host_leftovers(switch_container: str, index: int) -> None:
+    """Delete port ``index``'s veth ends still on this machine (a wiring cut short)."""
+    for name in veth_names(switch_container, index):
+        if (
+            subprocess.run(
+                ["ip", "link", "show", name], capture_output=True, check=False, timeout=30
+            ).returncode
+            == 0
+        ):
+            _run(["ip", "link", "del", name], f"remove leftover {name}")
+
+
+def _wire_one(switch_container: str, index: int, link: SwitchLink, mtu: int | None) -> None:
+    ipaddress.ip_interface(link.address)  # a bad address fails here, before any change
+    outer, inner = veth_names(switch_container, index)
+    switch_pid = str(_pid(switch_container))
+    node_pid = str(_pid(link.node_container))
+    _remove_host_leftovers(switch_container, index)
+    try:
         _run(["ip", "link", "add", outer, "type", "veth", "peer", "name", inner], "veth")
         _run(["ip", "link", "set", outer, "netns", switch_pid], f"port {link.port}")
         _run(["ip", "link", "set", inner, "netns", node_pid], f"{link.node_container} netdev")
-        in_netns(switch_container, "ip", "link", "set", outer, "name", link.port)
-        in_netns(switch_container, "ip", "link", "set", link.port, "master", BRIDGE)
-        in_netns(switch_container, "ip", "link", "set", link.port, "up")
-        in_netns(link.node_container, "ip", "link", "set", inner, "name", link.netdev)
-        in_netns(link.node_container, "ip", "addr", "add", link.address, "dev", link.netdev)
-        in_netns(link.node_container, "ip", "link", "set", link.netdev, "up")
+    except SwitchError:
+        _remove_host_leftovers(switch_container, index)
+        raise
+    in_netns(switch_container, "ip", "link", "set", outer, "name", link.port)
+    in_netns(link.node_container, "ip", "link", "set", inner, "name", link.netdev)
+    if mtu is not None:
+        in_netns(switch_container, "ip", "link", "set", link.port, "mtu", str(mtu), what="MTU")
+        in_netns(link.node_container, "ip", "link", "set", link.netdev, "mtu", str(mtu), what="MTU")
+    in_netns(switch_container, "ip", "link", "set", link.port, "master", BRIDGE)
+    in_netns(switch_container, "ip", "link", "set", link.port, "up")
+    in_netns(link.node_container, "ip", "addr", "add", link.address, "dev", link.netdev)
+    in_netns(link.node_container, "ip", "link", "set", link.netdev, "up")
+
+
+def wired(switch_container: str, link: SwitchLink) -> bool:
+    """True when the switch has ``link``'s port and the node its netdev with the address."""
+    if link.port not in _links(switch_container):
+        return False
+    if link.netdev not in _links(link.node_container):
+        return False
+    addrs = in_netns(link.node_container, "ip", "-o", "addr", "show", "dev", link.netdev)
+    return f" {link.address} " in addrs
+
+
+def unwire(switch_container: str, port: str) -> None:
+    """Remove one switch port (its veth pair: the node's end goes with it); gone is fine."""
+    if port in _links(switch_container):
+        in_netns(switch_container, "ip", "link", "del", port, what=f"remove port {port}")
+
+
+def wire(switch_container: str, links: list[SwitchLink], mtu: int | None = None) -> None:
+    """Give the switch its bridge and one port per link, and each node its fabric netdev
+    (both ends at ``mtu`` when given, as the lab's cables come up at the fabric MTU).
+
+    Idempotent: a link already wired is left alone; a half-wired one (only one end left,
+    e.g. its node was re-created) is removed and wired again.
+    """
+    _ensure_bridge(switch_container, mtu)
+    for index, link in enumerate(links):
+        if wired(switch_container, link):
+            continue
+        unwire(switch_container, link.port)
+        if link.netdev in _links(link.node_container):
+            in_netns(link.node_container, "ip", "link", "del", link.netdev, what="old netdev")
+        _wire_one(switch_container, index, link, mtu)
+
+
+def wired_ports(switch_container: str, links: list[SwitchLink]) -> list[str]:
+    """The ports of ``links`` that are wired now (both containers running, both ends there)."""
+    out = []
+    for link in links:
+        try:
+            if wired(switch_container, link):
+                out.append(link.port)
+        except SwitchError:  # a node not running: its link is not wired
+            continue
+    return out
 
 
 def set_port_mtu(switch_container: str, port: str, mtu: int) -> None:

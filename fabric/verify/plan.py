@@ -222,6 +222,14 @@ class CheckPlan(_Model):
         return ports
 
     @cached_property
+    def rdma_ports(self) -> list[HcaPort]:
+        """HCA ports with an RDMA device to read (``ibstat``): in the lab, RoCE HCAs are veth
+        netdevs with none, so only their netdev, path-MTU and switch checks run."""
+        if not self.simulated:
+            return self.hca_ports
+        return [p for p in self.hca_ports if p.link_layer != "Ethernet"]
+
+    @cached_property
     def ib_ports(self) -> list[HcaPort]:
         """HCA ports whose link layer is InfiniBand."""
         return [p for p in self.hca_ports if p.link_layer == "InfiniBand"]
@@ -445,6 +453,13 @@ class CheckPlan(_Model):
         """Check family -> why it is not generated for this spec, target and selection."""
         spec, out = self.spec, {}
         kind = spec.fabric.kind
+        if not self.rdma_ports:
+            out["ports"] = (
+                "target lab: RoCE HCAs are veth netdevs without an RDMA device for ibstat; "
+                "netdev_mtu, path_mtu and roce_consistency cover them"
+                if self.hca_ports
+                else "no HCA port declared on the selected hosts"
+            )
         if not self.ib_ports:
             out["ib"] = "no InfiniBand HCA port declared on the selected hosts"
         if not self.counter_ports:
@@ -569,7 +584,7 @@ FAMILIES: dict[str, tuple[tuple[str, ...], str]] = {
             "test_port_rate",
             "test_port_link_layer",
         ),
-        "hca_ports",
+        "rdma_ports",
     ),
     "ib": (
         ("test_ib_active_mtu", "test_port_width", "test_port_cabled_to_declared_switch_port"),

@@ -95,7 +95,7 @@ def _params(
 ]:
     return {
         "hca_port": (
-            lambda: plan.hca_ports,
+            lambda: plan.rdma_ports,
             lambda p: p.id,
             lambda p: p.host,
             lambda p: f"port:{p.id}",

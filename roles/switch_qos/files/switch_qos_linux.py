@@ -75,13 +75,23 @@ def dscp_rules(settings: dict[str, Any]) -> dict[str, tuple[int, str, int]]:
 
 def filter_handles(port: str) -> list[str]:
     """Handles of the u32 rules railyard owns (pref 10 on the root qdisc)."""
+    return list(filter_dscps(port))
+
+
+def filter_dscps(port: str) -> dict[str, int | None]:
+    """Handle -> the DSCP it matches, of the u32 rules railyard owns (pref 10 on the root
+    qdisc); None for a rule matching something else."""
     proc = run("tc", "-j", "filter", "show", "dev", port, "parent", "1:")
     rules = json.loads(proc.stdout or "[]") if proc.returncode == 0 else []
-    return [
-        r["options"]["fh"]
-        for r in rules
-        if r.get("pref") == int(FILTER_PRIO) and r.get("options", {}).get("flowid")
-    ]
+    out: dict[str, int | None] = {}
+    for rule in rules:
+        options = rule.get("options", {})
+        if rule.get("pref") != int(FILTER_PRIO) or not options.get("flowid"):
+            continue
+        match = options.get("match", {})
+        dscp = int(match["value"], 16) >> 18 if match.get("mask") == "fc0000" else None
+        out[options["fh"]] = dscp
+    return out
 
 
 def kernel_has_ets() -> tuple[bool, str]:
@@ -236,7 +246,20 @@ class Port:
             "dcb", "app", "replace", "dev", self.name, "dscp-prio",
             *(f"{dscp}:{prio}" for dscp, _kind, prio in rules.values()),
         )  # fmt: skip
-        for handle, (dscp, kind, _prio) in rules.items():
+        # u32 keeps a rule's match when it is replaced (only its class changes): a handle
+        # that now matches another DSCP is deleted and added again. New handles go first, so
+        # a DSCP moving to another handle (a transition) is classified throughout.
+        current = filter_dscps(self.name)
+        order = sorted(rules, key=lambda h: (h in current, current.get(h) != rules[h][0]))
+        for handle in order:
+            dscp, kind, _prio = rules[handle]
+            if handle in current and current[handle] != dscp:
+                proc = self.tc(
+                    "filter", "del", "parent", "1:", "protocol", "ip", "prio", FILTER_PRIO,
+                    "handle", handle, "u32",
+                )  # fmt: skip
+                if not self.must("classification", proc):
+                    return
             proc = self.tc(
                 "filter", "replace", "parent", "1:", "protocol", "ip", "prio", FILTER_PRIO,
                 "handle", handle, "u32", "match", "ip", "dsfield", hex(dscp << 2), "0xfc",
