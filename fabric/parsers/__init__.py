@@ -13,8 +13,14 @@ topology code) and is imported only when it is first called.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
-from typing import Any, Protocol, runtime_checkable
+
+#: ``typing.TYPE_CHECKING`` without importing ``typing`` (see :mod:`.parsed`).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
+
+    from fabric.parsers.parsed import Parsed
 
 __all__ = ["PARSERS", "ParseError", "Parsed", "UnknownToolError", "parse"]
 
@@ -33,15 +39,6 @@ class ParseError(ValueError):
         if got is not None:
             message += f", got {got.strip()[:80]!r}"
         super().__init__(message)
-
-
-@runtime_checkable
-class Parsed(Protocol):
-    """What every registered parser returns: a pydantic model, or ibnetdiscover's FabricGraph."""
-
-    def model_dump(self, *, mode: str = ...) -> dict[str, Any]:
-        """A plain dict; ``mode="json"`` makes it JSON-ready."""
-        ...
 
 
 def _ibnetdiscover(text: str) -> Parsed:
@@ -93,10 +90,15 @@ PARSERS: dict[str, Callable[[str], Parsed]]
 
 
 def __getattr__(name: str) -> Any:
-    """``PARSERS``, built on first access (so importing one parser loads only that one)."""
+    """``PARSERS``, built on first access (so importing one parser loads only that one), and
+    ``Parsed`` (:mod:`.parsed`), imported on first use."""
     if name == "PARSERS":
         parsers = globals()["PARSERS"] = _registry()
         return parsers
+    if name == "Parsed":
+        from fabric.parsers.parsed import Parsed
+
+        return Parsed
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

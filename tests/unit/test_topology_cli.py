@@ -322,3 +322,276 @@ def test_help_and_unknown_commands_still_list_every_command(
         return
     assert code in (0, 2)
     assert all(command in out + err for command in COMMANDS), out + err
+
+
+# --- the entry point's shortcut to the compiled writer (fabric/__main__.py, issue 16) ------------
+
+#: The command as a user runs it (the shortcut first), and the full CLI alone (what
+#: ``fabric/__main__.py`` ran before the shortcut), each in a process of its own.
+ENTRY = ("-m", "fabric")
+FULL_CLI = ("-c", "import sys; from fabric.cli import main; sys.exit(main())")
+SHORTCUT_FIXTURES = sorted(FIXTURES.glob("ibnetdiscover*.txt"))
+
+
+def _process(
+    prefix: tuple[str, ...], argv: list[str], env: dict[str, str] | None = None, **kwargs: object
+) -> tuple[int, bytes, bytes]:
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, *prefix, *argv],
+        stdin=subprocess.DEVNULL,
+        capture_output="stdout" not in kwargs,
+        timeout=120,
+        cwd=ROOT,
+        env=env,
+        check=False,
+        **kwargs,  # type: ignore[arg-type]
+    )
+    return done.returncode, done.stdout or b"", done.stderr or b""
+
+
+def _same_as_the_cli(argv: list[str]) -> tuple[int, bytes, bytes]:
+    """Run ``argv`` through the entry point and through the full CLI; assert the same exit code,
+    stdout and stderr bytes; return them."""
+    got = _process(ENTRY, argv)
+    assert got == _process(FULL_CLI, argv), argv
+    return got
+
+
+def _shortcut(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int | None, str]:
+    """What ``fast_topology`` returns and writes in this process."""
+    from fabric.__main__ import fast_topology
+
+    code = fast_topology(argv)
+    out, err = capsys.readouterr()
+    assert err == ""
+    return code, out
+
+
+def _bench_text(hosts: int) -> str:
+    from bench.topology.fabric import graph, render_ibnetdiscover
+
+    return render_ibnetdiscover(graph(hosts))
+
+
+def test_the_shortcut_gives_the_clis_bytes_on_every_fixture(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """Same exit code, stdout and stderr bytes as the full CLI on every ibnetdiscover fixture
+    and a 64-host rail-optimized fabric; the shortcut takes exactly the texts the compiled writer
+    takes (and writes nothing for the others, which the CLI then reads itself)."""
+    from fabric.parsers.ibnetdiscover.tree import compiled_tree_conf
+
+    bench = tmp_path / "bench_64.txt"
+    bench.write_text(_bench_text(64))
+    taken = []
+    for path in [*SHORTCUT_FIXTURES, bench]:
+        argv = ["topology", "--from-ibnetdiscover", str(path)]
+        code, out, err = _same_as_the_cli(argv)
+        writer = compiled_tree_conf(path.read_text())
+        fast = _shortcut(argv, capsys)
+        if writer is None:
+            assert fast == (None, ""), path.name
+        else:
+            assert fast == (0, writer) and (code, out, err) == (0, writer.encode(), b""), path.name
+            taken.append(path.name)
+    assert len(taken) >= 6 and "bench_64.txt" in taken, taken
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["topology", "--help"],
+        ["topology", "--from-ibnetdiscover"],
+        ["topology", "--from-ibnetdiscover", "LAB", "--plugin", "tree"],
+        ["topology", "--from-ibnetdiscover", "LAB", "--plugin", "block"],
+        ["topology", "--from-ibnetdiscover", "LAB", "--nodes", "gpu[01-08]"],
+        ["topology", "--from-ibnetdiscover", "LAB", "--max-mb", "0"],
+        ["topology", "--from-ibnetdiscover=LAB"],
+        ["topology", "--from-ib", "LAB"],
+        ["topology", "--plugin", "tree", "--from-ibnetdiscover", "LAB"],
+        ["topology", "--from-spec", "LAB"],
+        ["topology", "--from-ibnetdiscover", "-"],
+        ["topology", "--from-ibnetdiscover", "--nodes"],
+        ["topology", "--from-ibnetdiscover", ""],
+        ["parse", "ibnetdiscover", "LAB"],
+        ["--help"],
+        [],
+    ],
+)
+def test_other_command_lines_go_to_the_cli(
+    argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Only ``topology --from-ibnetdiscover FILE`` is taken; every other command line (even one
+    the writer could serve) is the CLI's, with the CLI's bytes and exit code."""
+    argv = [str(FIXTURES / "ibnetdiscover__ibsim_lab__1.txt") if a == "LAB" else a for a in argv]
+    argv = [a.replace("=LAB", f"={FIXTURES / 'ibnetdiscover__ibsim_lab__1.txt'}") for a in argv]
+    assert _shortcut(argv, capsys) == (None, "")
+    code, out, err = _same_as_the_cli(argv)
+    assert out + err, argv
+
+
+def test_a_file_named_like_an_option_or_stdin_is_the_clis(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``-`` is stdin and ``-x`` an option to the CLI even where a file has that name."""
+    monkeypatch.chdir(tmp_path)
+    for name in ("-", "-lab.txt", "--nodes"):
+        (tmp_path / name).write_bytes((FIXTURES / "ibnetdiscover__ibsim_lab__1.txt").read_bytes())
+        assert _shortcut(["topology", "--from-ibnetdiscover", name], capsys) == (None, ""), name
+
+
+def _lab_bytes() -> bytes:
+    return (FIXTURES / "ibnetdiscover__ibsim_lab__1.txt").read_bytes()
+
+
+#: Input the writer may not take: (name, content, taken by the shortcut, exit code).
+NOT_PLAIN = [
+    ("empty", b"", False, 2),
+    ("comments-only", b"#\n# Topology file: generated on Mon Nov 23 2026\n#\n\n", False, 2),
+    (
+        "cut-mid-line",
+        _lab_bytes()[: _lab_bytes().index(b"lmc 0", _lab_bytes().index(b"\nCa"))],
+        False,
+        2,
+    ),
+    ("cut-at-a-line", b"\n".join(_lab_bytes().split(b"\n")[:40]) + b"\n", False, 2),
+    ("no-last-newline", _lab_bytes().rstrip(b"\n"), True, 0),
+    ("utf8-not-ascii", _lab_bytes().replace(b"gpu01", "gpü01".encode(), 1), False, 0),
+    ("not-utf8", _lab_bytes().replace(b"gpu01", "gpü01".encode("latin-1"), 1), False, 2),
+    ("nul-byte", _lab_bytes().replace(b"gpu01 mlx5_0", b"gpu01\0 mlx5_0", 1), False, 2),
+    ("stderr-line", (FIXTURES / "ibnetdiscover__ibtopotool__3.txt").read_bytes(), False, 0),
+]
+
+
+@pytest.mark.parametrize(
+    ("content", "taken", "code"), [case[1:] for case in NOT_PLAIN], ids=[c[0] for c in NOT_PLAIN]
+)
+def test_input_that_is_not_plain_gets_the_clis_answer(
+    content: bytes, taken: bool, code: int, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """Refused, declined or not-ASCII input: the CLI's bytes and exit code. What the shortcut
+    does not take it leaves untouched (nothing written), so every error comes from the CLI."""
+    from fabric.parsers.ibnetdiscover.tree import compiled_tree_conf
+
+    path = tmp_path / "ibnetdiscover.txt"
+    path.write_bytes(content)
+    argv = ["topology", "--from-ibnetdiscover", str(path)]
+    got = _same_as_the_cli(argv)
+    assert got[0] == code and (got[2] == b"") == (code == 0), got
+    if taken:
+        conf = compiled_tree_conf(content.decode())
+        assert conf is not None and _shortcut(argv, capsys) == (0, conf) and got[1] == conf.encode()
+    else:
+        assert _shortcut(argv, capsys) == (None, "")
+
+
+def test_missing_files_directories_and_fifos_get_the_clis_answer(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """Nothing but a regular file is opened by the shortcut: a FIFO (or ``<(...)``'s pipe) can
+    be read only once, so the CLI reads it."""
+    import os
+    import subprocess
+    import sys
+    import time
+
+    for path in (tmp_path / "nope.txt", tmp_path):
+        argv = ["topology", "--from-ibnetdiscover", str(path)]
+        assert _shortcut(argv, capsys) == (None, "")
+        code, out, err = _same_as_the_cli(argv)
+        assert code == 2 and out == b"" and err.startswith(b"python -m fabric topology: error: ")
+    fifo = tmp_path / "capture.fifo"  # text the writer declines: the CLI must be able to read it
+    os.mkfifo(fifo)
+    argv = ["topology", "--from-ibnetdiscover", str(fifo)]
+    text = (FIXTURES / "ibnetdiscover__ibtopotool__3.txt").read_bytes()
+    with subprocess.Popen(
+        [sys.executable, *ENTRY, *argv], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    ) as child:
+        try:
+            deadline = time.monotonic() + 60
+            while True:  # the FIFO opens for writing once the child opened it for reading
+                try:
+                    writer = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+                    break
+                except OSError:  # ENXIO: no reader yet
+                    assert child.poll() is None and time.monotonic() < deadline
+                    time.sleep(0.01)
+            os.set_blocking(writer, True)
+            with os.fdopen(writer, "wb") as handle:
+                handle.write(text)
+            out, err = child.communicate(timeout=30)  # a FIFO read twice: a second open waits
+        finally:
+            if child.poll() is None:
+                child.kill()
+    path = tmp_path / "capture.txt"
+    path.write_bytes(text)
+    assert (child.returncode, out, err) == _process(FULL_CLI, [*argv[:2], str(path)])
+
+
+@pytest.mark.parametrize("unbuffered", [True, False])
+def test_a_closed_stdout_is_the_clis_answer(unbuffered: bool, tmp_path: Path) -> None:
+    """The reader of stdout went away (``| head``) before the text was written: the same exit
+    code and stderr as the full CLI, buffered (the error at exit) or not (a quiet exit 0)."""
+    import os
+    import subprocess
+
+    path = tmp_path / "lab.txt"
+    path.write_bytes((FIXTURES / "ibnetdiscover__ibsim_lab__1.txt").read_bytes())
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}
+    if unbuffered:
+        env["PYTHONUNBUFFERED"] = "1"
+    results = []
+    for prefix in (ENTRY, FULL_CLI):
+        read, write = os.pipe()
+        os.close(read)
+        try:
+            argv = ["topology", "--from-ibnetdiscover", str(path)]
+            results.append(_process(prefix, argv, env, stdout=write, stderr=subprocess.PIPE))
+        finally:
+            os.close(write)
+    assert results[0] == results[1]
+    assert results[0][0] == (0 if unbuffered else 120), results[0]
+
+
+def test_the_shortcut_loads_neither_argparse_nor_the_cli() -> None:
+    """What makes it fast: from the interpreter's own start (``-S``: no site packages, no
+    editable finder) the shortcut loads the writer's package and nothing of the CLI,
+    ``pathlib``, ``typing`` or ``re``."""
+    import subprocess
+    import sys
+
+    probe = (
+        "import os, sys\n"
+        "sys.stdout = open(os.devnull, 'w')\n"
+        "from fabric.__main__ import fast_topology\n"
+        f"code = fast_topology(['topology', '--from-ibnetdiscover', {str(FIXTURES / 'ibnetdiscover__ibsim_lab__1.txt')!r}])\n"
+        "sys.stdout = sys.__stdout__\n"
+        "print(code, sorted(m for m in sys.modules if m.startswith('fabric')),"
+        " sorted({'argparse', 'pathlib', 'typing', 're', 'enum', 'gettext', 'shutil'}"
+        " & set(sys.modules)))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-S", "-c", probe],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
+        check=True,
+    )
+    assert done.stdout.splitlines()[-1] == (
+        "0 ['fabric', 'fabric.__main__', 'fabric.parsers', 'fabric.parsers.ibnetdiscover',"
+        " 'fabric.parsers.ibnetdiscover._ibnetdiscover_scan',"
+        " 'fabric.parsers.ibnetdiscover.tree'] []"
+    ), done.stdout[-800:]
+
+
+def test_the_shortcut_reads_less_than_the_clis_cap() -> None:
+    """A file the shortcut reads is one the CLI's default ``--max-mb`` would read too."""
+    from fabric.__main__ import FAST_MAX_BYTES
+    from fabric.cli.topology import DEFAULT_MAX_MB
+    from fabric.parsers.text import MIB
+
+    assert 0 < FAST_MAX_BYTES <= DEFAULT_MAX_MB * MIB

@@ -38,9 +38,13 @@ from __future__ import annotations
 
 import gc
 import importlib
-from typing import TYPE_CHECKING, Any
 
+#: ``typing.TYPE_CHECKING`` without importing ``typing`` (``python -m fabric topology`` loads
+#: this package; see :mod:`fabric.parsers.parsed`).
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from fabric.parsers.ibnetdiscover import fast
     from fabric.parsers.ibnetdiscover.common import TOOL, IbnetdiscoverError
     from fabric.topology.graph import FabricGraph

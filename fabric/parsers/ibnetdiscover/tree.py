@@ -8,8 +8,9 @@ same text (tests/unit/test_ibnetdiscover_tree.py), and only the reference raises
 bad, empty or cut-off capture is refused with the same message either way. To force the
 reference, set ``tree._tree_compiled = None``.
 
-This module imports nothing else of the project until it falls back: ``python -m fabric
-topology`` then starts in the interpreter's time plus the CLI's.
+This module imports nothing else of the project until it falls back. ``python -m fabric
+topology --from-ibnetdiscover FILE`` calls :func:`compiled_tree_conf` straight from
+``fabric/__main__.py``, before argparse and the CLI are loaded (the CLI runs when it declines).
 """
 
 from __future__ import annotations
@@ -26,13 +27,20 @@ WIDTHS = frozenset(("1x", "2x", "4x", "8x", "12x"))
 SPEEDS = frozenset(("SDR", "DDR", "QDR", "FDR10", "FDR", "EDR", "HDR", "NDR", "XDR"))
 
 
+def compiled_tree_conf(text: str) -> str | None:
+    """The compiled writer's topology.conf of ``text``, or None when it declines the text (or
+    was not built): then only :func:`tree_conf`'s reference gives the text or the error."""
+    if _tree_compiled is None or not text.isascii():
+        return None
+    return _tree_compiled(text, WIDTHS, SPEEDS)
+
+
 def tree_conf(text: str) -> str:
     """topology.conf for ``TopologyPlugin=topology/tree`` of ibnetdiscover output ``text``;
     raises what ``parse`` and ``fabric.topology.slurm.tree_conf`` raise."""
-    if _tree_compiled is not None and text.isascii():
-        conf = _tree_compiled(text, WIDTHS, SPEEDS)
-        if conf is not None:
-            return conf
+    conf = compiled_tree_conf(text)
+    if conf is not None:
+        return conf
     from fabric.parsers.ibnetdiscover import parse
     from fabric.topology.slurm import tree_conf as python_tree_conf
 
