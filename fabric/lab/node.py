@@ -46,11 +46,9 @@ class NodeConfig(BaseModel):
 def ibsim_environment(server: str, port: int, sim_host: str) -> dict[str, str]:
     """Return the ibsim client environment that makes libumad tools act as ``sim_host``."""
     return {
-        # The umad shim (MAD timeouts, waiting for a client slot) is not preloaded yet: under
-        # it the checks' 'ibping -S' servers exit at once on most labs (issue 18). It is built
-        # and proven on its own (tests/unit/test_umadshim.py); a node preloads it only when its
-        # environment names it (see _files).
-        "LD_PRELOAD": UMAD2SIM,
+        # railyard's umad shim first (MAD timeouts, a wait for a client slot, the SM-class
+        # guard), then umad2sim; the node gets the built shim copied in (see _files).
+        "LD_PRELOAD": f"{UMAD_SHIM}:{UMAD2SIM}",
         "IBSIM_SERVER_NAME": server,
         "IBSIM_SERVER_PORT": str(port),
         "SIM_HOST": sim_host,

@@ -39,13 +39,7 @@ UMAD_CLIENT = REPO / "tests" / "unit" / "umad_client.py"
 #: clients held at once on each node: with 5 nodes, 15 plus the 2 OpenSMs, past ibsim's 10
 HOLDERS_PER_NODE = 3
 
-pytestmark = [
-    pytest.mark.integration,
-    pytest.mark.skip(
-        reason="lab nodes do not preload the umad shim yet: under it the checks' 'ibping -S' "
-        "servers exit at once on most labs (issue 18); this sequence needs the shim's MAD timeouts"
-    ),
-]
+pytestmark = pytest.mark.integration
 
 SM_CHECKS = "test_sm_answers or test_single_master or test_host_sees_master"
 LINK_CHECKS = "test_port_state_active or test_port_physical_state_linkup"
@@ -171,10 +165,6 @@ def test_converge_after_the_faults_succeeds(sequence: dict[str, Any]) -> None:
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="'ibping -S' servers still exit at once on 2-7 of the pairs after the faults (umad2sim issue under investigation, issue 18); every other check passes",
-)
 def test_every_check_passes_after_the_converge_with_no_rebuild(
     lab: OwnLab, sequence: dict[str, Any]
 ) -> None:

@@ -16,10 +16,12 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import IO
 
 import pytest
 
 from fabric.lab import umadshim
+from fabric.lab.ibsim_clients import parse_attached
 from fabric.lab.node import UMAD2SIM
 
 CLIENT = Path(__file__).with_name("umad_client.py")
@@ -52,6 +54,7 @@ class Sim:
 
     def __init__(self, tmp: Path, shim: Path) -> None:
         self.tmp, self.shim = tmp, shim
+        self.console: IO[bytes] | None = None  # ibsim's stdin, once it runs
         self.env = dict(os.environ, IBSIM_SOCKNAME=f"railyard-umadshim-{os.getpid()}")
         for key in ("IBSIM_SERVER_NAME", "IBSIM_SERVER_PORT", "LD_PRELOAD"):
             self.env.pop(key, None)
@@ -89,6 +92,22 @@ class Sim:
         assert line.strip() == "ready", proc.stderr.read() if proc.stderr else ""
         return proc
 
+    def drop_clients(self, host: str) -> None:
+        """Detach ``host``'s clients on ibsim's console (``Attached``, then ``X <id>``), as the
+        lab's ping checks drop a killed server's registration."""
+        assert self.console is not None
+        log = self.tmp / "ibsim.log"
+        seen = len(log.read_bytes())
+        self.console.write(b"Attached\n")
+        self.console.flush()
+        time.sleep(0.3)
+        reply = log.read_bytes()[seen:].decode(errors="replace")
+        for client in parse_attached(reply):
+            if client.host == host:
+                self.console.write(f"X {client.id}\n".encode())
+        self.console.flush()
+        time.sleep(0.2)
+
 
 def _stop(proc: subprocess.Popen[str]) -> None:
     """End a client the way a tool ends (its exit handler detaches it from ibsim: a killed
@@ -123,6 +142,7 @@ def sim(tmp_path: Path, shim: Path) -> Iterator[Sim]:
         while "Network simulator ready" not in (tmp_path / "ibsim.log").read_text():
             assert proc.poll() is None and time.monotonic() < deadline, "ibsim did not start"
             time.sleep(0.05)
+        sim.console = proc.stdin
         yield sim
     finally:
         proc.kill()
@@ -228,8 +248,7 @@ def test_refused_connect_gives_up_after_the_configured_wait(sim: Sim) -> None:
 def test_a_node_whose_environment_names_the_shim_gets_it_ahead_of_umad2sim(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Lab nodes do not preload the shim yet (issue 18: the ping servers); a node whose
-    environment names it gets the built library copied in."""
+    """A lab node preloads the shim ahead of umad2sim and gets the built library copied in."""
     import io
     import tarfile
 
@@ -237,8 +256,7 @@ def test_a_node_whose_environment_names_the_shim_gets_it_ahead_of_umad2sim(
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     env = ibsim_environment("198.18.0.1", 17000, "gpu01:mlx5_0")
-    assert env["LD_PRELOAD"] == UMAD2SIM
-    env["LD_PRELOAD"] = f"{umadshim.NODE_PATH}:{UMAD2SIM}"
+    assert env["LD_PRELOAD"] == f"{umadshim.NODE_PATH}:{UMAD2SIM}"
     cfg = NodeConfig(
         name="gpu01",
         container="ry-gpu01",
@@ -288,3 +306,32 @@ def test_sm_class_ping_server_survives_an_smp(sim: Sim, with_shim: bool, survive
         if server.poll() is None:
             server.terminate()
         server.communicate(timeout=10)
+
+
+def test_sm_class_ping_server_survives_smps_that_arrive_while_it_attaches(sim: Sim) -> None:
+    """issue 18's lab failure: a MASTER answers the IsSM trap of a starting ``ibping -S`` with
+    SMInfo at once, while umad2sim, already attached, still builds its sysfs tree and has no
+    agent registered; its receiver thread crashed the server (segfault at 0x40), and the dead
+    server's SM registration refused the next. Here SMInfo Gets reach hca3 every 2 ms while a
+    server starts there again and again: each one must start and keep serving (the shim's gate
+    holds umad2sim's receiver until the SMP guard is registered)."""
+    flood = sim.start("hca1", "flood", TO_HCA3, "2")
+    try:
+        for start in range(5):
+            server = subprocess.Popen(
+                ["ibping", "-S"],
+                env=sim.client_env("hca3", SIM_SET_ISSM="1", RAILYARD_SIM_CONNECT_WAIT="0"),
+                cwd=sim.tmp,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            time.sleep(1.0)
+            alive = server.poll() is None
+            if alive:
+                server.terminate()  # as the check stops it: no detach, the console drops it
+            _, err = server.communicate(timeout=10)
+            assert alive, f"start {start + 1}: ibping -S exited {server.returncode}: {err[-300:]}"
+            sim.drop_clients("hca3")
+    finally:
+        _stop(flood)

@@ -4,6 +4,8 @@
 ``sminfo|nodeinfo PATH TIMEOUT_MS RETRIES WAIT_MS``: send one directed-route SMP Get along PATH
 with umad_send's timeout and retries, then print every reply received within WAIT_MS of the
 last, as JSON. ``hold``: attach to ibsim, print "ready" and sleep (holds a client slot).
+``flood PATH INTERVAL_MS``: send a directed-route SMInfo Get along PATH every INTERVAL_MS, no
+timeout, replies unread, until stdin closes (as a MASTER polling an SM-class port, only faster).
 """
 
 import ctypes
@@ -45,6 +47,18 @@ def main() -> None:
     assert agent >= 0, agent
     buf = ctypes.create_string_buffer(UMAD_HDR + 256)
     length = ctypes.c_int(256)
+    if mode == "flood":
+        path, interval = [int(p) for p in sys.argv[2].split(",")], int(sys.argv[3]) / 1000
+        ctypes.memmove(ctypes.addressof(buf) + 28, b"\xff\xff", 2)  # addr.lid: permissive
+        print("ready", flush=True)
+        tid = 0x10000
+        while not select.select([sys.stdin], [], [], interval)[0]:
+            tid += 1
+            ctypes.memmove(
+                ctypes.addressof(buf) + UMAD_HDR, smp_dr_get(ATTR_SMINFO, path, tid), 256
+            )
+            assert um.umad_send(port, agent, buf, 256, 0, 0) == 0
+        return
     if mode == "silent":  # receive requests, answer none, count them in a file
         out, count = sys.argv[2], 0
         print("ready", flush=True)

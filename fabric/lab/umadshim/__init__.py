@@ -4,7 +4,9 @@ umad2sim never times a MAD out, so a MAD that ibsim drops or forwards to a clien
 answers stays pending and OpenSM's sweep waits on it forever; and ibsim serves at most 10
 clients at once (``IBSIM_MAX_CLIENTS``, compiled into ibsim 0.10), refusing the next, which then
 exits with "connect failed". The shim, preloaded ahead of umad2sim, times sends out as the
-kernel's ib_umad does and retries a refused connect until a slot frees up (see the C source).
+kernel's ib_umad does and retries a refused connect until a slot frees up; and it keeps a
+process that registers as its port's SM (``SIM_SET_ISSM``, the ping checks' ``ibping -S``) from
+crashing on the SMPs ibsim hands such a client (see the C source).
 
 It is built with the host's gcc into the cache (keyed by the source's hash) and copied into
 every lab node, which runs the same Debian 12 userland.

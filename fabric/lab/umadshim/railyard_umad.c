@@ -27,7 +27,13 @@
  *    receiver thread segfaulted on it (no queue for the class). The shim registers both SMP
  *    classes for such a process and drops what reaches them, as the kernel would deliver none;
  *    it does so at the process's first look at the simulated device (open, opendir, scandir),
- *    since the SMInfo follows the attach at once.
+ *    since the SMInfo follows the attach at once. umad2sim starts its receiver thread as soon
+ *    as it is attached, before it even marks its agent table empty, and then writes its sysfs
+ *    tree: an SMInfo arriving in that window (OpenSM answers the IsSM trap at once) met no
+ *    agent and crashed the process (gdb on a core: the receiver in pthread_mutex_lock(0x30)
+ *    while the main thread was still in umad2sim's open). So in such a process the receiver
+ *    umad2sim starts (its pthread_create) waits at a gate until the guard's agents are
+ *    registered (at most GATE_MS, so a tool never hangs on it).
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -52,6 +58,7 @@
 #define MAX_PENDING 512
 #define LATE_RING 256
 #define SLICE_MS 20
+#define GATE_MS 5000
 
 #define SMP_LID_CLASS 0x01
 #define SMP_DR_CLASS 0x81
@@ -119,6 +126,8 @@ static int (*next_poll)(struct pollfd *, nfds_t, int);
 static DIR *(*next_opendir)(const char *);
 static int (*next_scandir)(const char *, struct dirent ***, int (*)(const struct dirent *),
 			   int (*)(const struct dirent **, const struct dirent **));
+static int (*next_pthread_create)(pthread_t *, const pthread_attr_t *, void *(*)(void *),
+				  void *);
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -150,6 +159,8 @@ static void resolve(void)
 	next_scandir = (int (*)(const char *, struct dirent ***, int (*)(const struct dirent *),
 				int (*)(const struct dirent **, const struct dirent **)))
 		dlsym(RTLD_NEXT, "scandir");
+	next_pthread_create = (int (*)(pthread_t *, const pthread_attr_t *, void *(*)(void *),
+				       void *))dlsym(RTLD_NEXT, "pthread_create");
 }
 
 static void init(void)
@@ -371,6 +382,67 @@ static int guarded(int fd, const struct umad_hdr *hdr)
 	return (g[0] && hdr->agent_id == g[0] - 1) || (g[1] && hdr->agent_id == g[1] - 1);
 }
 
+/* The gate umad2sim's receiver thread waits at while guard_early attaches and registers the
+ * SMP guard (closed only there). */
+static pthread_mutex_t gate_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t gate_cond = PTHREAD_COND_INITIALIZER;
+static int gate_closed;
+
+struct gated_start {
+	void *(*fn)(void *);
+	void *arg;
+};
+
+static void set_gate(int closed)
+{
+	pthread_mutex_lock(&gate_lock);
+	gate_closed = closed;
+	pthread_cond_broadcast(&gate_cond);
+	pthread_mutex_unlock(&gate_lock);
+}
+
+static void *gated(void *p)
+{
+	struct gated_start start = *(struct gated_start *)p;
+	struct timespec until;
+
+	free(p);
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += GATE_MS / 1000;
+	pthread_mutex_lock(&gate_lock);
+	while (gate_closed)
+		if (pthread_cond_timedwait(&gate_cond, &gate_lock, &until) == ETIMEDOUT)
+			break;
+	pthread_mutex_unlock(&gate_lock);
+	return start.fn(start.arg);
+}
+
+/* A thread umad2sim starts while the gate is closed (its receiver) waits at the gate first. */
+int pthread_create(pthread_t *thread, const pthread_attr_t *attr, void *(*fn)(void *), void *arg)
+{
+	struct gated_start *start;
+	Dl_info caller;
+	int closed;
+
+	init();
+	pthread_mutex_lock(&gate_lock);
+	closed = gate_closed;
+	pthread_mutex_unlock(&gate_lock);
+	if (!closed || !dladdr(__builtin_return_address(0), &caller) || !caller.dli_fname ||
+	    !strstr(caller.dli_fname, "umad2sim"))
+		return next_pthread_create(thread, attr, fn, arg);
+	start = malloc(sizeof(*start));
+	if (!start)
+		return next_pthread_create(thread, attr, fn, arg);
+	start->fn = fn;
+	start->arg = arg;
+	if (next_pthread_create(thread, attr, gated, start)) {
+		free(start);
+		return next_pthread_create(thread, attr, fn, arg);
+	}
+	return 0;
+}
+
 /* umad2sim attaches to ibsim, as the SM-class client SIM_SET_ISSM asks for, at the process's
  * first look at the simulated sysfs or /dev/infiniband, and the MASTER's SMInfo (on the trap
  * the new IsSM bit raises) can arrive before the tool opens its umad device. So for such a
@@ -385,7 +457,9 @@ static void guard_early(const char *path)
 	    (strncmp(path, "/sys/class/infiniband", 21) && strncmp(path, "/dev/infiniband", 15)))
 		return;
 	done = 1;
+	set_gate(1);
 	open("/dev/infiniband/umad0", O_RDWR | O_NONBLOCK);
+	set_gate(0);
 }
 
 DIR *opendir(const char *path)
