@@ -9,7 +9,7 @@ comes up on real hardware: same host, same cable, another GUID.
 from __future__ import annotations
 
 from fabric.spec import ClusterSpec
-from fabric.topology.graph import FabricGraph, GraphError, Link
+from fabric.topology.graph import FabricGraph, GraphError
 
 
 def simulated_device(spec: ClusterSpec, host: str) -> str | None:
@@ -33,8 +33,7 @@ def with_hca_guids(graph: FabricGraph, spec: ClusterSpec) -> FabricGraph:
         raise GraphError(f"lab.hca_guids: {clash[0]} is already another node's GUID; pick another")
     cas = {renames.get(g, g): ca._replace(guid=renames.get(g, g)) for g, ca in graph.cas.items()}
     links = [
-        Link(renames.get(k.a_guid, k.a_guid), k.a_port, renames.get(k.b_guid, k.b_guid), k.b_port,
-             k.width, k.speed, k.rate_gbps)
+        k._replace(a_guid=renames.get(k.a_guid, k.a_guid), b_guid=renames.get(k.b_guid, k.b_guid))
         for k in graph.links
-    ]  # fmt: skip
+    ]
     return FabricGraph(switches=dict(graph.switches), cas=cas, links=links)

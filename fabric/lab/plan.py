@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 
 from pydantic import BaseModel
 
+from fabric.lab.hardware import simulated_device
 from fabric.spec import ClusterSpec, LabSpec
 from fabric.topology.ibsim import sim_host
 
@@ -193,13 +194,13 @@ def plan_lab(spec: ClusterSpec, stack: str, prefix: str, state_dir: str) -> LabP
     )  # fail early on a bad pin or a full subnet
     ib = spec.fabric.kind == "infiniband"
     nodes = []
-    for host, group in spec.hosts.items():
-        ib_hcas = [h for h in group.hcas if h.link_layer == "InfiniBand"]
+    for host in spec.hosts:
+        device = simulated_device(spec, host) if ib else None
         nodes.append(
             NodePlan(
                 name=host,
                 container=f"{prefix}-{host}",
-                sim_host=sim_host(host, ib_hcas[0].device) if ib and ib_hcas else None,
+                sim_host=sim_host(host, device) if device else None,
             )
         )
     switch = _switch_plan(spec, prefix) if fabric is not None and not lab.datacenter else None

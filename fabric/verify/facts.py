@@ -54,20 +54,14 @@ class Facts:
         """The (device name, ibstat port) of a declared HCA port, or None when absent.
 
         In the lab every simulated HCA is named ``ibsim0`` and stands for the node's first
-        InfiniBand HCA (``fabric.lab.plan``), so it matches that device, or the declared node
-        GUID (a replaced HCA has another); elsewhere the device is matched by name.
+        InfiniBand HCA (``fabric.lab.hardware.simulated_device``), whatever its GUID (a
+        replaced HCA has another); elsewhere the device is matched by name.
         """
+        simulated = self.plan.simulated and want.device == simulated_device(
+            self.plan.spec, want.host
+        )
         for dev in self.ibstat(want.host).devices:
-            by_name = dev.name == want.device
-            by_sim = (
-                self.plan.simulated
-                and dev.name == SIM_DEVICE
-                and (
-                    dev.node_guid == want.node_guid
-                    or want.device == simulated_device(self.plan.spec, want.host)
-                )
-            )
-            if by_name or by_sim:
+            if dev.name == want.device or (simulated and dev.name == SIM_DEVICE):
                 for port in dev.ports:
                     if port.port == want.port:
                         return dev.name, port
