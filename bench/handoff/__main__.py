@@ -46,8 +46,8 @@ def addresses(slot: int = 0) -> tuple[str, str, int, int]:
     return (
         f"198.18.{44 + 2 * slot}.0/24",
         f"198.18.{45 + 2 * slot}.0/24",
-        18440 + 10 * slot,
-        17440 + 10 * slot,
+        18440 + 20 * slot,
+        17440 + 20 * slot,
     )
 
 
@@ -204,7 +204,7 @@ class HandoffBench:
 
         if profile == "stock":
             return AnsibleSettings.stock()
-        return handoff_settings(self.name, self.spec)
+        return handoff_settings(self.name)
 
     def converge(self, profile: str) -> dict[str, Any]:
         """One ``playbooks/site.yml`` run with the profile's settings."""

@@ -29,18 +29,14 @@ from fabric.handoff.vars import HandoffError, write_group_vars
 from fabric.spec import ClusterSpec
 from fabric.state import ARTIFACTS_ROOT, REPO_ROOT, StateLayout
 
-#: Hosts Ansible works on at once in the lab. ibsim serves at most 10 clients at a time
-#: (IBSIM_MAX_CLIENTS, compiled in); both OpenSMs hold one each, and every RDMA tool a task
-#: runs on a node is another. The lab's umad shim (fabric/lab/umadshim) makes a tool refused a
-#: slot wait for one, but one path (ibsim closing an attached client's socket: "sim_ctl: ctl
-#: failed(read)", then "sim_init: connect failed") still kills the tool: with 11 forks the
-#: 11-node lab's hand-off failed on 4-5 hosts (bench/handoff/README.md). Until the shim covers
-#: it, the lab keeps its proven cap.
-LAB_FORKS = 4
 #: Never handed to Ansible: ansible-runner records the whole environment of a run in the
 #: artifacts' ``command`` file, and Ansible needs none of these.
 SENSITIVE_ENV = ("PULUMI_CONFIG_PASSPHRASE", "PULUMI_ACCESS_TOKEN", "RAILYARD_MUNGE_KEY")
-#: Forks never exceed this, however large the cluster: each fork is a controller process.
+#: Forks never exceed this, however large the cluster: each fork is a controller process. The
+#: lab takes as many as any cluster: ibsim serves 10 clients at once (IBSIM_MAX_CLIENTS,
+#: compiled in), but only a process that opens the simulated HCA takes one, for as long as it
+#: runs, and the lab's umad shim makes such a process wait for a free slot (and for ibsim
+#: itself) instead of failing (docs/lab.md, "ibsim's client limit").
 MAX_FORKS = 64
 #: How long cached facts stay valid (s), as ansible.cfg's: a host changed outside Ansible (a new
 #: kernel after a reboot) is seen again within this; a changed inventory empties the cache.
@@ -98,10 +94,10 @@ class AnsibleSettings(BaseModel):
         return out
 
     @classmethod
-    def railyard(cls, hosts: int, fact_cache: Path, cap: int | None = None) -> AnsibleSettings:
-        """railyard's: one fork per host up to ``cap`` (the lab's limit) or MAX_FORKS,
-        pipelining, facts cached per stack; strategy and fact subset as site.yml sets them."""
-        forks = max(1, min(hosts, cap or MAX_FORKS, MAX_FORKS))
+    def railyard(cls, hosts: int, fact_cache: Path) -> AnsibleSettings:
+        """railyard's: one fork per host up to MAX_FORKS, pipelining, facts cached per stack;
+        strategy and fact subset as site.yml sets them."""
+        forks = max(1, min(hosts, MAX_FORKS))
         return cls(forks=forks, pipelining=True, fact_cache=fact_cache)
 
     @classmethod
@@ -126,15 +122,10 @@ def inventory_host_count(inventory: Path) -> int:
     return len(found)
 
 
-def handoff_settings(
-    stack: str, spec: ClusterSpec | None, state_root: Path | None = None
-) -> AnsibleSettings:
-    """The hand-off's settings for ``stack``: forks sized to its inventory, capped in the lab."""
+def handoff_settings(stack: str, state_root: Path | None = None) -> AnsibleSettings:
+    """The hand-off's settings for ``stack``: forks sized to its inventory."""
     layout = StateLayout(stack, state_root)
-    cap = LAB_FORKS if spec is not None and spec.simulated else None
-    return AnsibleSettings.railyard(
-        inventory_host_count(layout.inventory), layout.fact_cache, cap=cap
-    )
+    return AnsibleSettings.railyard(inventory_host_count(layout.inventory), layout.fact_cache)
 
 
 @contextmanager
@@ -259,7 +250,7 @@ def run_playbook(
     if spec is not None:
         write_group_vars(spec, inventory.parent)
     private = new_artifacts_dir(stack, artifacts_root)
-    settings = settings or handoff_settings(stack, spec, state_root)
+    settings = settings or handoff_settings(stack, state_root)
     env = {
         "ANSIBLE_CONFIG": str(REPO_ROOT / "ansible.cfg"),
         "ANSIBLE_ROLES_PATH": str(REPO_ROOT / "roles"),

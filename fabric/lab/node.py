@@ -123,9 +123,13 @@ def create_node(cfg: NodeConfig, start: bool = True) -> None:
         args += ["--label", f"{key}={value}"]
     for capability in cfg.capabilities:
         args += ["--cap-add", capability]
+    try:  # everything copied in is ready before the container exists
+        payload = _tar(_files(cfg))
+    except umadshim.ShimError as exc:
+        raise NodeError(f"node {cfg.name}: {exc}") from None
     try:
         podman([*args, cfg.image, "/sbin/init"])
-        podman(["cp", "-", f"{cfg.container}:/"], input=_tar(_files(cfg)))
+        podman(["cp", "-", f"{cfg.container}:/"], input=payload)
         if start:
             podman(["start", cfg.container])
     except PodmanError as exc:

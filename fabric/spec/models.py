@@ -484,12 +484,22 @@ class SlurmSpec(Model):
     )
 
 
+#: UDP ports ibsim binds in remote mode: ``lab.ibsim_port`` for control, then one per client
+#: slot (IBSIM_MAX_CLIENTS = 10, compiled into ibsim).
+IBSIM_PORT_SPAN = 11
+
+
 class LabSpec(Model):
     """Settings for the one-machine lab (target ``lab``)."""
 
     image: str = Field(default="localhost/railyard-node", description="node image name")
     bmc_port: int = Field(default=8000, ge=1024, le=65535, description="Redfish emulator port")
-    ibsim_port: int = Field(default=7070, ge=1024, le=65535, description="ibsim remote port")
+    ibsim_port: int = Field(
+        default=7070,
+        ge=1024,
+        le=65524,
+        description="ibsim remote port; ibsim binds it and the 10 above it (one per client slot)",
+    )
     roce_subnet: ipaddress.IPv4Network | None = Field(
         default=None,
         description="the RoCE/Ethernet fabric network of a roce lab (default 198.18.2.0/24)",

@@ -19,7 +19,7 @@ from typing import Any, Protocol
 from fabric.catalog import aws_efa_types, aws_instance, gcp_gpu_machine_types, gcp_machine
 from fabric.spec.checker import Checker, Rule
 from fabric.spec.constants import AWS_REGION_PATTERN, BOOT_TARGETS, GCP_REGION_PATTERN
-from fabric.spec.models import ClusterSpec
+from fabric.spec.models import IBSIM_PORT_SPAN, ClusterSpec
 from fabric.spec.problems import Problem
 
 __all__ = [
@@ -125,12 +125,18 @@ def check_lab(c: Checker) -> None:
                 "that has one",
                 reads=["nodes"],
             )
-    if lab is not None and lab.bmc_port == lab.ibsim_port:
-        c.add(
-            "lab.ibsim_port",
-            f"{lab.ibsim_port} is also lab.bmc_port; use two different ports",
-            reads=["lab.bmc_port"],
-        )
+    if lab is not None:
+        ibsim_ports = range(lab.ibsim_port, lab.ibsim_port + IBSIM_PORT_SPAN)
+        clash = [p for p in (lab.bmc_port, lab.bmc_port + 1) if p in ibsim_ports]
+        if clash:
+            c.add(
+                "lab.ibsim_port",
+                f"ibsim binds {ibsim_ports.start}-{ibsim_ports.stop - 1} (control + one per "
+                f"client slot), which holds {clash[0]}, lab.bmc_port"
+                f"{'' if clash[0] == lab.bmc_port else ' + 1 (the power notifier)'}; "
+                f"move one so the ranges do not meet",
+                reads=["lab.bmc_port"],
+            )
 
 
 # --- bare metal ----------------------------------------------------------------------------

@@ -163,6 +163,17 @@ def test_build_is_cached_by_source_hash(shim: Path) -> None:
     assert umadshim.build(shim.parent.parent) == shim
 
 
+def test_nodes_created_at_once_all_get_the_built_shim(tmp_path: Path) -> None:
+    """Pulumi creates the lab's nodes from threads of one process, each building the shim into
+    an empty cache at once (a per-process temporary name once made all but one fail)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=6) as pool:
+        built = list(pool.map(lambda _: umadshim.build(tmp_path), range(6)))
+    assert len(set(built)) == 1 and built[0].read_bytes().startswith(b"\x7fELF")
+    assert [p.name for p in built[0].parent.iterdir()] == [umadshim.LIBRARY]
+
+
 def test_unanswered_send_is_retried_then_handed_back_timed_out(sim: Sim, silent_sm: Path) -> None:
     out = sim.run("hca1", "sminfo", TO_HCA3, "200", "2", "1500")
     replies = out["replies"]
@@ -335,3 +346,78 @@ def test_sm_class_ping_server_survives_smps_that_arrive_while_it_attaches(sim: S
             sim.drop_clients("hca3")
     finally:
         _stop(flood)
+
+
+def _free_udp_range(count: int) -> int:
+    """A loopback UDP port P with P..P+count-1 all free (ibsim's remote mode binds them)."""
+    import socket
+
+    for _ in range(50):
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+            probe.bind(("127.0.0.1", 0))
+            base = probe.getsockname()[1]
+        if base + count >= 65535:
+            continue
+        taken = []
+        try:
+            for port in range(base, base + count):
+                sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+                taken.append(sock)
+                sock.bind(("0.0.0.0", port))
+            return base
+        except OSError:
+            continue
+        finally:
+            for sock in taken:
+                sock.close()
+    raise AssertionError("no free range of UDP ports on loopback")
+
+
+@pytest.mark.parametrize(("with_shim", "attaches"), [(True, True), (False, False)])
+def test_a_client_started_before_ibsim_listens_waits_for_it(
+    tmp_path: Path, shim: Path, with_shim: bool, attaches: bool
+) -> None:
+    """The lab's failure at 11 forks: ``sim_ctl: ctl failed(read)`` then ``sim_init: connect
+    failed: Connection refused``, umad2sim's CONNECT meeting no ibsim on its port (remote mode:
+    the ICMP port unreachable comes back as ECONNREFUSED on the next read). With the shim the
+    client asks again and attaches once ibsim listens; umad2sim alone exits at once."""
+    port = _free_udp_range(11)
+    net = tmp_path / "net"
+    net.write_text(NET)
+    env = dict(os.environ, IBSIM_SERVER_NAME="127.0.0.1", IBSIM_SERVER_PORT=str(port))
+    env.pop("IBSIM_SOCKNAME", None)
+    env.update(
+        LD_PRELOAD=f"{shim}:{UMAD2SIM}" if with_shim else UMAD2SIM,
+        SIM_HOST="hca1",
+        RAILYARD_SIM_CONNECT_WAIT="20",
+    )
+    client = subprocess.Popen(
+        [sys.executable, str(CLIENT), "nodeinfo", TO_SWITCH, "200", "2", "500"],
+        env=env,
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    time.sleep(1.0)
+    ibsim_env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
+    ibsim = subprocess.Popen(
+        ["ibsim", "-r", "-l", str(port), "-s", str(net)],
+        env=ibsim_env,
+        cwd=tmp_path,
+        stdin=subprocess.PIPE,
+        stdout=(tmp_path / "ibsim.log").open("wb"),
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        stdout, stderr = client.communicate(timeout=30)
+        if attaches:
+            assert client.returncode == 0, stderr[-800:]
+            reply = json.loads(stdout.strip().splitlines()[-1])["replies"]
+            assert reply and reply[0]["status"] == 0, reply
+        else:
+            assert client.returncode != 0
+            assert "ctl failed(read)" in stderr and "Connection refused" in stderr, stderr
+    finally:
+        ibsim.kill()
+        ibsim.wait(timeout=10)

@@ -18,6 +18,7 @@ import hashlib
 import os
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 
 SOURCE = Path(__file__).with_name("railyard_umad.c")
@@ -52,7 +53,10 @@ def build(cache: Path | None = None) -> Path:
             "(scripts/bootstrap.sh does)"
         )
     out.parent.mkdir(parents=True, exist_ok=True)
-    partial = out.with_suffix(f".{os.getpid()}.tmp")
+    # one name per call: Pulumi creates the nodes from threads of one provider process
+    fd, name = tempfile.mkstemp(dir=out.parent, prefix=f".{LIBRARY}.", suffix=".tmp")
+    os.close(fd)
+    partial = Path(name)
     try:
         proc = subprocess.run(
             [*COMPILE, "-o", str(partial), str(SOURCE), "-ldl", "-lpthread"],
@@ -62,6 +66,7 @@ def build(cache: Path | None = None) -> Path:
             check=False,
         )
     except subprocess.TimeoutExpired:
+        partial.unlink(missing_ok=True)
         raise ShimError(f"gcc did not build {SOURCE.name} within {BUILD_TIMEOUT}s") from None
     if proc.returncode != 0:
         partial.unlink(missing_ok=True)

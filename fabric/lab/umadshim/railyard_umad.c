@@ -20,8 +20,9 @@
  * 2. Client slots. ibsim serves IBSIM_MAX_CLIENTS (10, compiled in) clients at once and
  *    refuses the next CONNECT; umad2sim then exits ("connect failed"). A refused CONNECT is
  *    sent again until a slot frees up or RAILYARD_SIM_CONNECT_WAIT seconds (default 60) pass.
- *    A control request ibsim never answers (ibsim gone) fails after RAILYARD_SIM_CTL_TIMEOUT
- *    seconds (default 10) instead of blocking the tool forever.
+ *    A request that found no ibsim listening (ECONNREFUSED, "ctl failed(read)") is asked
+ *    again within the same waits. A control request ibsim never answers (ibsim gone) fails
+ *    after RAILYARD_SIM_CTL_TIMEOUT seconds (default 10) instead of blocking the tool forever.
  * 3. SMP guard. A client that registers as its port's SM (SIM_SET_ISSM) without an SMP agent
  *    (the ping checks' `ibping -S`) gets the MASTER's SMInfo from ibsim, and umad2sim's
  *    receiver thread segfaulted on it (no queue for the class). The shim registers both SMP
@@ -531,13 +532,19 @@ ssize_t write(int fd, const void *buf, size_t count)
 	return next_write(fd, buf, count);
 }
 
-/* Read ibsim's reply to the control request last written on fd: bounded, and a refused
- * CONNECT is asked again until a client slot is free. */
+/* Read ibsim's reply to the control request last written on fd: bounded, and asked again
+ * when ibsim refused it. A refused CONNECT (every slot taken) is asked again until a slot is
+ * free. A request that met no ibsim at all (ECONNREFUSED: the ICMP port unreachable of a
+ * datagram nobody received, so nothing was allocated) is asked again likewise: umad2sim would
+ * print "ctl failed(read)" and exit, as an 11-fork hand-off saw while ibsim's port was not
+ * bound. A request that is only unanswered is not sent again: a late reply to the first copy
+ * would then be read as the reply to the next request (and a CONNECT's would hold a slot). */
 static ssize_t read_ctl(int fd, void *buf, size_t count)
 {
 	uint64_t start = now_ms();
 	uint64_t ctl_wait = (uint64_t)env_seconds("RAILYARD_SIM_CTL_TIMEOUT", 10) * 1000;
 	uint64_t connect_wait = (uint64_t)env_seconds("RAILYARD_SIM_CONNECT_WAIT", 60) * 1000;
+	int connect = last_ctl.msg.type == SIM_CTL_CONNECT;
 	unsigned backoff_ms = 100;
 	uint64_t asked = start;
 
@@ -546,7 +553,7 @@ static ssize_t read_ctl(int fd, void *buf, size_t count)
 		uint64_t now = now_ms(), left;
 		struct timespec ts;
 		ssize_t n;
-		int r;
+		int r, refused;
 
 		if (now - asked >= ctl_wait) {
 			errno = ETIMEDOUT;
@@ -563,16 +570,23 @@ static ssize_t read_ctl(int fd, void *buf, size_t count)
 		if (r <= 0)
 			continue;
 		n = next_read(fd, buf, count);
-		if (n != (ssize_t)sizeof(struct sim_ctl_msg) ||
-		    last_ctl.msg.type != SIM_CTL_CONNECT ||
-		    ((struct sim_ctl_msg *)buf)->type != SIM_CTL_ERROR ||
-		    now_ms() - start >= connect_wait)
+		refused = n < 0 && errno == ECONNREFUSED;
+		if (!refused && (n != (ssize_t)sizeof(struct sim_ctl_msg) || !connect ||
+				 ((struct sim_ctl_msg *)buf)->type != SIM_CTL_ERROR))
 			return n;
-		/* every slot taken (or the node busy): ask again after a while */
+		if (now_ms() - start >= (connect ? connect_wait : ctl_wait)) {
+			if (refused)
+				errno = ECONNREFUSED;
+			return n;
+		}
+		/* every slot taken, or no ibsim listening yet: ask again after a while */
 		usleep(backoff_ms * 1000);
 		if (backoff_ms < 1000)
 			backoff_ms *= 2;
-		if (next_write(fd, &last_ctl.msg, sizeof(last_ctl.msg)) != sizeof(last_ctl.msg))
+		/* a write may report the previous datagram's refusal instead of sending: send again */
+		if (next_write(fd, &last_ctl.msg, sizeof(last_ctl.msg)) != sizeof(last_ctl.msg) &&
+		    (errno != ECONNREFUSED ||
+		     next_write(fd, &last_ctl.msg, sizeof(last_ctl.msg)) != sizeof(last_ctl.msg)))
 			return n;
 		asked = now_ms();
 	}
