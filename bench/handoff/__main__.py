@@ -22,6 +22,7 @@ import json
 import math
 import os
 import platform
+import resource
 import secrets
 import shutil
 import signal
@@ -255,6 +256,22 @@ class HandoffBench:
         }
 
 
+def cpu_seconds() -> tuple[float, float]:
+    """CPU seconds used so far by the whole machine (``/proc/stat``, every core) and by this
+    process with its waited-for descendants (Ansible's controller, the check workers)."""
+    fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:9]]
+    user, nice, system, _idle, _iowait, irq, softirq, steal = fields
+    machine = (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
+    own = sum(
+        r.ru_utime + r.ru_stime
+        for r in (
+            resource.getrusage(resource.RUSAGE_SELF),
+            resource.getrusage(resource.RUSAGE_CHILDREN),
+        )
+    )
+    return machine, own
+
+
 def loadavg() -> str:
     """The 1, 5 and 15 minute load averages."""
     return " ".join(Path("/proc/loadavg").read_text().split()[:3])
@@ -276,8 +293,18 @@ def run_size(
             print(f"[{n}] {profile}: lab up in {up_s:.0f} s; load {loadavg()}", flush=True)
             row: dict[str, Any] = {"up_s": up_s}
             for step in steps:  # in this order: a no-op needs the fresh hand-off before it
+                machine, own = cpu_seconds()
                 row[step] = bench.check(profile) if step == "check" else bench.converge(profile)
-                print(f"[{n}] {profile}: {step} {row[step]['s']:.1f} s", flush=True)
+                machine_after, own_after = cpu_seconds()
+                # the controller's share, and the rest: the nodes (sshd, modules, daemons)
+                row[step]["cpu_s"] = {
+                    "machine": round(machine_after - machine, 1),
+                    "controller": round(own_after - own, 1),
+                }
+                print(
+                    f"[{n}] {profile}: {step} {row[step]['s']:.1f} s, cpu {row[step]['cpu_s']}",
+                    flush=True,
+                )
             row["load"] = loadavg()
             out["profiles"][profile] = row
     finally:

@@ -14,13 +14,18 @@ cable, and once ``sminfo`` (an SM answers); on GPU hardware (``/proc/driver/nvid
 checks that ``nvidia_peermem`` is loaded. Counter rises are judged against the reading the
 previous run saved (``fabric.verify.counters``), so no run waits between two readings.
 
-Every tool call has a timeout, and the whole run an alarm: a check that cannot finish is a
-failure of the check ("smpquery timed out"), never a hang. A failure drains the node with
+Every tool call has a timeout, and the whole run an alarm: never a hang. A tool that answers
+is judged: a MAD it sent that timed out ("smpquery: ... timeout") is the fabric's failure. A tool
+that could not be run or did not finish in its time (exit 124/127: a hung driver, or in the lab
+a tool queued for one of ibsim's client slots) is a **harness error**: reported as such, and the
+node is neither drained nor resumed for it, since nothing was learnt about the fabric. A
+failure drains the node with
 ``railyard: <first failure>``, e.g. ``railyard: mlx5_0/1 Down (leaf01 p3)``; a healthy run
 resumes the node only when it is drained with a reason railyard's health check wrote (starting
 ``railyard:``), never an operator's drain nor the rolling upgrade's.
 
-Exit codes: 0 healthy, 1 a check failed, 2 bad configuration (one line naming the field).
+Exit codes: 0 healthy, 1 a check failed, 2 bad configuration (one line naming the field),
+3 a check could not be made (harness error; nothing changed).
 """
 
 from __future__ import annotations
@@ -102,6 +107,10 @@ def run(
     return proc.returncode, proc.stdout + proc.stderr
 
 
+#: ``run``'s exit codes for a tool that did not finish in time or could not be started.
+HARNESS_RCS = (124, 127)
+
+
 def fields(text: str) -> dict[str, str]:
     """``Name:....value`` lines of smpquery/sminfo-style output."""
     out = {}
@@ -157,10 +166,19 @@ class Checker:
         self.config, self.state = config, state
         self.env = tool_env(config)
         self.failures: list[str] = []
+        self.harness_errors: list[str] = []
         self.readings: dict[str, dict[str, int]] = {}
 
     def fail(self, text: str) -> None:
         self.failures.append(text)
+
+    def judged(self, rc: int, text: str, what: str) -> bool:
+        """True when the tool ran to its end (its answer can be judged); a tool that did not
+        finish or start is recorded as a harness error about ``what``."""
+        if rc in HARNESS_RCS:
+            self.harness_errors.append(f"{what}: {_last(text, rc)}")
+            return False
+        return True
 
     def _run(self, argv: Sequence[str]) -> tuple[int, str]:
         return run(argv, env=self.env)
@@ -169,7 +187,7 @@ class Checker:
         """Run every check; return the failures (empty: healthy)."""
         for port in self.config["ports"]:
             self._port(port)
-        if self.config["ports"] and not self.failures:
+        if self.config["ports"] and not self.failures and not self.harness_errors:
             self._sm()
         self._counters()
         self._peermem()
@@ -182,6 +200,8 @@ class Checker:
         rc, text = self._run(
             ["smpquery", "-C", ca, "-P", num, "-t", str(MAD_TIMEOUT_MS), "-D", "portinfo", "0", num]
         )
+        if not self.judged(rc, text, f"{name} {cable}"):
+            return
         info = fields(text)
         if rc != 0 or "LinkState" not in info:
             self.fail(f"{name} not readable {cable}: {_last(text, rc)}")
@@ -223,7 +243,7 @@ class Checker:
         rc, text = self._run(
             ["sminfo", "-C", str(port["ca"]), "-P", str(port["port"]), "-t", str(MAD_TIMEOUT_MS)]
         )
-        if rc != 0 or "sminfo:" not in text:
+        if self.judged(rc, text, "sminfo") and (rc != 0 or "sminfo:" not in text):
             self.fail(f"no subnet manager answers: {_last(text, rc)}")
 
     def _counters(self) -> None:
@@ -327,15 +347,35 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"railyard-health: {exc}", file=sys.stderr)
         return 2
     failures = checker.check()
-    action = "checked only" if args.check else act(str(config["node"]), failures, checker.env)
+    harness = checker.harness_errors
+    if args.check:
+        action = "checked only"
+    elif harness and not failures:
+        action = "harness error: nothing changed"
+    else:
+        action = act(str(config["node"]), failures, checker.env)
     seconds = time.monotonic() - start
     if args.json:
-        print(json.dumps({"failures": failures, "action": action, "seconds": round(seconds, 3)}))
+        print(
+            json.dumps(
+                {
+                    "failures": failures,
+                    "harness_errors": harness,
+                    "action": action,
+                    "seconds": round(seconds, 3),
+                }
+            )
+        )
     else:
         for failure in failures:
             print(f"{REASON_PREFIX} {failure}")
-        print(f"railyard-health: {len(failures)} failure(s), {action}, {seconds:.3f}s")
-    return 1 if failures else 0
+        for error in harness:
+            print(f"railyard-health: harness error: {error}")
+        print(
+            f"railyard-health: {len(failures)} failure(s), {len(harness)} harness error(s), "
+            f"{action}, {seconds:.3f}s"
+        )
+    return 1 if failures else 3 if harness else 0
 
 
 def config_for(plan: Any, host: str) -> dict[str, Any]:

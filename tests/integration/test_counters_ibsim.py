@@ -32,6 +32,7 @@ import pytest
 import testinfra
 import yaml
 
+from fabric.lab import umadshim
 from fabric.spec import ClusterSpec
 from fabric.topology.from_spec import graph_from_spec
 from fabric.topology.ibsim import ibsim_limits, render_net, sim_host
@@ -44,6 +45,8 @@ pytestmark = pytest.mark.integration
 ROOT = Path(__file__).resolve().parents[2]
 UMAD2SIM = "/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so"
 HEALTH = ROOT / "fabric" / "verify" / "health.py"
+#: A libibumad client that attaches to ibsim and holds its slot until stdin closes.
+HOLDER = ROOT / "tests" / "unit" / "umad_client.py"
 
 
 @dataclass
@@ -218,11 +221,13 @@ def test_counter_check_names_the_cable_with_symbol_errors_and_no_other(
     assert "SymbolErrorCounter +400" in failures[gpu03.id]
 
 
-def _health(sim: Sim, tmp: Path, host: str = "gpu03") -> tuple[int, dict[str, Any], float]:
+def _health(
+    sim: Sim, tmp: Path, host: str = "gpu03", preload: str = UMAD2SIM
+) -> tuple[int, dict[str, Any], float]:
     config = config_for(sim.plan, host)
     env_file = tmp / "environment"
     env_file.write_text(
-        f"LD_PRELOAD={UMAD2SIM}\nIBSIM_SOCKNAME={sim.env['IBSIM_SOCKNAME']}\n"
+        f"LD_PRELOAD={preload}\nIBSIM_SOCKNAME={sim.env['IBSIM_SOCKNAME']}\n"
         f"SIM_HOST={sim_host(host, 'mlx5_0')}\n"
     )
     config["env_file"] = str(env_file)
@@ -247,7 +252,7 @@ def _health(sim: Sim, tmp: Path, host: str = "gpu03") -> tuple[int, dict[str, An
         check=False,
     )
     took = time.monotonic() - start
-    assert done.returncode in (0, 1), done.stderr
+    assert done.returncode in (0, 1, 3), done.stderr
     return done.returncode, json.loads(done.stdout), took
 
 
@@ -290,3 +295,44 @@ def test_health_program_passes_names_a_pulled_cable_and_rising_errors(
         f"{port.switch} p{port.switch_port} errors: SymbolErrorCounter +900 in "
         + erring["failures"][0].split(" in ", 1)[1]
     ]
+
+
+def test_a_tool_that_cannot_finish_is_a_harness_error_not_a_fabric_failure(
+    sim: Sim, tmp_path: Path
+) -> None:
+    """What drained 16 and 19 nodes of the 16- and 32-node bench labs: every ibsim client slot
+    taken, the health program's smpquery waits for one (the lab's umad shim) past its 3 s and is
+    killed. That says nothing about the fabric: exit 3, a harness error naming the port, no
+    failure (slurmd's run would neither drain nor resume). Once a slot is free, it passes."""
+    preload = f"{umadshim.build()}:{UMAD2SIM}"
+    env = dict(sim.env, LD_PRELOAD=preload, RAILYARD_SIM_CONNECT_WAIT="0")
+    holders: list[subprocess.Popen[str]] = []
+    try:
+        for i in range(12):  # ibsim serves 10; OpenSM holds one: fill the rest
+            proc = subprocess.Popen(
+                ["python3", str(HOLDER), "hold"],
+                env=dict(env, SIM_HOST=sim_host(f"gpu0{1 + i % 4}", "mlx5_0")),
+                cwd=sim.workdir,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            assert proc.stdout is not None
+            if proc.stdout.readline().strip() != "ready":
+                proc.communicate(timeout=10)
+                break
+            holders.append(proc)
+        else:
+            raise AssertionError("ibsim took 12 clients: no slot limit to fill")
+        rc, out, took = _health(sim, tmp_path, preload=preload)
+        assert rc == 3, out
+        assert out["failures"] == []
+        assert out["harness_errors"][0].startswith("mlx5_0/1 (leaf"), out
+        assert "timed out after 3s" in out["harness_errors"][0], out
+        assert took < 15, took
+    finally:
+        for proc in holders:  # a clean exit detaches from ibsim (a killed one keeps its slot)
+            proc.communicate(input="", timeout=10)
+    rc, healthy, _ = _health(sim, tmp_path, preload=preload)
+    assert (rc, healthy["failures"], healthy["harness_errors"]) == (0, [], []), healthy
