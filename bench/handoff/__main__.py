@@ -11,7 +11,8 @@ hand-offs start from the same fresh nodes. Run it under the shared lock (minutes
 Results: a Markdown table on stdout (copy it into bench/handoff/README.md), raw measurements
 and each run's slowest tasks (from ansible-runner's events) with ``--json FILE``.
 Addresses and ports of its own: 198.18.44.0/24 (management), 198.18.45.0/24 (BMC), BMC port
-18440 (+1 the notifier), ibsim port 17440; ``--slot 1`` 198.18.46-47.0/24, 18450, 17450; distinct
+18440 (+1 the notifier), ibsim port 17440 (ibsim binds it and the 10 above); ``--slot 1``
+198.18.46-47.0/24, 18460, 17460; distinct
 from the default lab, bench/lab and the integration tests (tests/integration/labkit.py).
 """
 
