@@ -239,7 +239,11 @@ class HandoffBench:
         start = time.monotonic()
         outcome = run_checks(self.name, spec=self.spec_file, quiet=True, **kwargs)
         seconds = time.monotonic() - start
-        failed = [r.name for r in outcome.results if r.failed]
+        failed = [
+            f"{r.name}[{r.param}] ({r.outcome}): {r.message.strip()[:200]}"
+            for r in outcome.results
+            if r.failed
+        ]
         by_check: dict[str, list[float]] = defaultdict(list)
         for r in outcome.results:
             by_check[r.name].append(r.seconds)
