@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -25,6 +26,7 @@ from fabric.lab.ibsim_clients import parse_attached
 from fabric.lab.node import UMAD2SIM
 
 CLIENT = Path(__file__).with_name("umad_client.py")
+SLOW_WRITE = Path(__file__).with_name("slow_umad_write.c")
 NET = """Switch 8 "sw1"
 [1] "hca1"[1]
 [2] "hca2"[1]
@@ -59,14 +61,26 @@ class Sim:
         for key in ("IBSIM_SERVER_NAME", "IBSIM_SERVER_PORT", "LD_PRELOAD"):
             self.env.pop(key, None)
 
-    def client_env(self, host: str, shim: bool = True, **extra: str) -> dict[str, str]:
-        preload = f"{self.shim}:{UMAD2SIM}" if shim else UMAD2SIM
+    def client_env(
+        self, host: str, shim: bool = True, between: Path | None = None, **extra: str
+    ) -> dict[str, str]:
+        """``between``: a library preloaded after the shim and ahead of umad2sim."""
+        libs = [str(self.shim)] if shim else []
+        libs += [str(between)] if between else []
+        preload = ":".join([*libs, UMAD2SIM])
         return dict(self.env, LD_PRELOAD=preload, SIM_HOST=host, **extra)
 
-    def run(self, host: str, *args: str, shim: bool = True, timeout: float = 30) -> dict:
+    def run(
+        self,
+        host: str,
+        *args: str,
+        shim: bool = True,
+        between: Path | None = None,
+        timeout: float = 30,
+    ) -> dict:
         proc = subprocess.run(
             [sys.executable, str(CLIENT), *args],
-            env=self.client_env(host, shim),
+            env=self.client_env(host, shim, between),
             cwd=self.tmp,  # umad2sim writes its sysfs tree (sys-<pid>/) in the working directory
             capture_output=True,
             text=True,
@@ -91,6 +105,18 @@ class Sim:
         line = proc.stdout.readline()
         assert line.strip() == "ready", proc.stderr.read() if proc.stderr else ""
         return proc
+
+    def attached_hosts(self) -> list[str]:
+        """The host of every client ibsim lists on its console (``Attached``)."""
+        assert self.console is not None
+        log = self.tmp / "ibsim.log"
+        seen = len(log.read_bytes())
+        self.console.write(b"Attached\n")
+        self.console.flush()
+        deadline = time.monotonic() + 5
+        while b"sim>" not in log.read_bytes()[seen:] and time.monotonic() < deadline:
+            time.sleep(0.05)
+        return sorted(c.host for c in parse_attached(log.read_bytes()[seen:].decode()))
 
     def drop_clients(self, host: str) -> None:
         """Detach ``host``'s clients on ibsim's console (``Attached``, then ``X <id>``), as the
@@ -200,6 +226,52 @@ def test_answered_send_gets_its_reply_and_no_timeout_later(sim: Sim) -> None:
     assert len(replies) == 1, out
     assert replies[0]["status"] == 0 and replies[0]["method"] == 0x81, replies
     assert replies[0]["tid_low"] == out["tid_low"]
+
+
+@pytest.mark.parametrize(("with_shim", "detached"), [(True, True), (False, False)])
+def test_a_client_stopped_by_sigterm_detaches(sim: Sim, with_shim: bool, detached: bool) -> None:
+    """A tool stopped by SIGTERM (``timeout``'s signal) dies of it as before, and with the shim
+    it first detaches from ibsim; umad2sim alone detaches only on exit, so the slot leaks."""
+    holder = subprocess.Popen(
+        [sys.executable, str(CLIENT), "hold"],
+        env=sim.client_env("hca2", shim=with_shim),
+        cwd=sim.tmp,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert holder.stdout is not None and holder.stdout.readline().strip() == "ready"
+    assert sim.attached_hosts() == ["hca2"]
+    holder.send_signal(signal.SIGTERM)
+    assert holder.wait(timeout=10) == -signal.SIGTERM
+    assert sim.attached_hosts() == ([] if detached else ["hca2"])
+
+
+@pytest.fixture(scope="module")
+def slow_write(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """``slow_umad_write.c`` built: a umad write returns 150 ms after umad2sim sent it."""
+    out = tmp_path_factory.mktemp("slow-write") / "libslow_umad_write.so"
+    subprocess.run(
+        ["gcc", "-shared", "-fPIC", "-O2", "-o", str(out), str(SLOW_WRITE), "-ldl"],
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
+    return out
+
+
+def test_reply_read_before_the_send_returns_is_not_sent_again(sim: Sim, slow_write: Path) -> None:
+    """A reply read by another thread before write() returned settles its send: the send is
+    never resent. The shim once recorded a send only after umad2sim's write returned; a reply
+    read in between found nothing to settle, so the answered send was resent at its deadline.
+    That resent a subnet manager's PortInfo Set(Armed) after its Set(Active) had been applied,
+    and left the SM's own port Armed after SUBNET UP (no LID-routed MAD reached the SM)."""
+    out = sim.run("hca1", "nodeinfo", TO_SWITCH, "100", "3", "1000", "reader", between=slow_write)
+    replies = out["replies"]
+    assert [(r["status"], r["method"], r["tid_low"]) for r in replies] == [
+        (0, 0x81, out["tid_low"])
+    ], out
 
 
 def test_client_waits_for_a_free_slot_instead_of_failing(sim: Sim) -> None:

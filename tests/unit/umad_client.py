@@ -4,6 +4,8 @@
 ``sminfo|nodeinfo PATH TIMEOUT_MS RETRIES WAIT_MS``: send one directed-route SMP Get along PATH
 with umad_send's timeout and retries, then print every reply received within WAIT_MS of the
 last, as JSON. ``hold``: attach to ibsim, print "ready" and sleep (holds a client slot).
+``sminfo|nodeinfo`` with a sixth argument ``reader``: a thread already waits in umad_recv when the
+send is written (the reply can be read before umad_send returns).
 ``flood PATH INTERVAL_MS``: send a directed-route SMInfo Get along PATH every INTERVAL_MS, no
 timeout, replies unread, until stdin closes (as a MASTER polling an SM-class port, only faster).
 """
@@ -13,6 +15,7 @@ import json
 import select
 import struct
 import sys
+import threading
 import time
 
 UMAD_HDR = 64
@@ -79,27 +82,43 @@ def main() -> None:
     tid = 0x5A5A1234
     ctypes.memmove(ctypes.addressof(buf) + UMAD_HDR, smp_dr_get(attr, path, tid), 256)
     ctypes.memmove(ctypes.addressof(buf) + 28, b"\xff\xff", 2)  # addr.lid: permissive
+    replies: list[dict] = []
+    ended: list[int] = []
+
+    def receive() -> None:
+        rbuf = ctypes.create_string_buffer(UMAD_HDR + 256)
+        rlen = ctypes.c_int(256)
+        while True:
+            rlen.value = 256
+            got = um.umad_recv(port, rbuf, ctypes.byref(rlen), wait_ms)
+            if got < 0:
+                ended.append(got)
+                return
+            raw = rbuf.raw
+            mad = raw[UMAD_HDR:]
+            replies.append(
+                {
+                    "agent": got,
+                    "status": struct.unpack("=I", raw[4:8])[0],
+                    "method": mad[3],
+                    "tid_low": struct.unpack(">I", mad[12:16])[0],
+                    "length": rlen.value,
+                    "after_ms": round((time.monotonic() - start) * 1000),
+                }
+            )
+
+    reader = threading.Thread(target=receive)
+    threaded = len(sys.argv) > 6 and sys.argv[6] == "reader"
     start = time.monotonic()
+    if threaded:  # the reader waits in umad_recv before the send is written
+        reader.start()
+        time.sleep(0.2)
+        start = time.monotonic()
     assert um.umad_send(port, agent, buf, 256, timeout_ms, retries) == 0
-    replies = []
-    while True:
-        length.value = 256
-        got = um.umad_recv(port, buf, ctypes.byref(length), wait_ms)
-        if got < 0:
-            break
-        raw = buf.raw
-        status = struct.unpack("=I", raw[4:8])[0]
-        mad = raw[UMAD_HDR:]
-        replies.append(
-            {
-                "agent": got,
-                "status": status,
-                "method": mad[3],
-                "tid_low": struct.unpack(">I", mad[12:16])[0],
-                "length": length.value,
-                "after_ms": round((time.monotonic() - start) * 1000),
-            }
-        )
+    if not threaded:
+        reader.start()
+    reader.join()
+    got = ended[0]
     print(json.dumps({"tid_low": tid, "replies": replies, "recv_end": got}), flush=True)
 
 

@@ -11,7 +11,8 @@
  * from 1024, issm fds from 2048; a send is forwarded to ibsim and nothing ever times it out).
  *
  * 1. MAD timeouts. A request written to a umad fd with timeout_ms > 0 is remembered (class and
- *    the low 32 bits of its TID, as OpenSM and libibmad match them). A response, or ibsim's
+ *    the low 32 bits of its TID, as OpenSM and libibmad match them) before umad2sim sends it,
+ *    and its timeout starts when the write returns. A response, or ibsim's
  *    own error reply (status set), forgets it. When the deadline passes the MAD is resent while
  *    retries remain; then the reader gets the timed-out send back, as from ib_umad. A reply
  *    that comes after its request timed out is dropped (ib_umad finds no send for it either).
@@ -35,6 +36,12 @@
  *    while the main thread was still in umad2sim's open). So in such a process the receiver
  *    umad2sim starts (its pthread_create) waits at a gate until the guard's agents are
  *    registered (at most GATE_MS, so a tool never hangs on it).
+ * 4. Detach on SIGTERM. ibsim never notices a client die: a tool stopped by a signal (the
+ *    `timeout` that bounds it, the health check's stop, systemd) keeps its slot, and umad2sim
+ *    detaches only in its exit handler, which a signal's default action skips. Once attached,
+ *    a process that left SIGTERM, SIGINT or SIGHUP at their default action gets a handler that
+ *    sends ibsim the DISCONNECT umad2sim would have sent, then dies of the signal as before.
+ *    (A SIGKILLed process cannot detach: the lab's reaper, fabric/lab/reaper.py, drops it.)
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -43,6 +50,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -67,6 +75,8 @@
 #define SIM_MAGIC 0xdeadbeefU
 #define SIM_CTL_ERROR 0
 #define SIM_CTL_CONNECT 1
+#define SIM_CTL_DISCONNECT 2
+#define MAX_ATTACHED 8
 
 /* struct ib_user_mad (ABI 5): agent_id, status, timeout_ms, retries, length, ib_mad_addr. */
 struct umad_hdr {
@@ -105,6 +115,7 @@ enum { FREE, IN_FLIGHT, TIMED_OUT };
 struct pending {
 	int state;
 	int fd;
+	unsigned long gen; /* which send this entry holds (a slot is reused once FREE) */
 	uint8_t mclass;
 	uint32_t tid;
 	uint32_t retries_left;
@@ -135,6 +146,7 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static struct pending pending[MAX_PENDING];
 static struct late late[LATE_RING];
 static unsigned late_next;
+static unsigned long sends; /* generations of tracked sends */
 static unsigned char is_umad[UMAD_FD_END - UMAD_FD_FIRST];
 /* Per umad fd: agent ids + 1 of the SMP guards (see guard_smps), 0 for none. */
 static uint32_t guard[UMAD_FD_END - UMAD_FD_FIRST][2];
@@ -142,6 +154,14 @@ static uint32_t guard[UMAD_FD_END - UMAD_FD_FIRST][2];
 /* The timeout of this thread's last poll on a umad fd: how long a read that dropped the MAD
  * poll announced waits for the next one. */
 static __thread int last_poll_timeout;
+
+/* This process's attachments to ibsim (ctl socket, client id), for the signal handler. */
+static struct {
+	int fd;
+	uint32_t clientid;
+} attached[MAX_ATTACHED];
+static volatile sig_atomic_t n_attached;
+static pid_t attached_pid;
 
 /* The last control request this thread wrote (umad2sim writes it, then reads the reply). */
 static __thread struct {
@@ -205,15 +225,20 @@ static int mad_is_response(const unsigned char *mad)
 	return mad[3] & 0x80;
 }
 
-/* Remember a request written with a timeout (the caller holds the lock). */
-static void track(int fd, const void *buf, size_t count)
+/* Remember a request about to be written with a timeout (the caller holds the lock). It is
+ * recorded before umad2sim sends it: another thread may read the reply before write()
+ * returns, and a reply that finds no request is not counted, so the answered send would be
+ * resent at its deadline (a subnet manager's Set applied twice, the second time late). The
+ * deadline is set once the write returned (armed); until then nothing resends it. Returns the
+ * slot, or -1 when the send is left untimed. */
+static int track(int fd, const void *buf, size_t count, unsigned long *gen)
 {
 	const struct umad_hdr *hdr = buf;
 	const unsigned char *mad = (const unsigned char *)buf + sizeof(*hdr);
 	int i;
 
 	if (count < sizeof(*hdr) + MAD_HDR_LEN || !hdr->timeout_ms || mad_is_response(mad))
-		return;
+		return -1;
 	for (i = 0; i < MAX_PENDING; i++) {
 		struct pending *p = &pending[i];
 
@@ -221,16 +246,35 @@ static void track(int fd, const void *buf, size_t count)
 			continue;
 		p->state = IN_FLIGHT;
 		p->fd = fd;
+		p->gen = *gen = ++sends;
 		p->mclass = mad[1];
 		p->tid = mad_tid(mad);
 		p->retries_left = hdr->retries;
 		p->timeout_ms = hdr->timeout_ms;
-		p->deadline_ms = now_ms() + hdr->timeout_ms;
+		p->deadline_ms = UINT64_MAX;
 		p->len = count < sizeof(p->buf) ? count : sizeof(p->buf);
 		memcpy(p->buf, buf, p->len);
-		return;
+		return i;
 	}
 	/* table full: this send is left untimed, as umad2sim alone would leave it */
+	return -1;
+}
+
+/* The write of a tracked send returned: start its timeout, or forget it when it was not sent.
+ * A reply may already have settled it (the slot is FREE, or holds a later send). */
+static void arm(int slot, unsigned long gen, int sent)
+{
+	struct pending *p;
+
+	if (slot < 0)
+		return;
+	p = &pending[slot];
+	if (p->gen != gen || p->state != IN_FLIGHT)
+		return;
+	if (sent)
+		p->deadline_ms = now_ms() + p->timeout_ms;
+	else
+		p->state = FREE;
 }
 
 /* A reply arrived: forget its request. Returns 1 when the reply is late (drop it). */
@@ -510,24 +554,103 @@ int close(int fd)
 	return next_close(fd);
 }
 
+/* SIGTERM, SIGINT or SIGHUP at its default action: detach from ibsim, then die of it. */
+static void detach_on_signal(int sig)
+{
+	int i, saved = errno;
+
+	if (getpid() == attached_pid) /* not a forked child's: the slots are its parent's */
+		for (i = 0; i < n_attached; i++) {
+			struct sim_ctl_msg msg;
+
+			memset(&msg, 0, sizeof(msg));
+			msg.magic = SIM_MAGIC;
+			msg.clientid = attached[i].clientid;
+			msg.type = SIM_CTL_DISCONNECT;
+			send(attached[i].fd, &msg, sizeof(msg), MSG_DONTWAIT | MSG_NOSIGNAL);
+		}
+	signal(sig, SIG_DFL);
+	raise(sig); /* delivered once the handler returns: the default action, as before */
+	errno = saved;
+}
+
+static void install_detach(void)
+{
+	static const int sigs[] = { SIGTERM, SIGINT, SIGHUP };
+	unsigned i;
+
+	for (i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++) {
+		struct sigaction old, act;
+
+		if (sigaction(sigs[i], NULL, &old) != 0 || (old.sa_flags & SA_SIGINFO) ||
+		    old.sa_handler != SIG_DFL)
+			continue; /* the program handles it (OpenSM exits cleanly and detaches) */
+		memset(&act, 0, sizeof(act));
+		act.sa_handler = detach_on_signal;
+		sigemptyset(&act.sa_mask);
+		sigaction(sigs[i], &act, NULL);
+	}
+}
+
+/* ibsim accepted a CONNECT on fd: remember the client id (first word of the reply data). */
+static void remember_attached(int fd, const struct sim_ctl_msg *reply)
+{
+	uint32_t id;
+
+	memcpy(&id, reply->data, sizeof(id));
+	pthread_mutex_lock(&lock);
+	if (n_attached < MAX_ATTACHED) {
+		attached[n_attached].fd = fd;
+		attached[n_attached].clientid = id;
+		attached_pid = getpid();
+		n_attached++;
+	}
+	pthread_mutex_unlock(&lock);
+	install_detach();
+}
+
+/* umad2sim detaches a client itself (its exit handler, a closed device): forget it, so a
+ * signal never detaches a slot ibsim may have given to another client since. */
+static void forget_attached(int fd, uint32_t clientid)
+{
+	int i;
+
+	pthread_mutex_lock(&lock);
+	for (i = 0; i < n_attached; i++)
+		if (attached[i].fd == fd && attached[i].clientid == clientid) {
+			attached[i] = attached[n_attached - 1];
+			n_attached--;
+			break;
+		}
+	pthread_mutex_unlock(&lock);
+}
+
 ssize_t write(int fd, const void *buf, size_t count)
 {
 	ssize_t n;
 
 	init();
 	if (umad_fd(fd)) {
+		unsigned long gen = 0;
+		int slot, saved;
+
+		pthread_mutex_lock(&lock);
+		slot = track(fd, buf, count, &gen);
+		pthread_mutex_unlock(&lock);
 		n = next_write(fd, buf, count);
-		if (n == (ssize_t)count) {
-			pthread_mutex_lock(&lock);
-			track(fd, buf, count);
-			pthread_mutex_unlock(&lock);
-		}
+		saved = errno;
+		pthread_mutex_lock(&lock);
+		arm(slot, gen, n == (ssize_t)count);
+		pthread_mutex_unlock(&lock);
+		errno = saved;
 		return n;
 	}
 	if (count == sizeof(struct sim_ctl_msg) && fd >= 0 && fd < UMAD_FD_FIRST &&
 	    ((const struct sim_ctl_msg *)buf)->magic == SIM_MAGIC) {
 		last_ctl.fd = fd;
 		memcpy(&last_ctl.msg, buf, sizeof(last_ctl.msg));
+		if (last_ctl.msg.type == SIM_CTL_DISCONNECT)
+			forget_attached(fd, last_ctl.msg.clientid);
 	}
 	return next_write(fd, buf, count);
 }
@@ -572,8 +695,12 @@ static ssize_t read_ctl(int fd, void *buf, size_t count)
 		n = next_read(fd, buf, count);
 		refused = n < 0 && errno == ECONNREFUSED;
 		if (!refused && (n != (ssize_t)sizeof(struct sim_ctl_msg) || !connect ||
-				 ((struct sim_ctl_msg *)buf)->type != SIM_CTL_ERROR))
+				 ((struct sim_ctl_msg *)buf)->type != SIM_CTL_ERROR)) {
+			if (connect && n == (ssize_t)sizeof(struct sim_ctl_msg) &&
+			    ((struct sim_ctl_msg *)buf)->type == SIM_CTL_CONNECT)
+				remember_attached(fd, buf);
 			return n;
+		}
 		if (now_ms() - start >= (connect ? connect_wait : ctl_wait)) {
 			if (refused)
 				errno = ECONNREFUSED;
