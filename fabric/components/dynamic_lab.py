@@ -374,6 +374,8 @@ class IbSim(Resource):
     """The simulated InfiniBand fabric. ``clients``: the containers of the nodes it serves;
     their subnet managers are stopped before it is (``fabric.lab.ibsim.stop_mad_senders``)."""
 
+    out_helper: pulumi.Output[dict[str, Any]]
+
     def __init__(
         self,
         name: str,
@@ -395,6 +397,66 @@ class IbSim(Resource):
             "out_helper": None,
         }
         super().__init__(IbSimProvider(), name, args, opts)
+
+
+class IbSimReaperProvider(_ReplaceOnChange):
+    """The lab's ibsim slot reaper (``fabric.lab.reaper``), a process beside ibsim: replaced
+    with it (its ``ibsim`` input is ibsim's process), stopped before it."""
+
+    def create(self, props: dict[str, Any]) -> CreateResult:
+        from fabric.lab.process import Helper
+        from fabric.lab.reaper import start_reaper
+
+        helper = start_reaper(
+            Path(props["console"]),
+            Path(props["ibsim_log"]),
+            Helper(**props["ibsim"]),
+            dict(props["nodes"]),
+            Path(props["log"]),
+        )
+        return CreateResult(
+            f"ibsim-reaper-{helper.pid}", {**_plain(props), "out_helper": helper.model_dump()}
+        )
+
+    def read(self, id_: str, props: dict[str, Any]) -> ReadResult:
+        from fabric.lab.process import Helper, alive
+
+        helper = props.get("out_helper")
+        return ReadResult(
+            id_ if helper and alive(Helper(**helper)) else None, props if helper else {}
+        )
+
+    def delete(self, _id: str, props: dict[str, Any]) -> None:
+        from fabric.lab.process import Helper, stop
+
+        if props.get("out_helper"):
+            stop(Helper(**props["out_helper"]))
+        Path(props["log"]).unlink(missing_ok=True)
+
+
+class IbSimReaper(Resource):
+    """Drops ibsim clients whose process is gone whenever ibsim refuses one for want of a slot.
+    ``nodes``: host -> container of every node ibsim serves."""
+
+    def __init__(
+        self,
+        name: str,
+        console: str,
+        ibsim_log: str,
+        log: str,
+        ibsim: pulumi.Input[dict[str, Any]],
+        nodes: dict[str, str],
+        opts: pulumi.ResourceOptions | None = None,
+    ) -> None:
+        args = {
+            "console": console,
+            "ibsim_log": ibsim_log,
+            "log": log,
+            "ibsim": ibsim,
+            "nodes": nodes,
+            "out_helper": None,
+        }
+        super().__init__(IbSimReaperProvider(), name, args, opts)
 
 
 class RedfishEmulatorProvider(_ReplaceOnChange):

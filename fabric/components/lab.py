@@ -21,6 +21,7 @@ from fabric.components.config_secret import config_secret
 from fabric.components.dynamic_lab import (
     AddressPool,
     IbSim,
+    IbSimReaper,
     LabFile,
     LabNetwork,
     LabNode,
@@ -274,7 +275,7 @@ class LabCluster(TargetCluster):
             False,
             pulumi.ResourceOptions(parent=self),
         )
-        return IbSim(
+        ibsim = IbSim(
             f"{name}-ibsim",
             str(net_file),
             net_hash(net_text),
@@ -284,6 +285,16 @@ class LabCluster(TargetCluster):
             [n.container for n in plan.nodes if n.sim_host],
             pulumi.ResourceOptions(parent=self, depends_on=[netfile, mgmt]),
         )
+        IbSimReaper(
+            f"{name}-ibsim-reaper",
+            str(layout.ibsim_console),
+            str(layout.ibsim_log),
+            str(layout.logs / "ibsim-reaper.log"),
+            ibsim.out_helper,
+            {n.name: n.container for n in plan.nodes if n.sim_host},
+            pulumi.ResourceOptions(parent=self, depends_on=[ibsim]),
+        )
+        return ibsim
 
     def _node(
         self,

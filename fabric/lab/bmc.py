@@ -19,8 +19,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from fabric.lab.process import Helper, start, stop, wait_log
-from fabric.state import REPO_ROOT
+from fabric.lab.process import Helper, python_env, start, stop, wait_log
 
 NAMESPACE = uuid.UUID("5a0d3f0e-7d2b-4f55-9a57-2f1c4b1c7a11")
 #: bcrypt cost of the htpasswd entry: every Redfish request is checked against it, and 2^8
@@ -181,7 +180,7 @@ def start_bmc(cfg: BmcConfig, password: str) -> BmcProcesses:
             str(state / "containers.json"),
         ],
         state / "notifier.log",
-        env=_env(),
+        env=python_env(),
     )
     try:
         wait_log(notifier, "notifier listening")
@@ -193,13 +192,6 @@ def start_bmc(cfg: BmcConfig, password: str) -> BmcProcesses:
         stop(notifier)
         raise
     return BmcProcesses(emulator=emulator, notifier=notifier)
-
-
-def _env() -> dict[str, str]:
-    env = dict(os.environ)
-    root = str(REPO_ROOT)
-    env["PYTHONPATH"] = root + (":" + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-    return env
 
 
 def stop_bmc(procs: BmcProcesses, state_dir: str) -> None:

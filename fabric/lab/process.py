@@ -15,6 +15,8 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
+from fabric.state import REPO_ROOT
+
 
 class Helper(BaseModel):
     """A started helper: its pid, the pid's start time (clock ticks since boot) and argv."""
@@ -35,6 +37,15 @@ def start_time_of(pid: int) -> int | None:
     if fields[0] == "Z":
         return None
     return int(fields[19])
+
+
+def python_env() -> dict[str, str]:
+    """The environment for a helper run as ``python -m fabric...``: this one, with the
+    repository on PYTHONPATH (a helper outlives the process that started it, cwd included)."""
+    env = dict(os.environ)
+    root = str(REPO_ROOT)
+    env["PYTHONPATH"] = root + (":" + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    return env
 
 
 def alive(helper: Helper) -> bool:

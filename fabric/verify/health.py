@@ -53,6 +53,8 @@ CONFIG = Path("/etc/railyard/health.json")
 STATE = Path("/var/lib/railyard/health-counters.json")
 #: Seconds for one tool call; milliseconds for one MAD; seconds for the whole run.
 CALL_TIMEOUT = 3.0
+#: Seconds a tool that overran gets between SIGTERM and SIGKILL.
+STOP_GRACE = 1.0
 MAD_TIMEOUT_MS = 500
 RUN_TIMEOUT = 20
 #: PortInfo lane signalling rate (Gb/s) -> IBTA speed name.
@@ -95,16 +97,28 @@ def tool_env(config: dict[str, Any]) -> dict[str, str]:
 def run(
     argv: Sequence[str], timeout: float = CALL_TIMEOUT, env: dict[str, str] | None = None
 ) -> tuple[int, str]:
-    """Run a tool with a timeout: (exit code, stdout + stderr); 124 when it timed out."""
+    """Run a tool with a timeout: (exit code, stdout + stderr); 124 when it timed out.
+
+    A tool that overran is sent SIGTERM first and SIGKILL only ``STOP_GRACE`` seconds later:
+    a process killed outright cannot detach from anything (in the lab, its ibsim client slot
+    stays taken until the lab's reaper drops it)."""
     try:
-        proc = subprocess.run(
-            list(argv), capture_output=True, text=True, timeout=timeout, check=False, env=env
+        proc = subprocess.Popen(
+            list(argv), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
         )
-    except subprocess.TimeoutExpired:
-        return 124, f"{argv[0]} timed out after {timeout:g}s"
     except OSError as exc:
         return 127, f"{argv[0]}: {exc.strerror or exc}"
-    return proc.returncode, proc.stdout + proc.stderr
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.terminate()
+        try:
+            proc.communicate(timeout=STOP_GRACE)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.communicate()
+        return 124, f"{argv[0]} timed out after {timeout:g}s"
+    return proc.returncode, out + err
 
 
 #: ``run``'s exit codes for a tool that did not finish in time or could not be started.

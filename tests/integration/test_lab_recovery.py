@@ -11,7 +11,8 @@ managers (sm1 priority 14, sm2 priority 10) on one leaf. Then, as an operator wo
 5. the failover drill (``playbooks/sm-failover.yml``) hands mastership back the normal way.
 
 Last, 15 libibumad clients held at once across the nodes, plus the 2 OpenSMs, all attach to an
-ibsim that serves 10 at a time (the shim makes the refused ones wait for a slot).
+ibsim that serves 10 at a time (the shim makes the refused ones wait for a slot); and with every
+slot held, 8 of them by SIGKILLed clients, the next tool gets a slot the lab's reaper freed.
 
 Before the lab's umad shim (``fabric/lab/umadshim``) gave MADs timeouts, gpu03's port stayed
 Initializing and sm1 answered no SMInfo after step 4, and only a rebuild recovered the lab.
@@ -213,3 +214,33 @@ def test_more_clients_than_ibsim_serves_at_once_all_attach(
         assert out.count("exit=0") == HOLDERS_PER_NODE and "connect failed" not in out, (node, out)
     # more clients asked than ibsim had slots: it refused some, and they attached later
     assert refused > 0, "ibsim never ran out of client slots: the burst proves nothing"
+
+
+def test_slots_of_killed_clients_come_back(lab: OwnLab, sequence: dict[str, Any]) -> None:
+    """Every ibsim slot held, 8 of them by clients SIGKILLed on gpu01 (they never detach, and
+    ibsim never notices): the next tool, ``ibstat`` on gpu02, is refused until the lab's reaper
+    (``fabric.lab.reaper``) drops the dead, then runs. Without the reaper it would wait out its
+    60 s and fail, and so would every tool after it."""
+    console = IbsimConsole(lab.state / "ibsim.console", lab.state / "logs" / "ibsim.log")
+    reaper_log = lab.state / "logs" / "ibsim-reaper.log"
+    dropped_before = reaper_log.read_text().count("dropped client")
+    lab.ssh("gpu01", f"cat > /tmp/umad_client.py <<'PY'\n{UMAD_CLIENT.read_text()}\nPY")
+    lab.ssh(
+        "gpu01",
+        "for i in 1 2 3 4 5 6 7 8 9; do (sleep 600 | RAILYARD_SIM_CONNECT_WAIT=0 "
+        "python3 /tmp/umad_client.py hold >/tmp/hold$i.out 2>&1 &); done; "
+        "for t in $(seq 100); do [ $(cat /tmp/hold*.out | grep -c ready) -ge 8 ] && break; "
+        "sleep 0.2; done; pkill -KILL -f 'umad_client.py hold'; pkill -f 'sleep 600'; "
+        "grep -c ready /tmp/hold*.out",
+        timeout=60,
+    )
+    held = [c for c in console.attached() if c.host == "gpu01"]
+    # 8 attached (the 2 OpenSMs hold the other 2 slots; the 9th was refused), now dead, and
+    # still registered
+    assert len(held) == 8, held
+    out = lab.ssh("gpu02", "ibstat", timeout=90)
+    assert "State: Active" in out, out
+    assert not [c for c in console.attached() if c.host == "gpu01"]
+    reaped = reaper_log.read_text()
+    assert reaped.count("dropped client") - dropped_before == 8, reaped[-2000:]
+    assert "gpu01:mlx5_0 udp port" in reaped, reaped[-2000:]

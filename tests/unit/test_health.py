@@ -117,3 +117,34 @@ def test_bad_configuration_is_one_line_and_exit_2(
     )
     assert done.returncode == 2 and done.stdout == ""
     assert done.stderr.count("\n") == 1 and says in done.stderr, done.stderr
+
+
+def _sleeper(on_term: str) -> list[str]:
+    """A one-process tool that sleeps 30 s and does ``on_term`` (Python) on SIGTERM."""
+    code = (
+        "import signal, sys, time\n"
+        f"signal.signal(signal.SIGTERM, lambda *_: ({on_term}))\n"
+        "time.sleep(30)\n"
+    )
+    return [sys.executable, "-c", code]
+
+
+def test_a_tool_that_overruns_gets_sigterm_first(tmp_path: Path) -> None:
+    """It may clean up (in the lab: detach from ibsim) before it dies: exit 124."""
+    mark = tmp_path / "terminated"
+    argv = _sleeper(f"open({str(mark)!r}, 'w').write('term'), sys.exit(143)")
+    rc, text = health.run(argv, timeout=0.5)
+    assert (rc, text) == (124, f"{sys.executable} timed out after 0.5s")
+    assert mark.read_text() == "term"
+
+
+def test_a_tool_that_ignores_sigterm_is_killed_after_the_grace(tmp_path: Path) -> None:
+    mark = tmp_path / "terminated"
+    rc, text = health.run(_sleeper(f"open({str(mark)!r}, 'w').write('ignored')"), timeout=0.5)
+    assert rc == 124, text
+    assert mark.read_text() == "ignored"  # it got SIGTERM, stayed, and was killed
+
+
+def test_a_tool_that_cannot_start_is_127() -> None:
+    rc, text = health.run(["/nonexistent/railyard-tool"])
+    assert rc == 127 and text.startswith("/nonexistent/railyard-tool: "), text
