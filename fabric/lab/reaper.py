@@ -11,7 +11,8 @@ The reaper runs beside ibsim (the lab starts and stops it with ibsim:
 client ("can't open new connection") it lists the clients (``Attached``) and drops each one
 whose node no longer has the client's UDP port bound (umad2sim registers that port as the
 client's pid; see ``fabric.lab.ibsim_clients``). The refused client's shim asks again
-(``RAILYARD_SIM_CONNECT_WAIT``) and gets the freed slot. A node's ports are read from
+(``RAILYARD_SIM_CONNECT_WAIT``) and gets the freed slot. It reaps at most every 2 s, and backs
+off to 16 s while it finds every client alive. A node's ports are read from
 ``/proc/<its container's pid>/net/udp`` and ``udp6``: no exec into the node. A client of a host
 the reaper does not know, or whose ports it cannot read, is never dropped.
 
@@ -34,9 +35,12 @@ from fabric.lab.process import Helper, python_env, start, start_time_of, wait_lo
 
 #: What ibsim logs when every client slot is taken (ibsim.c, sim_ctl_new_client).
 REFUSED = "can't open new connection"
-#: Seconds between two looks at ibsim's log; the least seconds between two reaps.
+#: Seconds between two looks at ibsim's log; the least and the most seconds between two
+#: reaps (the gap doubles while reaps find every client alive: refusals then only mean a busy
+#: ibsim, and each reap costs a ``podman ps`` and a console listing).
 POLL = 0.5
 MIN_GAP = 2.0
+MAX_GAP = 16.0
 #: Seconds for one console command and for ``podman ps``.
 CONSOLE_TIMEOUT = 10.0
 PODMAN_TIMEOUT = 30.0
@@ -173,6 +177,12 @@ def start_reaper(
     return helper
 
 
+def next_gap(gap: float, dropped: int) -> float:
+    """The least seconds before the next reap: ``MIN_GAP`` after a reap that dropped someone,
+    else twice the last gap, up to ``MAX_GAP``."""
+    return MIN_GAP if dropped else min(gap * 2, MAX_GAP)
+
+
 def watch(
     console: IbsimConsole,
     follower: LogFollower,
@@ -180,12 +190,13 @@ def watch(
     running: Callable[[], bool],
     say: Callable[[str], None],
 ) -> None:
-    """Reap whenever ibsim refused a client (at most once per ``MIN_GAP``), until not running."""
-    last = 0.0
+    """Reap whenever ibsim refused a client (at most once per gap, see ``next_gap``), until not
+    running."""
+    last, gap = 0.0, MIN_GAP
     pending = False
     while running():
         pending = pending or REFUSED in follower.new_text()
-        if pending and time.monotonic() - last >= MIN_GAP:
+        if pending and time.monotonic() - last >= gap:
             pending, last = False, time.monotonic()
             try:
                 gone = reap(console, ports())
@@ -194,8 +205,11 @@ def watch(
                 continue
             for client in gone:
                 say(f"dropped client {client.id}: {client.node} udp port {client.pid} (gone)")
+            gap = next_gap(gap, len(gone))
             if not gone:
-                say("ibsim refused a client; every attached client is alive")
+                say(
+                    f"ibsim refused a client; every attached client is alive (next look {gap:g} s on)"
+                )
         time.sleep(POLL)
 
 

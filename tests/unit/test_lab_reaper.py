@@ -106,6 +106,14 @@ def test_log_follower_reads_only_what_was_appended(tmp_path: Path) -> None:
     assert follower.new_text() == "x\n"
 
 
+def test_the_gap_backs_off_while_nothing_is_dropped() -> None:
+    gaps = [reaper.MIN_GAP]
+    for _ in range(5):
+        gaps.append(reaper.next_gap(gaps[-1], dropped=0))
+    assert gaps == [2.0, 4.0, 8.0, 16.0, 16.0, 16.0]
+    assert reaper.next_gap(16.0, dropped=2) == reaper.MIN_GAP
+
+
 needs_ibsim = pytest.mark.skipif(
     not (shutil.which("gcc") and shutil.which("ibsim") and Path(UMAD2SIM).exists()),
     reason="needs gcc, ibsim and libumad2sim (scripts/bootstrap.sh installs them)",
