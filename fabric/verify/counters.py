@@ -129,16 +129,29 @@ def read_port(run: Callable[[str], tuple[int, str]], host: str, address: str) ->
     time) and returns (exit code, output). The controller side of the readers: the check
     suite and ``fabric watch`` both read through it, with ``fabric.parsers.perfquery``.
     """
+    from fabric.parsers.common import ParseError
     from fabric.parsers.perfquery import parse  # controller only: the parser needs pydantic
 
     values: dict[str, int] = {}
     for flag in ("-x ", ""):
-        rc, text = run(f"perfquery {flag}-t {MAD_TIMEOUT_MS} {address}")
-        report = parse(text) if text.strip() else None
+        command = f"perfquery {flag}-t {MAD_TIMEOUT_MS} {address}"
+        rc, text = run(command)
+        if rc > 128:  # died of a signal (a crash, not an answer): once more
+            rc, text = run(command)
+        try:
+            report = parse(text) if text.strip() else None
+        except ParseError:
+            if rc == 0:
+                raise
+            report = None  # a tool that failed printed no report: its last line says why
         if report is None or not report.ok or rc != 0:
             if flag:
                 continue  # no extended counters here: the plain ones follow
-            reason = report.reason if report is not None else f"exit {rc}, no output"
+            if report is not None and report.reason:
+                reason = report.reason
+            else:
+                last = text.strip().splitlines()[-1:] or ["no output"]
+                reason = f"exit {rc}: {last[0].strip()[:160]}"
             raise CounterReadError(f"{host}: perfquery {address} failed: {reason}")
         for block in report.blocks:
             values = dict(block.counters) | values

@@ -178,3 +178,38 @@ def test_phy_scan_runs_from_the_discovery_host_off_the_lab() -> None:
     assert "phy" not in plan.not_generated()
     assert plan.phy_hosts == [plan.discovery_host] and plan.discovery_host
     assert FAMILIES["phy"] == (("test_ibdiagnet_phy",), "phy_hosts")
+
+
+def _runner(*answers: tuple[int, str]) -> tuple[list[str], object]:
+    """``run`` for ``counters.read_port``: the given (exit code, output) in turn, commands kept."""
+    ran: list[str] = []
+    queue = list(answers)
+
+    def run(command: str) -> tuple[int, str]:
+        ran.append(command)
+        return queue.pop(0)
+
+    return ran, run
+
+
+CRASH = (139, (FIXTURES / "perfquery_crash__bench32__1.txt").read_text())
+EXTENDED = (0, (FIXTURES / "perfquery__ibsimparse__3.txt").read_text())
+PLAIN = (0, (FIXTURES / "perfquery__ibsimparse__2.txt").read_text())
+
+
+def test_read_port_runs_a_crashed_perfquery_once_more() -> None:
+    ran, run = _runner(CRASH, EXTENDED, PLAIN)
+    values = counters.read_port(run, "gpu08", "2 4")  # type: ignore[arg-type]
+    assert ran[:2] == ["perfquery -x -t 1000 2 4"] * 2
+    assert values["PortXmitData"] == 576 and values["SymbolErrorCounter"] == 37
+
+
+def test_read_port_names_a_tool_that_keeps_crashing_as_a_read_error() -> None:
+    ran, run = _runner(CRASH, CRASH, CRASH, CRASH)
+    with pytest.raises(
+        counters.CounterReadError,
+        match=r"gpu08: perfquery 2 4 failed: exit 139: "
+        r"bash: line 1:  1450 Segmentation fault",
+    ):
+        counters.read_port(run, "gpu08", "2 4")  # type: ignore[arg-type]
+    assert len(ran) == 4  # each of -x and plain, run twice

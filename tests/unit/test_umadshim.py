@@ -248,6 +248,36 @@ def test_a_client_stopped_by_sigterm_detaches(sim: Sim, with_shim: bool, detache
     assert sim.attached_hosts() == ([] if detached else ["hca2"])
 
 
+@pytest.mark.parametrize(("with_shim", "survives"), [(True, True), (False, False)])
+def test_a_mutex_of_a_missing_queue_is_refused_not_dereferenced(
+    shim: Path, with_shim: bool, survives: bool
+) -> None:
+    """umad2sim's receiver locks the queue mutex of a MAD's class without checking that the
+    class has a queue (NULL + 0x30): with the shim that lock (and its unlock) is refused with
+    EINVAL and the process lives; without it, the process dies of SIGSEGV, as lab tools did."""
+    code = (
+        "import ctypes\n"
+        "libc = ctypes.CDLL(None)\n"
+        "print(libc.pthread_mutex_lock(ctypes.c_void_p(0x30)),"
+        " libc.pthread_mutex_unlock(ctypes.c_void_p(0x30)))\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
+    if with_shim:
+        env["LD_PRELOAD"] = str(shim)
+    proc = subprocess.run(
+        [sys.executable, "-c", code],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    if survives:
+        assert (proc.returncode, proc.stdout.split()) == (0, ["22", "22"]), proc.stderr
+    else:
+        assert proc.returncode == -signal.SIGSEGV, (proc.returncode, proc.stdout)
+
+
 @pytest.fixture(scope="module")
 def slow_write(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """``slow_umad_write.c`` built: a umad write returns 150 ms after umad2sim sent it."""

@@ -42,6 +42,14 @@
  *    a process that left SIGTERM, SIGINT or SIGHUP at their default action gets a handler that
  *    sends ibsim the DISCONNECT umad2sim would have sent, then dies of the signal as before.
  *    (A SIGKILLed process cannot detach: the lab's reaper, fabric/lab/reaper.py, drops it.)
+ * 5. MADs for a class without an agent. ib_umad drops a MAD no agent of the process registered
+ *    for. umad2sim's receiver looks up the class's queue and locks its mutex without checking
+ *    that the queue exists (NULL + 0x30): the process dies (dmesg "segfault at 40 ... in libc",
+ *    seen at 32 nodes for perfquery, sminfo, smpquery and ibstat once slots were reused: a new
+ *    client gets what ibsim still had queued for the slot's previous one). The shim interposes
+ *    pthread_mutex_lock/unlock: a mutex address below one page is refused with EINVAL, so
+ *    umad2sim logs "Empty fd_data" and drops the MAD, as the kernel would. Any other address
+ *    goes to the real function.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -140,6 +148,8 @@ static int (*next_scandir)(const char *, struct dirent ***, int (*)(const struct
 			   int (*)(const struct dirent **, const struct dirent **));
 static int (*next_pthread_create)(pthread_t *, const pthread_attr_t *, void *(*)(void *),
 				  void *);
+static int (*next_mutex_lock)(pthread_mutex_t *);
+static int (*next_mutex_unlock)(pthread_mutex_t *);
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -182,6 +192,8 @@ static void resolve(void)
 		dlsym(RTLD_NEXT, "scandir");
 	next_pthread_create = (int (*)(pthread_t *, const pthread_attr_t *, void *(*)(void *),
 				       void *))dlsym(RTLD_NEXT, "pthread_create");
+	next_mutex_lock = (int (*)(pthread_mutex_t *))dlsym(RTLD_NEXT, "pthread_mutex_lock");
+	next_mutex_unlock = (int (*)(pthread_mutex_t *))dlsym(RTLD_NEXT, "pthread_mutex_unlock");
 }
 
 static void init(void)
@@ -460,6 +472,25 @@ static void *gated(void *p)
 			break;
 	pthread_mutex_unlock(&gate_lock);
 	return start.fn(start.arg);
+}
+
+/* A mutex inside a missing structure (see 5. above): refused, never dereferenced. */
+#define NULL_PAGE 4096
+
+int pthread_mutex_lock(pthread_mutex_t *mutex)
+{
+	if ((uintptr_t)mutex < NULL_PAGE)
+		return EINVAL;
+	init();
+	return next_mutex_lock(mutex);
+}
+
+int pthread_mutex_unlock(pthread_mutex_t *mutex)
+{
+	if ((uintptr_t)mutex < NULL_PAGE)
+		return EINVAL;
+	init();
+	return next_mutex_unlock(mutex);
 }
 
 /* A thread umad2sim starts while the gate is closed (its receiver) waits at the gate first. */
