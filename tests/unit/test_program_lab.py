@@ -58,13 +58,14 @@ def test_lab_graph(mocks: Mocks) -> pulumi.Output:
             "lab-known-hosts",
             "lab-ibsim-net",
             "lab-ibsim",
+            "lab-ibsim-reaper",
             "lab-bmc-emulator",
             "lab-inventory",
             "lab-lab-json",
         ):
             assert names.count(single) == 1, single
         assert "lab-fabric" not in names  # InfiniBand spec: no RoCE network
-        assert len(names) == 11 + 11 + 12, kinds  # nodes + host keys + the twelve singletons
+        assert len(names) == 11 + 11 + 13, kinds  # nodes + host keys + the thirteen singletons
         assert sorted(inventory["all"]["children"]["subnet_managers"]["hosts"]) == ["sm1", "sm2"]
         containers = {i["config"]["container"] for t, n, i in created(mocks) if n in nodes}
         assert containers == {f"railyard-lab-{h}" for h in ClusterSpec.model_validate(LAB).hosts}
