@@ -36,7 +36,7 @@ export PULUMI_SKIP_CONFIRMATIONS := true
 export ANSIBLE_CONFIG := $(ROOT)/ansible.cfg
 export PYTHONPATH := $(ROOT)
 
-.PHONY: help bootstrap image stack up preview refresh down status check test test-unit test-integration test-molecule lint clean
+.PHONY: help bootstrap image stack up preview refresh down status run check test test-unit test-integration test-molecule lint clean
 
 help: ## Show the targets.
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-18s %s\n", $$1, $$2}'
@@ -67,6 +67,9 @@ down: stack ## Destroy the lab.
 
 status: bootstrap ## Show the lab's nodes, BMC power and HCA ports.
 	@$(PYTHON) -m fabric lab status --stack $(STACK)
+
+run: bootstrap ## Run a playbook on the stack: make run PLAYBOOK=playbooks/x.yml [ARGS="--limit gpu01 -e k=v"].
+	$(PYTHON) -m fabric run $(PLAYBOOK) --stack $(STACK) $(ARGS)
 
 check: bootstrap ## Run the verification checks against the stack.
 	$(PYTHON) -m fabric check --stack $(STACK)

@@ -2,8 +2,11 @@
 
 ``pulumi up`` hands the key to its ``python -m fabric run`` child in ``RAILYARD_MUNGE_KEY``.
 A day-2 ``python -m fabric run`` reads it from the stack's secret output ``munge_key``
-(``pulumi stack output --show-secrets``, with the stack's backend and passphrase settings,
-as ``make`` sets them). Neither way writes it to a file that outlives the run.
+(``pulumi stack output --show-secrets``). Where the caller set no Pulumi environment it uses
+the Makefile's: the project's file backend (``state/pulumi``), the lab's public passphrase or
+the stack's ``state/<stack>.passphrase``. A stack that backend holds but whose key cannot be
+read is an error: the ``slurm`` role would otherwise make a new key and replace the cluster's.
+Neither way writes the key to a file that outlives the run.
 """
 
 from __future__ import annotations
@@ -14,31 +17,101 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from fabric.handoff.vars import HandoffError
+from fabric.state import StateLayout
+
 MUNGE_KEY_ENV = "RAILYARD_MUNGE_KEY"
 MUNGE_KEY_OUTPUT = "munge_key"
+#: The lab stack's passphrase, public and fixed, as the Makefile's (README, "Secrets").
+LAB_PASSPHRASE = "railyard-lab"
+PASSPHRASE_ENV = ("PULUMI_CONFIG_PASSPHRASE", "PULUMI_CONFIG_PASSPHRASE_FILE")
+#: ``pulumi stack output`` takes a few seconds; the bound is for a backend that hangs.
+PULUMI_TIMEOUT = 120
+FIX = (
+    "run it through make (make run PLAYBOOK=...), or set PATH (the pulumi CLI), "
+    "PULUMI_BACKEND_URL and PULUMI_CONFIG_PASSPHRASE[_FILE] as the Makefile does, or give the "
+    f"key in {MUNGE_KEY_ENV}"
+)
 
 
-def stack_output(stack: str, name: str, cwd: Path) -> str | None:
-    """The stack output ``name`` (secrets shown), or None when the stack or output is absent."""
-    pulumi = shutil.which("pulumi")
-    if pulumi is None:
-        return None
-    proc = subprocess.run(
-        [pulumi, "stack", "output", "--json", "--show-secrets", "--stack", stack],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=120,
+def project_backend_holds(layout: StateLayout) -> bool:
+    """Whether the project's own file backend (``state/pulumi``) has a stack of this name."""
+    stacks = layout.pulumi_backend / ".pulumi" / "stacks"
+    return stacks.is_dir() and any(
+        p.name in (f"{layout.stack}.json", f"{layout.stack}.json.gz")
+        for p in stacks.rglob(f"{layout.stack}.json*")
     )
-    if proc.returncode != 0:
+
+
+def pulumi_env(layout: StateLayout) -> dict[str, str] | None:
+    """The environment for reading the stack, with the Makefile's defaults for what the caller
+    left unset; None when no backend is set and the project's does not hold the stack."""
+    env = dict(os.environ)
+    if "PULUMI_BACKEND_URL" not in env:
+        if not project_backend_holds(layout):
+            return None
+        env["PULUMI_BACKEND_URL"] = layout.pulumi_backend.resolve().as_uri()
+    if not any(name in env for name in PASSPHRASE_ENV):
+        if layout.passphrase.is_file():
+            env["PULUMI_CONFIG_PASSPHRASE_FILE"] = str(layout.passphrase)
+        elif layout.stack == "lab":
+            env["PULUMI_CONFIG_PASSPHRASE"] = LAB_PASSPHRASE
+    return env | {
+        "PULUMI_SKIP_UPDATE_CHECK": "true",
+        "PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION": "true",
+    }
+
+
+def _said(stderr: str) -> str:
+    """pulumi's own reason: its last ``error:`` line (it names no secret value)."""
+    lines = [line.strip() for line in stderr.splitlines() if line.strip()]
+    errors = [line for line in lines if line.startswith("error:")]
+    return (errors or lines or ["no output"])[-1].removeprefix("error:").strip()[:300]
+
+
+def stack_output(stack: str, name: str, cwd: Path, state_root: Path | None = None) -> str | None:
+    """The stack output ``name`` (secrets shown), or None when no backend holds the stack or
+    it has no such output. HandoffError when the stack exists but cannot be read."""
+    layout = StateLayout(stack, state_root)
+    env = pulumi_env(layout)
+    if env is None:
         return None
-    value = json.loads(proc.stdout or "{}").get(name)
+    pulumi = shutil.which("pulumi", path=env.get("PATH"))
+    if pulumi is None:
+        raise HandoffError(
+            f"stack {stack}: cannot read its {name} output: the pulumi CLI is not on PATH; {FIX}"
+        )
+    try:
+        proc = subprocess.run(
+            [pulumi, "stack", "output", "--json", "--show-secrets", "--stack", stack],
+            cwd=cwd,
+            env=env,
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=PULUMI_TIMEOUT,
+        )
+    except subprocess.TimeoutExpired:
+        raise HandoffError(
+            f"stack {stack}: pulumi stack output did not answer in {PULUMI_TIMEOUT} s; {FIX}"
+        ) from None
+    if proc.returncode != 0:
+        said = _said(proc.stderr)
+        if "no stack named" in said:
+            return None
+        raise HandoffError(f"stack {stack}: cannot read its {name} output: {said}; {FIX}")
+    try:
+        value = json.loads(proc.stdout or "{}").get(name)
+    except (json.JSONDecodeError, AttributeError):
+        raise HandoffError(f"stack {stack}: pulumi stack output gave no JSON object") from None
     return value if isinstance(value, str) and value else None
 
 
-def munge_key(stack: str, cwd: Path) -> str | None:
+def munge_key(stack: str, cwd: Path, state_root: Path | None = None) -> str | None:
     """The cluster's munge key: from ``RAILYARD_MUNGE_KEY`` (taken out of the environment), else
-    the stack's ``munge_key`` output; None when neither has one (the ``slurm`` role then makes
-    a key on the controller, as for a plain ``ansible-playbook`` run)."""
-    return os.environ.pop(MUNGE_KEY_ENV, None) or stack_output(stack, MUNGE_KEY_OUTPUT, cwd)
+    the stack's ``munge_key`` output; None when no backend holds the stack or it has no key
+    (the ``slurm`` role then makes a key on the controller, as for a plain
+    ``ansible-playbook`` run)."""
+    return os.environ.pop(MUNGE_KEY_ENV, None) or stack_output(
+        stack, MUNGE_KEY_OUTPUT, cwd, state_root
+    )
