@@ -8,6 +8,7 @@ error report, as a failing fixture is: JUnit ``<error>``, ``ERROR`` on the termi
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Generator
 from typing import Any
 
@@ -59,3 +60,35 @@ def reap_quietly(
             console.disconnect_client(client.id, missing_ok=True)
     except (FaultError, OSError):
         pass
+
+
+def sm_clients_quietly(console: IbsimConsole, host: str) -> set[tuple[int, int]] | None:
+    """(client id, pid) of ``host``'s SM-class ibsim clients, or None when the console did not
+    answer (housekeeping, as :func:`reap_quietly`)."""
+    try:
+        reply = console.send("Attached", timeout=CONSOLE_TIMEOUT)
+    except (FaultError, OSError):
+        return None
+    return {(c.id, c.pid) for c in parse_attached(reply) if c.host == host and c.sm}
+
+
+def server_started(
+    remote: Any, pid: str, settle: float, wait: float, ready: Callable[[], bool] | None
+) -> bool:
+    """Whether a server a check started (``pid`` on ``remote``, a testinfra host) runs and can
+    be used. Without ``ready``: alive after ``settle`` seconds. With it: alive until ``ready()``
+    says so (within ``wait`` seconds, polled every half second), then ``settle``; a server
+    still not ready then is stopped."""
+    if ready is None:
+        time.sleep(settle)
+        return remote.run(f"kill -0 {pid}").rc == 0
+    deadline = time.monotonic() + wait + settle
+    while time.monotonic() < deadline:
+        if remote.run(f"kill -0 {pid}").rc != 0:
+            return False
+        if ready():
+            time.sleep(settle)
+            return remote.run(f"kill -0 {pid}").rc == 0
+        time.sleep(0.5)
+    remote.run(f"kill {pid} 2>/dev/null; true")
+    return False

@@ -8,7 +8,6 @@ stops it) and ``ibtracert`` along the declared switches. Real hardware adds verb
 from __future__ import annotations
 
 import shlex
-import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -18,13 +17,17 @@ from fabric.lab.faults import IbsimConsole
 from fabric.parsers import PARSERS
 from fabric.verify.bandwidth import min_write_bw
 from fabric.verify.facts import Facts
-from fabric.verify.harness import reap_quietly
+from fabric.verify.harness import reap_quietly, server_started, sm_clients_quietly
 from fabric.verify.plan import CheckPlan, Pair
 
 SERVER_SECONDS = 30
 #: Seconds a server gets to register before it is used (in the lab an ibping server answered
 #: nothing when pinged 1 s after it started, and always 2 s after).
 SERVER_SETTLE = 2.0
+#: Seconds a lab ibping server may wait for one of ibsim's client slots (its shim's
+#: RAILYARD_SIM_CONNECT_WAIT): at 32 nodes the check workers and every node's health program
+#: share ibsim's 8 free slots, and a server refused at once failed the check.
+LAB_SLOT_WAIT = 15
 
 
 #: Starts of a server before the check fails. In the lab a start can be refused while a dead
@@ -39,12 +42,15 @@ def _serve(
     command: str,
     env: str = "",
     before_retry: Callable[[], object] | None = None,
+    readiness: Callable[[], Callable[[], bool]] | None = None,
 ) -> Iterator[None]:
-    """Run ``command`` detached on ``target`` for the duration of a check, then stop it."""
+    """Run ``command`` detached on ``target`` for the duration of a check, then stop it.
+    ``readiness()``, called before each start, returns the test that the server is ready."""
     remote = facts.connect(target)
     prefix = f"env {env} " if env else ""
     log = f"/tmp/railyard-server-{command.split()[0]}.log"
     for attempt in range(1, SERVER_ATTEMPTS + 1):
+        ready = readiness() if readiness is not None else None
         started = remote.run(
             f"{prefix}nohup timeout {SERVER_SECONDS} {command} </dev/null >{log} 2>&1 & echo $!"
         )
@@ -52,13 +58,12 @@ def _serve(
         assert started.rc == 0 and pid.isdigit(), (
             f"{target}: could not start {command!r}: {started.stderr.strip()}"
         )
-        time.sleep(SERVER_SETTLE * attempt)
-        if remote.run(f"kill -0 {pid}").rc == 0:
+        if server_started(remote, pid, SERVER_SETTLE * attempt, LAB_SLOT_WAIT, ready):
             break
         said = remote.run(f"tail -c 300 {log}").stdout.strip()
         if attempt == SERVER_ATTEMPTS:
             pytest.fail(
-                f"{target}: {command!r} exited at once, {attempt} times: {said or 'no output'}"
+                f"{target}: {command!r} did not start, {attempt} times: {said or 'no output'}"
             )
         if before_retry is not None:
             before_retry()
@@ -94,15 +99,23 @@ def ibping_server(
             f"{ib_pair.target}: the lab's ibsim console is missing, so stale ibping servers cannot be dropped"
         )
     reap_quietly(ibsim_console, ib_pair.target, alive_ports)
+    console, target = ibsim_console, ib_pair.target
+
+    def readiness() -> Callable[[], bool]:
+        """Ready once ibsim lists an SM-class client of the target it did not list before."""
+        before = sm_clients_quietly(console, target) or set()
+        return lambda: bool((sm_clients_quietly(console, target) or set()) - before)
+
     try:
         yield from _serve(
             facts,
             plan,
-            ib_pair.target,
+            target,
             "ibping -S",
-            # exit at once when a stale registration holds the slot (reaped, then retried)
-            env="SIM_SET_ISSM=1 RAILYARD_SIM_CONNECT_WAIT=0",
-            before_retry=lambda: reap_quietly(ibsim_console, ib_pair.target, alive_ports),
+            # wait for a client slot; a stale registration that refuses it is reaped, retried
+            env=f"SIM_SET_ISSM=1 RAILYARD_SIM_CONNECT_WAIT={LAB_SLOT_WAIT}",
+            before_retry=lambda: reap_quietly(console, target, alive_ports),
+            readiness=readiness,
         )
     finally:
         reap_quietly(ibsim_console, ib_pair.target, alive_ports)
