@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Generator
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -92,3 +93,32 @@ def server_started(
         time.sleep(0.5)
     remote.run(f"kill {pid} 2>/dev/null; true")
     return False
+
+
+@dataclass(frozen=True)
+class Served:
+    """A server a check runs on ``target``: whether it still runs, and what it said."""
+
+    remote: Any
+    target: str
+    command: str
+    pid: str
+    log: str
+    #: the server's own bound (s), named when it ended early
+    bound: int
+
+    def running(self) -> bool:
+        return self.remote.run(f"kill -0 {self.pid}").rc == 0
+
+    def said(self) -> str:
+        return self.remote.run(f"tail -c 300 {self.log}").stdout.strip() or "no output"
+
+    def gone(self) -> HarnessError | None:
+        """A harness error when the server ended before the check did (then the check's tool
+        had nobody to answer it: no finding about the fabric)."""
+        if self.running():
+            return None
+        return HarnessError(
+            f"{self.target}: the {self.command!r} server had exited before the check ended "
+            f"(its {self.bound} s bound, or it failed): {self.said()}"
+        )

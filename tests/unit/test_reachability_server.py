@@ -62,3 +62,30 @@ def test_a_server_never_listed_is_stopped_and_not_started() -> None:
 def test_without_readiness_a_server_alive_after_the_settle_is_started() -> None:
     assert _started(_Remote([True]), None)
     assert not _started(_Remote([False]), None)
+
+
+def test_a_server_gone_before_the_check_ended_is_a_harness_error(tmp_path) -> None:
+    """``Served.gone`` on a real local process, through testinfra's local backend."""
+    import subprocess
+
+    import testinfra
+
+    from fabric.verify.harness import HarnessError, Served
+
+    log = tmp_path / "server.log"
+    log.write_text("ibwarn: [123] main: server exiting\n")
+    proc = subprocess.Popen(["sleep", "30"])
+    try:
+        served = Served(
+            testinfra.get_host("local://"), "gpu18", "ibping -S", str(proc.pid), str(log), 120
+        )
+        assert served.gone() is None
+    finally:
+        proc.kill()
+        proc.wait(timeout=10)
+    err = served.gone()
+    assert isinstance(err, HarnessError)
+    assert str(err) == (
+        "gpu18: the 'ibping -S' server had exited before the check ended (its 120 s bound, "
+        "or it failed): ibwarn: [123] main: server exiting"
+    )

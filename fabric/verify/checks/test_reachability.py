@@ -17,10 +17,19 @@ from fabric.lab.faults import IbsimConsole
 from fabric.parsers import PARSERS
 from fabric.verify.bandwidth import min_write_bw
 from fabric.verify.facts import Facts
-from fabric.verify.harness import reap_quietly, server_started, sm_clients_quietly
+from fabric.verify.harness import (
+    Served,
+    reap_quietly,
+    server_started,
+    sm_clients_quietly,
+)
 from fabric.verify.plan import CheckPlan, Pair
 
-SERVER_SECONDS = 30
+#: A server's own bound (s), against a leak if the check dies; the check stops it sooner. It
+#: covers the server's wait for a slot and its settling, the client's own wait for an ibsim
+#: slot (the lab shim's default 60 s: at 32 nodes a client waited ~20 s) and the pings. With
+#: 30 s, servers ended before their clients pinged: 9 of 34 pairs "100% packet loss".
+SERVER_SECONDS = 120
 #: Seconds a server gets to register before it is used (in the lab an ibping server answered
 #: nothing when pinged 1 s after it started, and always 2 s after).
 SERVER_SETTLE = 2.0
@@ -43,7 +52,7 @@ def _serve(
     env: str = "",
     before_retry: Callable[[], object] | None = None,
     readiness: Callable[[], Callable[[], bool]] | None = None,
-) -> Iterator[None]:
+) -> Iterator[Served]:
     """Run ``command`` detached on ``target`` for the duration of a check, then stop it.
     ``readiness()``, called before each start, returns the test that the server is ready."""
     remote = facts.connect(target)
@@ -68,7 +77,7 @@ def _serve(
         if before_retry is not None:
             before_retry()
     try:
-        yield
+        yield Served(remote, target, command, pid, log, SERVER_SECONDS)
     finally:
         remote.run(
             f"kill {pid} 2>/dev/null; while kill -0 {pid} 2>/dev/null; do sleep 0.1; done; true"
@@ -82,7 +91,7 @@ def ibping_server(
     ib_pair: Pair,
     ibsim_console: IbsimConsole | None,
     alive_ports: Callable[[str, list[int]], set[int]],
-) -> Iterator[None]:
+) -> Iterator[Served]:
     """An ``ibping -S`` responder on the pair's target, started and stopped around the check.
 
     In the lab the server registers with ibsim as the port's SM-class client (SIM_SET_ISSM=1:
@@ -122,11 +131,13 @@ def ibping_server(
 
 
 @pytest.mark.family("ib_pairs")
-def test_ibping(host, facts: Facts, ib_pair: Pair, ibping_server: None) -> None:
+def test_ibping(host, facts: Facts, ib_pair: Pair, ibping_server: Served) -> None:
     """The source reaches the target's port with MAD echo (ibping by port GUID)."""
     guid = facts.port_guid(ib_pair.target)
     assert guid, f"{ib_pair.target}: no InfiniBand port GUID in ibstat"
     report = PARSERS["ibping"](facts.output(ib_pair.source, f"ibping -c 3 -G {guid}")[1])
+    if not report.pongs and (gone := ibping_server.gone()) is not None:
+        raise gone
     assert report.pongs, (
         f"{ib_pair.source} -> {ib_pair.target} (port {guid}): no ibping reply: {report.reason}"
     )
@@ -185,7 +196,7 @@ def test_ibtracert_declared_path(host, facts: Facts, plan: CheckPlan, ib_pair: P
 
 
 @pytest.fixture
-def pingpong_server(facts: Facts, plan: CheckPlan, verbs_pair: Pair) -> Iterator[None]:
+def pingpong_server(facts: Facts, plan: CheckPlan, verbs_pair: Pair) -> Iterator[Served]:
     """``ibv_rc_pingpong`` server on the target."""
     yield from _serve(
         facts, plan, verbs_pair.target, _verbs_args(plan, verbs_pair.target, "ibv_rc_pingpong")
@@ -193,7 +204,7 @@ def pingpong_server(facts: Facts, plan: CheckPlan, verbs_pair: Pair) -> Iterator
 
 
 @pytest.fixture
-def write_bw_server(facts: Facts, plan: CheckPlan, verbs_pair: Pair) -> Iterator[None]:
+def write_bw_server(facts: Facts, plan: CheckPlan, verbs_pair: Pair) -> Iterator[Served]:
     """``ib_write_bw`` server on the target."""
     yield from _serve(
         facts,
@@ -215,7 +226,7 @@ def _address(facts: Facts, name: str) -> Any:
 
 @pytest.mark.family("verbs")
 def test_rc_pingpong(
-    host, facts: Facts, plan: CheckPlan, verbs_pair: Pair, pingpong_server: None
+    host, facts: Facts, plan: CheckPlan, verbs_pair: Pair, pingpong_server: Served
 ) -> None:
     """An RC queue pair exchanges messages from source to target (verbs data path)."""
     cmd = f"{_verbs_args(plan, verbs_pair.source, 'ibv_rc_pingpong')} {_address(facts, verbs_pair.target)}"
@@ -228,7 +239,7 @@ def test_rc_pingpong(
 
 @pytest.mark.family("verbs")
 def test_write_bandwidth(
-    host, facts: Facts, plan: CheckPlan, verbs_pair: Pair, write_bw_server: None
+    host, facts: Facts, plan: CheckPlan, verbs_pair: Pair, write_bw_server: Served
 ) -> None:
     """ib_write_bw from source to target reaches the floor for the declared link rate."""
     rate = plan.spec.hosts[verbs_pair.source].hcas[0].rate_gbps

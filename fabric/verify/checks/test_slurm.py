@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shlex
+
 import pytest
 
 from fabric.hostlist import expand
@@ -17,8 +19,14 @@ def test_node_idle_or_allocated(host, slurm_node: str) -> None:
     result = host.run("sinfo -h -N -o '%N %T'")
     assert result.rc == 0, f"sinfo on the controller failed: {result.stderr.strip()}"
     state = parse_sinfo_states(result.stdout).get(slurm_node)
-    assert state is not None and state.rstrip("*~#!%$@^-") in GOOD_STATES, (
+    if state is not None and state.rstrip("*~#!%$@^-") in GOOD_STATES:
+        return
+    # Slurm's reason for a down or drained node (railyard's health program sets one: "railyard:
+    # mlx5_0/1 Down (leaf02 p1)"); "none" when it gave none.
+    reason = host.run(f"sinfo -h -n {shlex.quote(slurm_node)} -o %E").stdout.strip() or "none"
+    pytest.fail(
         f"Slurm node {slurm_node}: state {state or 'absent'}, expected idle or allocated"
+        + (f"; reason: {reason}" if state is not None else "")
     )
 
 
