@@ -45,8 +45,12 @@ def project_backend_holds(layout: StateLayout) -> bool:
 
 def pulumi_env(layout: StateLayout) -> dict[str, str] | None:
     """The environment for reading the stack, with the Makefile's defaults for what the caller
-    left unset; None when no backend is set and the project's does not hold the stack."""
+    left unset; None when no backend is set and the project's does not hold the stack, or the
+    set backend is a file backend that does not exist."""
     env = dict(os.environ)
+    backend = env.get("PULUMI_BACKEND_URL", "")
+    if backend.startswith("file://") and not Path(backend.removeprefix("file://")).is_dir():
+        return None  # a file backend that does not exist holds no stack
     if "PULUMI_BACKEND_URL" not in env:
         if not project_backend_holds(layout):
             return None

@@ -51,6 +51,9 @@ def state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     root.mkdir()
     monkeypatch.setenv("RAILYARD_STATE_DIR", str(root))
     monkeypatch.setenv("RAILYARD_MUNGE_KEY", "not-a-real-key")
+    # The key above is taken out of the environment by the first run; a later one looks in the
+    # project's backend under this empty state root (make's PULUMI_BACKEND_URL would be used).
+    monkeypatch.delenv("PULUMI_BACKEND_URL", raising=False)
     return root
 
 

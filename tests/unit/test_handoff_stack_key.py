@@ -124,3 +124,11 @@ def test_stack_the_set_backend_lacks_has_no_key(stack, monkeypatch, tmp_path: Pa
     monkeypatch.setenv("PULUMI_BACKEND_URL", (tmp_path / "other").as_uri())
     monkeypatch.setenv("PULUMI_CONFIG_PASSPHRASE", PASSPHRASE)
     assert munge_key("c1", project, state) is None
+
+
+def test_a_file_backend_that_does_not_exist_has_no_key(stack, monkeypatch, tmp_path) -> None:
+    """As under make before any stack was made: pulumi is not even run."""
+    project, state = stack
+    monkeypatch.setenv("PULUMI_BACKEND_URL", (tmp_path / "not-made").as_uri())
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")
+    assert munge_key("c1", project, state) is None
