@@ -37,10 +37,7 @@ FIX = (
 def project_backend_holds(layout: StateLayout) -> bool:
     """Whether the project's own file backend (``state/pulumi``) has a stack of this name."""
     stacks = layout.pulumi_backend / ".pulumi" / "stacks"
-    return stacks.is_dir() and any(
-        p.name in (f"{layout.stack}.json", f"{layout.stack}.json.gz")
-        for p in stacks.rglob(f"{layout.stack}.json*")
-    )
+    return any(any(stacks.rglob(f"{layout.stack}{suffix}")) for suffix in (".json", ".json.gz"))
 
 
 def pulumi_env(layout: StateLayout) -> dict[str, str] | None:

@@ -14,12 +14,10 @@ import pytest
 
 from fabric.handoff.secrets import munge_key
 from fabric.handoff.vars import HandoffError
+from tests.integration.labkit import PULUMI_BIN
 
 KEY = "railyard-unit-stack-key-0123456789abcdef"
 PASSPHRASE = "railyard-unit-stack-passphrase"
-PULUMI_BIN = Path(
-    os.environ.get("RAILYARD_PULUMI_BIN", Path.home() / ".cache/railyard/pulumi/v3.259.0/bin")
-)
 PULUMI_ENV = (
     "PULUMI_BACKEND_URL",
     "PULUMI_CONFIG_PASSPHRASE",

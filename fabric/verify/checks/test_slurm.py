@@ -19,14 +19,15 @@ def test_node_idle_or_allocated(host, slurm_node: str) -> None:
     result = host.run("sinfo -h -N -o '%N %T'")
     assert result.rc == 0, f"sinfo on the controller failed: {result.stderr.strip()}"
     state = parse_sinfo_states(result.stdout).get(slurm_node)
-    if state is not None and state.rstrip("*~#!%$@^-") in GOOD_STATES:
+    assert state is not None, f"Slurm node {slurm_node}: state absent, expected idle or allocated"
+    if state.rstrip("*~#!%$@^-") in GOOD_STATES:
         return
     # Slurm's reason for a down or drained node (railyard's health program sets one: "railyard:
-    # mlx5_0/1 Down (leaf02 p1)"); "none" when it gave none.
-    reason = host.run(f"sinfo -h -n {shlex.quote(slurm_node)} -o %E").stdout.strip() or "none"
+    # mlx5_0/1 Down (leaf02 p1)"); one line per partition, "none" when it gave none.
+    said = host.run(f"sinfo -h -n {shlex.quote(slurm_node)} -o %E").stdout.split("\n")
+    reason = next((line.strip() for line in said if line.strip()), "none")
     pytest.fail(
-        f"Slurm node {slurm_node}: state {state or 'absent'}, expected idle or allocated"
-        + (f"; reason: {reason}" if state is not None else "")
+        f"Slurm node {slurm_node}: state {state}, expected idle or allocated; reason: {reason}"
     )
 
 
