@@ -72,6 +72,7 @@ _MODULES: dict[str, str | None] = {
     "ibping": "ibping",
     "ibtracert": "ibtracert",
     "smpquery": "smpquery",
+    "ibqueryerrors": "ibqueryerrors",
 }
 
 

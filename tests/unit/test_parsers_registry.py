@@ -50,6 +50,7 @@ def test_registry_names() -> None:
             "ibping",
             "ibtracert",
             "smpquery",
+            "ibqueryerrors",
         ]
     )
 

@@ -1,0 +1,340 @@
+"""Judging every cable from one fabric sweep: the tools' parsed output against the declared graph.
+
+Inputs, all parsed from real tool output (``fabric.verify.sweep`` runs the tools):
+
+* the discovered graph (``ibnetdiscover``), diffed against the declared (or imported) graph by
+  ``fabric.topology.diff``: a cable missing, miscabled (the far end), at a wrong speed or width;
+* every port's state (``iblinkinfo``): logical state Active, physical state LinkUp;
+* every port's error counters (``ibqueryerrors`` with every threshold at 0): a :data:`Reading`,
+  judged against an earlier one by ``fabric.verify.counters`` (the thresholds per link rate).
+
+Nodes are named as ``FabricGraph.node_name`` names them (a switch name, ``host/device``), so a
+port is an :data:`End` ``("leaf01", 3)`` or ``("gpu03/mlx5_0", 1)`` on both sides.
+
+The output is ``CheckResult``s under the check names the SSH suite uses for the same question,
+with the same subjects, so ``fabric.verify.causes`` files them as it files the suite's: a
+pulled cable is one "cable down", a narrow link one "port degraded", a counter rise one "cable
+with errors". A question the sweep could not answer (a node whose counters could not be read, a
+discovery that reported MAD errors) is an ``error`` result, never a failure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from fabric.parsers.iblinkinfo import IblinkinfoReport
+from fabric.parsers.ibqueryerrors import IbqueryerrorsReport
+from fabric.topology.diff import Discrepancy, diff
+from fabric.topology.graph import FabricGraph, Link
+from fabric.verify import counters
+from fabric.verify.results import CheckResult
+
+#: A port: (node name as ``FabricGraph.node_name`` gives it, port number).
+End = tuple[str, int]
+#: One counter reading: every port read -> perfquery counter name -> value.
+Reading = dict[End, dict[str, int]]
+
+LINK_CHECK = "test_declared_link_discovered"
+EXTRA_CHECK = "test_no_undeclared_links"
+STATE_CHECK = "test_port_state_active"
+PHYS_CHECK = "test_port_physical_state_linkup"
+COUNTER_CHECK = "test_port_error_counters"
+
+
+@dataclass(frozen=True)
+class PortView:
+    """One port as ``iblinkinfo`` reports it."""
+
+    state: str
+    physical_state: str
+    width: str | None
+    speed: str | None
+
+
+@dataclass(frozen=True)
+class CounterRead:
+    """A counter reading and the ports it could not read (End -> why)."""
+
+    values: Reading
+    unread: dict[End, str]
+
+
+def _ca_names(graph: FabricGraph) -> dict[str, str]:
+    """CA node description -> node name."""
+    return {ca.description: graph.node_name(guid) for guid, ca in graph.cas.items()}
+
+
+def _switch_names(graph: FabricGraph) -> dict[str, str]:
+    """Switch node description -> node name (GUIDs are tried first)."""
+    return {sw.description: sw.name for sw in graph.switches.values()}
+
+
+def port_views(report: IblinkinfoReport, discovered: FabricGraph) -> dict[End, PortView]:
+    """Every port iblinkinfo printed, by End (named through the discovered graph)."""
+    cas, switches = _ca_names(discovered), _switch_names(discovered)
+    out: dict[End, PortView] = {}
+    for node in report.nodes:
+        if node.kind == "switch" or (node.guid and node.guid in discovered.switches):
+            sw = discovered.switches.get(node.guid or "")
+            name = sw.name if sw else switches.get(node.name, node.name)
+        else:
+            name = cas.get(node.name, node.name)
+        for link in node.links:
+            out[(name, link.port)] = PortView(
+                link.state, link.physical_state, _width(link.width), link.speed
+            )
+    return out
+
+
+def _width(width: str | None) -> str | None:
+    return width.lower() if width else None
+
+
+def counter_reading(
+    report: IbqueryerrorsReport, views: Mapping[End, PortView], discovered: FabricGraph
+) -> CounterRead:
+    """Every port in ``views`` read by ``report``: zeros, then the values ibqueryerrors printed
+    (it prints every non-zero counter when every threshold is 0). Ports of a node whose PMA
+    query failed are unread, with the tool's warning as the reason."""
+    cas, switches = _ca_names(discovered), _switch_names(discovered)
+
+    def name_of(description: str, guid: str | None) -> str:
+        if guid and guid in discovered.switches:
+            return discovered.switches[guid].name
+        return switches.get(description) or cas.get(description) or description
+
+    failed: dict[str, str] = {}
+    for f in report.failures:  # the first failure of a node says why
+        failed.setdefault(
+            name_of(f.name, None), f"{f.what} query failed on {f.name}, lid {f.lid} port {f.port}"
+        )
+    zero = {c.name: 0 for c in counters.COUNTERS}
+    values: Reading = {end: dict(zero) for end in views if end[0] not in failed}
+    unread = {end: failed[end[0]] for end in views if end[0] in failed}
+    for node in report.nodes:
+        name = name_of(node.name, node.guid)
+        for port in node.ports:
+            if port.port is None or name in failed:
+                continue  # a switch's AllPortSelect sum: its ports follow one by one
+            values.setdefault((name, port.port), dict(zero)).update(port.counters)
+    return CounterRead(values, unread)
+
+
+@dataclass(frozen=True)
+class _Cable:
+    """A declared cable: its id, both ends, the HCA end's port id (None: switch to switch)."""
+
+    link: Link
+    id: str
+    a: End
+    b: End
+    hca_port: str | None
+    label: str
+
+    @property
+    def param(self) -> str:
+        return self.hca_port or self.id
+
+    def subject(self, kind: str) -> str:
+        """``port:gpu03/mlx5_0/1`` (``counters:`` for the counter check), ``link:<id>`` for a
+        switch-to-switch cable."""
+        if self.hca_port is None:
+            return f"{'counters' if kind == 'counters' else 'link'}:{self.id}"
+        return f"{kind}:{self.hca_port}"
+
+
+def _cables(declared: FabricGraph) -> list[_Cable]:
+    out = []
+    for link in declared.links:
+        a, b = declared.node_name(link.a_guid), declared.node_name(link.b_guid)
+        ends = [(a, link.a_port, link.a_guid), (b, link.b_port, link.b_guid)]
+        hca = next((f"{n}/{p}" for n, p, g in ends if g in declared.cas), None)
+        ends.sort(key=lambda e: e[2] not in declared.switches)  # the switch end first
+        label = " ↔ ".join(f"{n.replace('/', ' ', 1)} port {p}" for n, p, _ in ends)
+        out.append(
+            _Cable(
+                link,
+                f"{a}/{link.a_port}-{b}/{link.b_port}",
+                (a, link.a_port),
+                (b, link.b_port),
+                hca,
+                label,
+            )
+        )
+    return out
+
+
+def _group(declared: FabricGraph, found: list[Discrepancy]) -> dict[str, list[Discrepancy]]:
+    """Declared cable id -> its discrepancies (by switch port, as ``fabric.verify.discovery``
+    files them, else by HCA); "" -> the rest (cables found but never declared)."""
+    by_switch: dict[tuple[str, int], str] = {}
+    by_hca: dict[tuple[str, str], str] = {}
+    for cable in _cables(declared):
+        for name, port in (cable.a, cable.b):
+            if "/" not in name:
+                by_switch[(name, port)] = cable.id
+            else:
+                host, _, device = name.partition("/")
+                by_hca[(host, device)] = cable.id
+    out: dict[str, list[Discrepancy]] = {}
+    for item in found:
+        key = ""
+        if item.kind != "extra":
+            key = by_switch.get((item.switch or "", item.port or 0)) or by_hca.get(
+                (item.host or "", item.hca or ""), ""
+            )
+        out.setdefault(key, []).append(item)
+    return out
+
+
+def _result(name: str, param: str, outcome: str, message: str, subject: str) -> CheckResult:
+    return CheckResult.model_construct(
+        name=name, param=param, outcome=outcome, message=message, subjects=[subject], seconds=0.0
+    )
+
+
+def judge(
+    declared: FabricGraph,
+    discovered: FabricGraph,
+    views: Mapping[End, PortView],
+    after: CounterRead,
+    before: CounterRead | None = None,
+    seconds: float = 0.0,
+    overrides: Mapping[str, int | None] | None = None,
+    incomplete: str | None = None,
+) -> list[CheckResult]:
+    """Every declared cable judged: discovered as declared, both ports Active/LinkUp, error
+    counters (``after`` against ``before``, ``seconds`` apart) within the thresholds.
+
+    ``incomplete``: why discovery may have missed nodes (the tool reported MAD errors); a
+    cable it did not find is then an error (could not look), not a failure.
+    """
+    groups = _group(declared, diff(declared, discovered))
+    out: list[CheckResult] = []
+    for cable in _cables(declared):
+        problems = groups.get(cable.id, [])
+        link_subject = f"link:{cable.id}"
+        if not problems:
+            out.append(_result(LINK_CHECK, cable.id, "passed", "", link_subject))
+        elif incomplete and all(p.kind == "missing" for p in problems):
+            text = f"{_describe(problems)} (not confirmed: {incomplete})"
+            out.append(_result(LINK_CHECK, cable.id, "error", text, link_subject))
+        else:
+            out.append(_result(LINK_CHECK, cable.id, "failed", _describe(problems), link_subject))
+        down = _state(out, cable, views, incomplete)
+        out.append(_counters(cable, after, before, seconds, overrides, down))
+    extra = groups.get("", [])
+    out.append(
+        _result(EXTRA_CHECK, "sweep", "failed" if extra else "passed", _describe(extra), "fabric")
+    )
+    return out
+
+
+def _describe(items: list[Discrepancy]) -> str:
+    return "; ".join(item.message for item in items)
+
+
+def _state(
+    out: list[CheckResult],
+    cable: _Cable,
+    views: Mapping[End, PortView],
+    incomplete: str | None,
+) -> bool:
+    """Append the cable's state and physical-state results; True when it is down."""
+    hca_end = cable.a if "/" in cable.a[0] else cable.b if "/" in cable.b[0] else None
+    order = [e for e in (hca_end, cable.a, cable.b) if e is not None]
+    seen = next(((end, views[end]) for end in order if end in views), None)
+    state_subject = cable.subject("port")
+    if seen is None:
+        why = f"{cable.label}: neither end was found by the sweep"
+        outcome = "error" if incomplete else "failed"
+        why += f" (not confirmed: {incomplete})" if incomplete else ""
+        out.append(
+            _result(
+                STATE_CHECK,
+                cable.param,
+                outcome,
+                f"{why}: state Down, expected Active",
+                state_subject,
+            )
+        )
+        out.append(
+            _result(
+                PHYS_CHECK,
+                cable.param,
+                outcome,
+                f"{why}: physical state unknown, expected LinkUp",
+                state_subject,
+            )
+        )
+        return True
+    end, view = seen
+    where = f"{cable.param}: " if end == hca_end else f"{cable.param} (at {end[0]} port {end[1]}): "
+    if view.state == "Active":
+        out.append(_result(STATE_CHECK, cable.param, "passed", "", state_subject))
+    else:
+        text = f"{where}state {view.state}, expected Active"
+        out.append(_result(STATE_CHECK, cable.param, "failed", text, state_subject))
+    if view.physical_state == "LinkUp":
+        out.append(_result(PHYS_CHECK, cable.param, "passed", "", state_subject))
+    else:
+        text = f"{where}physical state {view.physical_state}, expected LinkUp"
+        out.append(_result(PHYS_CHECK, cable.param, "failed", text, state_subject))
+    return view.physical_state != "LinkUp"
+
+
+def _counters(
+    cable: _Cable,
+    after: CounterRead,
+    before: CounterRead | None,
+    seconds: float,
+    overrides: Mapping[str, int | None] | None,
+    down: bool,
+) -> CheckResult:
+    subject = cable.subject("counters")
+    if before is None:
+        return _result(
+            COUNTER_CHECK,
+            cable.param,
+            "skipped",
+            "no earlier reading: the next sweep judges the rise",
+            subject,
+        )
+    limits = counters.thresholds(cable.link.rate_gbps, overrides)
+    breaches: list[str] = []
+    unread: list[str] = []
+    read = 0
+    for end in (cable.a, cable.b):
+        old, new = before.values.get(end), after.values.get(end)
+        if old is None or new is None:
+            unread.append(
+                after.unread.get(end)
+                or before.unread.get(end)
+                or f"{end[0]} port {end[1]} not found"
+            )
+            continue
+        read += 1
+        for breach in counters.failing(counters.judge(old, new, seconds, limits)):
+            breaches.append(f"{end[0].replace('/', ' ', 1)} port {end[1]} {breach.text()}")
+    if breaches:
+        return _result(
+            COUNTER_CHECK, cable.param, "failed", f"{cable.label}: {'; '.join(breaches)}", subject
+        )
+    if read == 0:
+        if down:
+            return _result(
+                COUNTER_CHECK,
+                cable.param,
+                "skipped",
+                f"{cable.label}: cable down, counters not read",
+                subject,
+            )
+        return _result(
+            COUNTER_CHECK,
+            cable.param,
+            "error",
+            f"{cable.label}: counters not read: {'; '.join(unread)}",
+            subject,
+        )
+    return _result(COUNTER_CHECK, cable.param, "passed", "", subject)
