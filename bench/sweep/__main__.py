@@ -32,57 +32,14 @@ import tempfile
 import time
 from pathlib import Path
 
-from fabric.lab.simfabric import SimFabric
-from fabric.parsers.iblinkinfo import parse as parse_iblinkinfo
+from fabric.lab.simfabric import Faults, SimFabric, fat_tree
 from fabric.parsers.ibnetdiscover import parse as parse_ibnetdiscover
-from fabric.spec import ClusterSpec
-from fabric.topology.from_spec import graph_from_spec
-from fabric.topology.graph import FabricGraph
 from fabric.topology.ibsim import ibsim_limits, render_net, sim_host, simulated
 from fabric.verify.causes import diagnose
 from fabric.verify.sweep import SweepConfig, local_runner, sweep
 
-HOSTS_PER_LEAF = 32
 #: The pair's bound per run (s).
 PAIR_TIMEOUT_S = 300.0
-COUNTER = "SymbolErrorCounter"
-COUNTER_VALUE = 500
-
-
-def fat_tree(hosts: int) -> FabricGraph:
-    """A two-level fat tree: ``hosts``/n leaves (n = 32, or 4 below 64 hosts), half as many
-    spines, n host ports and n uplinks per leaf, 1 HCA (4xNDR, simulated as 4xHDR) per host."""
-    n = HOSTS_PER_LEAF if hosts >= 2 * HOSTS_PER_LEAF else 4
-    if hosts % (2 * n):
-        raise ValueError(f"--hosts {hosts}: use a multiple of {2 * n}")
-    leaves, width = hosts // n, len(str(hosts))
-    spec = ClusterSpec.model_validate(
-        {
-            "name": "sweep",
-            "target": "lab",
-            "nodes": [
-                {
-                    "names": f"gpu[{1:0{width}d}-{hosts:0{width}d}]",
-                    "hcas": [{"device": "mlx5_0", "rate_gbps": 400}],
-                }
-            ],
-            "fabric": {
-                "kind": "infiniband",
-                "mtu": 4096,
-                "topology": {
-                    "kind": "fat-tree",
-                    "leaves": leaves,
-                    "spines": leaves // 2,
-                    "ports_per_switch": 2 * n,
-                    "nodes_per_leaf": n,
-                    "uplinks_per_leaf": n,
-                },
-                "infiniband": {"subnet_managers": [{"host": "gpu" + "1".zfill(width)}]},
-            },
-            "management": {"subnet": "198.19.0.0/17"},
-        }
-    )
-    return graph_from_spec(spec)
 
 
 def _first_ca(net_text: str) -> str:
@@ -90,44 +47,6 @@ def _first_ca(net_text: str) -> str:
     if match is None:
         raise ValueError("the net file has no Ca/Hca record to sweep from")
     return match[1]
-
-
-class Faults:
-    """The three faults, chosen on host cables away from the vantage host."""
-
-    def __init__(self, declared: FabricGraph, vantage_host: str | None) -> None:
-        host_links = [
-            link
-            for link in declared.links
-            if (link.a_guid in declared.switches) != (link.b_guid in declared.switches)
-        ]
-
-        def ends(link):  # type: ignore[no-untyped-def]
-            sw, ca = (
-                (link.a_guid, link.b_guid)
-                if link.a_guid in declared.switches
-                else (link.b_guid, link.a_guid)
-            )
-            port_sw, port_ca = (
-                (link.a_port, link.b_port) if sw == link.a_guid else (link.b_port, link.a_port)
-            )
-            return declared.switches[sw], port_sw, declared.cas[ca], port_ca
-
-        usable = [ends(link) for link in host_links if ends(link)[2].host != vantage_host]
-        if len(usable) < 3:
-            raise ValueError("the fabric needs at least 3 host cables besides the vantage host's")
-        self.pulled, self.narrow, self.counter = usable[-1], usable[len(usable) // 2], usable[1]
-
-    @staticmethod
-    def host_of(end) -> str:  # type: ignore[no-untyped-def]
-        return end[2].host or end[2].guid
-
-
-def _switch_lid(linkinfo: str, switch: str) -> int:
-    for node in parse_iblinkinfo(linkinfo).nodes:
-        if node.kind == "switch" and node.name == switch and node.links:
-            return node.links[0].lid
-    raise ValueError(f"switch {switch} not found in iblinkinfo")
 
 
 def _time(fn) -> float:  # type: ignore[no-untyped-def]
@@ -143,21 +62,15 @@ def _pair(fabric: SimFabric, vantage: str) -> None:
             raise RuntimeError(f"{argv[0]} exited {done.returncode}: {done.stderr.strip()[-300:]}")
 
 
-def _named(diagnosis, faults: Faults) -> tuple[int, list[str]]:  # type: ignore[no-untyped-def]
-    """How many faults a cause names by their cable, and every cause line."""
-    want = {
-        "cable down": Faults.host_of(faults.pulled),
-        "port degraded": Faults.host_of(faults.narrow),
-        "cable with errors": Faults.host_of(faults.counter),
-    }
-    named = 0
-    for what, host in want.items():
-        if any(
+def _named(diagnosis, faults: Faults) -> int:  # type: ignore[no-untyped-def]
+    """How many faults a cause of the right kind names by their host's cable."""
+    return sum(
+        any(
             c.what == what and re.search(rf"\b{re.escape(host)}\b", c.subject)
             for c in diagnosis.causes
-        ):
-            named += 1
-    return named, [c.line() for c in diagnosis.causes]
+        )
+        for what, host in faults.expected().items()
+    )
 
 
 def _interrupt(*_: object) -> None:
@@ -232,24 +145,9 @@ def _run(args, net_text, limits, vantage, declared_spec, work) -> int:  # type: 
         )
         for r in bad[:10]:
             print(f"  {r.outcome}: {r.name}[{r.param}]: {r.message[:200]}")
-        vantage_host = vantage.split(":", 1)[0]
-        faults = Faults(declared, vantage_host)
-        linkinfo = fabric.tool(["iblinkinfo", "--switches-only"], vantage, PAIR_TIMEOUT_S).stdout
-        sw, sw_port, ca, ca_port = faults.pulled
-        fabric.pull_cable(sim_host(ca.host or "", ca.device or "") if ca.host else ca.guid, ca_port)
-        sw, sw_port, _, _ = faults.narrow
-        fabric.narrow(vantage, _switch_lid(linkinfo, sw.name), sw_port)
-        sw, sw_port, _, _ = faults.counter
-        fabric.raise_counter(sw.name, sw_port, COUNTER, COUNTER_VALUE)
-        print(
-            "faults: pulled "
-            + ", narrowed ".join(
-                f"{Faults.host_of(f)}'s cable ({f[0].name} port {f[1]})"
-                for f in (faults.pulled, faults.narrow)
-            )
-            + f", {COUNTER}={COUNTER_VALUE} on {faults.counter[0].name} port {faults.counter[1]} ({Faults.host_of(faults.counter)}'s cable)",
-            flush=True,
-        )
+        faults = Faults.pick(declared, vantage.split(":", 1)[0])
+        fabric.inject(faults, vantage)
+        print(f"faults: {faults.describe()}", flush=True)
         ours, pair, outcome = [], [], None
         for _ in range(max(1, args.repeat)):
             pair.append(_time(lambda: _pair(fabric, vantage)))
@@ -258,15 +156,15 @@ def _run(args, net_text, limits, vantage, declared_spec, work) -> int:  # type: 
             ours.append(time.perf_counter() - began)
         assert outcome is not None
         diagnosis = diagnose(outcome.results, declared)
-        named, lines = _named(diagnosis, faults)
+        named = _named(diagnosis, faults)
         false = len(diagnosis.causes) - named + len(diagnosis.unexplained)
         print(
             f"sweep: {len(outcome.results)} results; split of the last: "
             + ", ".join(f"{k} {v:.2f} s" for k, v in outcome.seconds.items())
         )
         print("causes:")
-        for line in lines:
-            print(f"  {line[:300]}")
+        for cause in diagnosis.causes:
+            print(f"  {cause.line()[:300]}")
         for r in diagnosis.unexplained + diagnosis.errors:
             print(f"  unexplained/error: {r.name}[{r.param}]: {r.message[:200]}")
         print(

@@ -14,8 +14,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from bench.sweep.__main__ import COUNTER, COUNTER_VALUE, Faults, _switch_lid, fat_tree
-from fabric.lab.simfabric import SimFabric
+from fabric.lab.simfabric import Faults, SimFabric, fat_tree
 from fabric.topology.ibsim import ibsim_limits, render_net, sim_host, simulated
 
 
@@ -51,14 +50,7 @@ def main(target: Path) -> None:
         with SimFabric(render_net(graph), work, vantage, ibsim_limits(graph)) as fabric:
             for name, text in _capture(fabric, vantage, str(work / "c.cache")).items():
                 (target / f"healthy_{name}.txt").write_text(text)
-            faults = Faults(simulated(graph), first.host)
-            linkinfo = fabric.tool(["iblinkinfo", "--switches-only"], vantage, 60).stdout
-            _, _, ca, ca_port = faults.pulled
-            fabric.pull_cable(sim_host(ca.host or "", ca.device or ""), ca_port)
-            sw, sw_port, _, _ = faults.narrow
-            fabric.narrow(vantage, _switch_lid(linkinfo, sw.name), sw_port)
-            sw, sw_port, _, _ = faults.counter
-            fabric.raise_counter(sw.name, sw_port, COUNTER, COUNTER_VALUE)
+            fabric.inject(Faults.pick(simulated(graph), first.host or ""), vantage)
             for name, text in _capture(fabric, vantage, str(work / "c.cache")).items():
                 (target / f"faulted_{name}.txt").write_text(text)
 

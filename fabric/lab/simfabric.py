@@ -24,15 +24,127 @@ import subprocess
 import time
 import uuid
 from pathlib import Path
+from typing import NamedTuple
 
 from fabric.lab.faults import FaultError, IbsimConsole
 from fabric.lab.process import Helper, start, stop, wait_log
-from fabric.topology.ibsim import UMAD2SIM
+from fabric.parsers.iblinkinfo import parse as parse_iblinkinfo
+from fabric.spec import ClusterSpec
+from fabric.topology.from_spec import graph_from_spec
+from fabric.topology.graph import Ca, FabricGraph, Switch
+from fabric.topology.ibsim import UMAD2SIM, sim_host
 
 #: Bounds (s): ibsim reading its net file, one OpenSM sweep, one console command.
 IBSIM_READY_S = 300.0
 OPENSM_S = 600.0
 CONSOLE_S = 60.0
+#: Hosts (and uplinks) per leaf of :func:`fat_tree` from 64 hosts up; 4 below.
+HOSTS_PER_LEAF = 32
+#: The counter fault: this counter set to this value on a switch port.
+COUNTER = "SymbolErrorCounter"
+COUNTER_VALUE = 500
+
+
+def fat_tree(hosts: int) -> FabricGraph:
+    """A two-level fat tree: ``hosts``/n leaves (n = 32, or 4 below 64 hosts), half as many
+    spines, n host ports and n uplinks per leaf, 1 HCA (4xNDR, simulated as 4xHDR) per host.
+    2,048 hosts: 64 leaves, 32 spines; 4,096: 128 leaves, 64 spines (64-port switches)."""
+    n = HOSTS_PER_LEAF if hosts >= 2 * HOSTS_PER_LEAF else 4
+    if hosts <= 0 or hosts % (2 * n):
+        raise ValueError(f"{hosts} hosts: use a positive multiple of {2 * n}")
+    leaves, width = hosts // n, len(str(hosts))
+    spec = ClusterSpec.model_validate(
+        {
+            "name": "sweep",
+            "target": "lab",
+            "nodes": [
+                {
+                    "names": f"gpu[{1:0{width}d}-{hosts:0{width}d}]",
+                    "hcas": [{"device": "mlx5_0", "rate_gbps": 400}],
+                }
+            ],
+            "fabric": {
+                "kind": "infiniband",
+                "mtu": 4096,
+                "topology": {
+                    "kind": "fat-tree",
+                    "leaves": leaves,
+                    "spines": leaves // 2,
+                    "ports_per_switch": 2 * n,
+                    "nodes_per_leaf": n,
+                    "uplinks_per_leaf": n,
+                },
+                "infiniband": {"subnet_managers": [{"host": "gpu" + "1".zfill(width)}]},
+            },
+            "management": {"subnet": "198.19.0.0/17"},
+        }
+    )
+    return graph_from_spec(spec)
+
+
+class HostCable(NamedTuple):
+    """A cable between a switch port and an HCA port."""
+
+    switch: Switch
+    switch_port: int
+    ca: Ca
+    ca_port: int
+
+    @property
+    def host(self) -> str:
+        return self.ca.host or self.ca.guid
+
+
+def host_cables(graph: FabricGraph) -> list[HostCable]:
+    """Every switch-to-HCA cable of ``graph``, in link order."""
+    out = []
+    for link in graph.links:
+        if link.a_guid in graph.switches and link.b_guid in graph.cas:
+            out.append(
+                HostCable(
+                    graph.switches[link.a_guid], link.a_port, graph.cas[link.b_guid], link.b_port
+                )
+            )
+        elif link.b_guid in graph.switches and link.a_guid in graph.cas:
+            out.append(
+                HostCable(
+                    graph.switches[link.b_guid], link.b_port, graph.cas[link.a_guid], link.a_port
+                )
+            )
+    return out
+
+
+class Faults(NamedTuple):
+    """The three faults, on host cables away from the vantage host: the last cable pulled, the
+    middle one narrowed to 1x, the second one's switch port given a counter rise."""
+
+    pulled: HostCable
+    narrow: HostCable
+    counter: HostCable
+
+    @classmethod
+    def pick(cls, declared: FabricGraph, vantage_host: str) -> Faults:
+        usable = [c for c in host_cables(declared) if c.host != vantage_host]
+        if len(usable) < 3:
+            raise ValueError("the fabric needs at least 3 host cables besides the vantage host's")
+        return cls(usable[-1], usable[len(usable) // 2], usable[1])
+
+    def expected(self) -> dict[str, str]:
+        """The cause (``fabric.verify.causes`` wording) each fault must read as -> its host."""
+        return {
+            "cable down": self.pulled.host,
+            "port degraded": self.narrow.host,
+            "cable with errors": self.counter.host,
+        }
+
+    def describe(self) -> str:
+        return (
+            f"pulled {self.pulled.host}'s cable ({self.pulled.switch.name} port "
+            f"{self.pulled.switch_port}), narrowed {self.narrow.host}'s to 1x "
+            f"({self.narrow.switch.name} port {self.narrow.switch_port}), {COUNTER}="
+            f"{COUNTER_VALUE} on {self.counter.switch.name} port {self.counter.switch_port} "
+            f"({self.counter.host}'s cable)"
+        )
 
 
 class SimFabric:
@@ -129,6 +241,19 @@ class SimFabric:
         """Set a port's PortCounters field in ibsim."""
         self.console.set_counter(node, port, counter, value)
 
+    def inject(self, faults: Faults, vantage: str) -> None:
+        """Inject the three faults (``vantage`` sends the width SMP)."""
+        done = self.tool(["iblinkinfo", "--switches-only"], vantage, OPENSM_S)
+        lid = switch_lid(done.stdout, faults.narrow.switch.name)
+        ca = faults.pulled.ca
+        self.pull_cable(
+            sim_host(ca.host, ca.device or "") if ca.host else ca.guid, faults.pulled.ca_port
+        )
+        self.narrow(vantage, lid, faults.narrow.switch_port)
+        self.raise_counter(
+            faults.counter.switch.name, faults.counter.switch_port, COUNTER, COUNTER_VALUE
+        )
+
     def close(self) -> None:
         """Stop ibsim (SIGTERM, then SIGKILL) and remove its FIFO."""
         if self.helper is not None:
@@ -138,3 +263,11 @@ class SimFabric:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def switch_lid(linkinfo: str, switch: str) -> int:
+    """A switch's LID from ``iblinkinfo`` output."""
+    for node in parse_iblinkinfo(linkinfo).nodes:
+        if node.kind == "switch" and node.name == switch and node.links:
+            return node.links[0].lid
+    raise FaultError(f"switch {switch} not found in iblinkinfo")
