@@ -38,20 +38,23 @@ from fabric.topology.ibsim import UMAD2SIM, sim_host
 IBSIM_READY_S = 300.0
 OPENSM_S = 600.0
 CONSOLE_S = 60.0
-#: Hosts (and uplinks) per leaf of :func:`fat_tree` from 64 hosts up; 4 below.
-HOSTS_PER_LEAF = 32
 #: The counter fault: this counter set to this value on a switch port.
 COUNTER = "SymbolErrorCounter"
 COUNTER_VALUE = 500
 
 
 def fat_tree(hosts: int) -> FabricGraph:
-    """A two-level fat tree: ``hosts``/n leaves (n = 32, or 4 below 64 hosts), half as many
-    spines, n host ports and n uplinks per leaf, 1 HCA (4xNDR, simulated as 4xHDR) per host.
-    2,048 hosts: 64 leaves, 32 spines; 4,096: 128 leaves, 64 spines (64-port switches)."""
-    n = HOSTS_PER_LEAF if hosts >= 2 * HOSTS_PER_LEAF else 4
-    if hosts <= 0 or hosts % (2 * n):
-        raise ValueError(f"{hosts} hosts: use a positive multiple of {2 * n}")
+    """A two-level fat tree of radix-r switches, 1 HCA (4xNDR, simulated as 4xHDR) per host:
+    r/2 hosts and r/2 uplinks per leaf, half as many spines as leaves, each leaf cabled to
+    every spine (``fabric.topology.from_spec`` deals uplink i of leaf L to spine (L*r/2 + i) mod
+    spines). r = 64 up to 2,048 hosts (2,048: 64 leaves, 32 spines), 128 up to 8,192 (4,096: 64
+    leaves, 32 spines of 128 ports, as a 64-port NDR switch split into 128 ports offers; 64-port
+    switches in two levels end at 2,048 hosts, and more leaves than that would leave the spines
+    in two unconnected halves), 8 below 64 hosts."""
+    radix = 8 if hosts < 64 else 64 if hosts <= 2048 else 128
+    n = radix // 2
+    if hosts <= 0 or hosts % (2 * n) or hosts > radix * n:
+        raise ValueError(f"{hosts} hosts: use a positive multiple of {2 * n}, at most 8192")
     leaves, width = hosts // n, len(str(hosts))
     spec = ClusterSpec.model_validate(
         {
@@ -70,7 +73,7 @@ def fat_tree(hosts: int) -> FabricGraph:
                     "kind": "fat-tree",
                     "leaves": leaves,
                     "spines": leaves // 2,
-                    "ports_per_switch": 2 * n,
+                    "ports_per_switch": radix,
                     "nodes_per_leaf": n,
                     "uplinks_per_leaf": n,
                 },

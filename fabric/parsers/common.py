@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator
+from functools import lru_cache
 from typing import TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -131,6 +132,7 @@ def _strip_code(text: str) -> str:
     return text.strip()
 
 
+@lru_cache(maxsize=512)  # a large fabric repeats a handful of values
 def normalize_state(text: str) -> str:
     """``"4: ACTIVE"``, ``"PORT_ACTIVE (4)"``, ``"Active"`` -> ``"Active"``."""
     word = _strip_code(text)
@@ -138,6 +140,7 @@ def normalize_state(text: str) -> str:
     return PORT_STATES.get(key, word)
 
 
+@lru_cache(maxsize=512)  # a large fabric repeats a handful of values
 def normalize_phys_state(text: str) -> str:
     """``"5: LinkUp"``, ``"LINK_UP (5)"``, ``"LinkUp"`` -> ``"LinkUp"``."""
     word = _strip_code(text)
@@ -159,6 +162,7 @@ def normalize_guid(text: str) -> str:
     return "0x" + digits.rjust(16, "0")
 
 
+@lru_cache(maxsize=512)  # a large fabric repeats a handful of values
 def speed_from_lane_gbps(gbps: float) -> str | None:
     """Lane rate in Gb/s (``53.125``) -> generation name (``"HDR"``)."""
     for name, lane in LANE_GBPS.items():

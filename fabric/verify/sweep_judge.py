@@ -165,12 +165,12 @@ def _cables(declared: FabricGraph) -> list[_Cable]:
     return out
 
 
-def _group(declared: FabricGraph, found: list[Discrepancy]) -> dict[str, list[Discrepancy]]:
+def _group(cables: list[_Cable], found: list[Discrepancy]) -> dict[str, list[Discrepancy]]:
     """Declared cable id -> its discrepancies (by switch port, as ``fabric.verify.discovery``
     files them, else by HCA); "" -> the rest (cables found but never declared)."""
     by_switch: dict[tuple[str, int], str] = {}
     by_hca: dict[tuple[str, str], str] = {}
-    for cable in _cables(declared):
+    for cable in cables:
         for name, port in (cable.a, cable.b):
             if "/" not in name:
                 by_switch[(name, port)] = cable.id
@@ -210,9 +210,10 @@ def judge(
     ``incomplete``: why discovery may have missed nodes (the tool reported MAD errors); a
     cable it did not find is then an error (could not look), not a failure.
     """
-    groups = _group(declared, diff(declared, discovered))
+    cables = _cables(declared)
+    groups = _group(cables, diff(declared, discovered))
     out: list[CheckResult] = []
-    for cable in _cables(declared):
+    for cable in cables:
         problems = groups.get(cable.id, [])
         link_subject = f"link:{cable.id}"
         if not problems:
@@ -301,7 +302,7 @@ def _counters(
             "no earlier reading: the next sweep judges the rise",
             subject,
         )
-    limits = counters.thresholds(cable.link.rate_gbps, overrides)
+    limits: dict[str, int | None] | None = None
     breaches: list[str] = []
     unread: list[str] = []
     read = 0
@@ -315,6 +316,9 @@ def _counters(
             )
             continue
         read += 1
+        if old == new:  # nothing rose: nothing to judge (most ports, most sweeps)
+            continue
+        limits = limits or counters.thresholds(cable.link.rate_gbps, overrides)
         for breach in counters.failing(counters.judge(old, new, seconds, limits)):
             breaches.append(f"{end[0].replace('/', ' ', 1)} port {end[1]} {breach.text()}")
     if breaches:
