@@ -437,6 +437,14 @@ class CheckPlan(_Model):
         return None
 
     @cached_property
+    def sweep_hosts(self) -> list[str]:
+        """Where the fabric sweep (``fabric.verify.sweep``) runs from: the observer of an
+        InfiniBand fabric with a declared graph (one vantage point judges every cable)."""
+        if self.spec.fabric.kind != "infiniband" or self.expected_graph is None:
+            return []
+        return [self.observer] if self.observer else []
+
+    @cached_property
     def discovery_host(self) -> str | None:
         """The SM host ibnetdiscover runs on (the first declared SM that is selected)."""
         ib = self.spec.fabric.infiniband
@@ -507,6 +515,12 @@ class CheckPlan(_Model):
             out["discovery"] = (
                 "ibnetdiscover runs on an SM host of an InfiniBand fabric; none selected"
             )
+        if kind != "infiniband":
+            out["sweep"] = f"fabric.kind is {kind}: the MAD sweep judges InfiniBand cables"
+        elif self.expected_graph is None:
+            out["sweep"] = "no declared fat tree or cabling to judge the cables against"
+        elif not self.sweep_hosts:
+            out["sweep"] = "no selected host with an HCA to sweep the fabric from"
         return out
 
     def _roce_not_generated(self) -> dict[str, str]:
@@ -616,6 +630,7 @@ FAMILIES: dict[str, tuple[tuple[str, ...], str]] = {
     ),
     "roce_bandwidth": (("test_roce_write_bandwidth",), "netdev_pairs"),
     "discovery": (("test_declared_link_discovered", "test_no_undeclared_links"), "declared_links"),
+    "sweep": (("test_fabric_sweep",), "sweep_hosts"),
     "slurm": (("test_node_idle_or_allocated",), "slurm_nodes"),
     "slurm_topology": (("test_topology_switch",), "slurm_switches"),
     "efa": (("test_efa_devices", "test_efa_provider"), "efa_hosts"),

@@ -44,6 +44,7 @@ Counter rises need two readings: pass the previous sweep's ``reading`` as ``befo
 from __future__ import annotations
 
 import os
+import shlex
 import subprocess
 import time
 from collections.abc import Callable, Mapping
@@ -89,6 +90,17 @@ def local_runner(env: Mapping[str, str] | None = None) -> Run:
         except OSError as err:
             return Completed(127, "", f"{argv[0]}: {err}")
         return Completed(done.returncode, done.stdout, done.stderr)
+
+    return run
+
+
+def shell_runner(run_command: Callable[[str], tuple[int, str, str]]) -> Run:
+    """Run the tools through a shell on the vantage host (the check suite's SSH connection):
+    ``run_command(command)`` returns (exit code, stdout, stderr); each run is bounded there by
+    ``timeout``, its argv quoted."""
+
+    def run(argv: list[str], timeout: float) -> Completed:
+        return Completed(*run_command(f"timeout {max(1, round(timeout))} {shlex.join(argv)}"))
 
     return run
 

@@ -10,12 +10,14 @@ import time
 from pathlib import Path
 
 import pytest
+import testinfra
 
 from fabric.lab.simfabric import Faults, SimFabric, fat_tree
 from fabric.topology.ibsim import ibsim_limits, render_net, sim_host, simulated
 from fabric.verify.causes import diagnose
+from fabric.verify.facts import keep_255
 from fabric.verify.results import summary
-from fabric.verify.sweep import SweepConfig, local_runner, sweep
+from fabric.verify.sweep import SweepConfig, local_runner, shell_runner, sweep
 
 pytestmark = pytest.mark.integration
 
@@ -23,10 +25,13 @@ HOSTS = 16
 BUDGET_S = 60.0
 
 
-@pytest.mark.skipif(
+NEEDS_TOOLS = pytest.mark.skipif(
     any(shutil.which(t) is None for t in ("ibsim", "opensm", "ibnetdiscover", "ibqueryerrors")),
     reason="needs ibsim-utils, opensm and infiniband-diags (scripts/bootstrap installs them)",
 )
+
+
+@NEEDS_TOOLS
 def test_sweep_names_each_injected_fault(tmp_path: Path) -> None:
     began = time.monotonic()
     graph = fat_tree(HOSTS)
@@ -68,3 +73,30 @@ def test_sweep_names_each_injected_fault(tmp_path: Path) -> None:
     assert (found.unexplained, found.errors) == ([], []), report
     assert faulted.capture.harness == []
     assert time.monotonic() - began < BUDGET_S
+
+
+@NEEDS_TOOLS
+def test_the_checks_runner_sweeps_through_testinfra(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The runner the check suite uses (``timeout``, exit 255 kept apart, argv quoted) through a
+    real testinfra host (the local backend, with umad2sim's environment), on a real fabric."""
+    graph = fat_tree(8)
+    first = next(iter(graph.cas.values()))
+    vantage = sim_host(first.host or "", first.device or "")
+    with SimFabric(render_net(graph), tmp_path, vantage, ibsim_limits(graph)) as fabric:
+        for name, value in fabric.env(vantage).items():
+            monkeypatch.setenv(name, value)
+        local = testinfra.get_host("local://")
+
+        def shell(command: str) -> tuple[int, str, str]:  # as the check's SSH connection runs it
+            result = local.run(keep_255(command))
+            return result.rc, result.stdout, result.stderr
+
+        run = shell_runner(shell)
+        config = SweepConfig(cache=str(tmp_path / "sweep c.cache"), tool_timeout_s=20.0)
+        outcome = sweep(simulated(graph), run, config, window_s=0.5)
+        assert [r for r in outcome.results if r.outcome != "passed"] == []
+        assert len(outcome.results) == 4 * len(graph.links) + 1  # counters read twice: judged
+        missing = run(["perfquery", "-t", "50", "999", "1"], 20.0)
+    assert missing.rc == 254  # perfquery's own exit 255, told apart from an SSH failure

@@ -209,6 +209,12 @@ def _params(
             lambda _: plan.discovery_host,
             lambda link: f"link:{link.id}",
         ),
+        "sweep_host": (
+            lambda: plan.sweep_hosts,
+            str,
+            lambda h: h,
+            lambda _: "fabric",
+        ),
         "observer": (
             lambda: [plan.observer] if plan.observer else [],
             str,
