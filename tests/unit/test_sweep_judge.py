@@ -206,3 +206,21 @@ def test_discovery_that_never_runs_is_one_harness_error(declared: FabricGraph) -
     assert run.calls == ["ibnetdiscover", "ibnetdiscover"]
     assert [(r.name, r.outcome) for r in outcome.results] == [("test_fabric_sweep", "error")]
     assert outcome.results[0].message.startswith("ibnetdiscover failed 2 times: exit 255: ")
+
+
+def test_a_switch_to_switch_cable_with_errors_is_named_by_both_switch_ends(
+    declared: FabricGraph,
+) -> None:
+    """The healthy reading with spine01 port 5's LinkDownedCounter up by 2 (the real zeros and
+    the real port, one value changed): one cause naming the leaf-spine cable."""
+    discovered, views, before = captured("healthy")
+    values = {end: dict(v) for end, v in before.values.items()}
+    values[("spine01", 5)]["LinkDownedCounter"] += 2
+    results = judge(declared, discovered, views, CounterRead(values, {}), before, 5.0)
+    found = diagnose(results, declared)
+    assert [(c.what, c.subject) for c in found.causes] == [
+        ("cable with errors", "leaf02 p5 ↔ spine01 p5")
+    ]
+    assert found.causes[0].evidence.endswith(
+        "spine01 port 5 LinkDownedCounter +2 in 5s (allowed 0)"
+    )
