@@ -144,13 +144,19 @@ class Capture:
     harness: list[str] = field(default_factory=list)
 
 
+#: libibnetdisc's error for a Mellanox ExtendedPortInfo query a port refused: it prints the
+#: bad status, then carries on without that attribute (``mlnx_ext_port_info_err`` in
+#: ``libibnetdisc/query_smp.c``), so the node is not lost.
+_BENIGN = ("Attr 0xff90:",)
+
+
 def _trouble(done: Completed) -> str | None:
     """Why a run is not to be trusted, from its exit and stderr; None when clean."""
     if done.rc != 0:
         last = (done.stderr.strip().splitlines() or ["no output"])[-1]
         return f"exit {done.rc}: {last.strip()[:200]}"
     for line in done.stderr.splitlines():
-        if line.strip():
+        if line.strip() and not any(mark in line for mark in _BENIGN):
             return line.strip()[:200]
     return None
 
