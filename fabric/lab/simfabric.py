@@ -117,9 +117,19 @@ def host_cables(graph: FabricGraph) -> list[HostCable]:
     return out
 
 
+def _width(graph: FabricGraph, cable: HostCable) -> str:
+    """The declared width of ``cable``."""
+    for link in graph.links:
+        ends = {(link.a_guid, link.a_port), (link.b_guid, link.b_port)}
+        if (cable.switch.guid, cable.switch_port) in ends:
+            return link.width
+    return ""
+
+
 class Faults(NamedTuple):
     """The three faults, on host cables away from the vantage host: the last cable pulled, the
-    middle one narrowed to 1x, the second one's switch port given a counter rise."""
+    middle one (or the first other one wider than 1x) narrowed to 1x, the second one's switch
+    port given a counter rise."""
 
     pulled: HostCable
     narrow: HostCable
@@ -127,10 +137,21 @@ class Faults(NamedTuple):
 
     @classmethod
     def pick(cls, declared: FabricGraph, vantage_host: str) -> Faults:
-        usable = [c for c in host_cables(declared) if c.host != vantage_host]
+        cables = host_cables(declared)
+        usable = [c for c in cables if c.host != vantage_host]
         if len(usable) < 3:
             raise ValueError("the fabric needs at least 3 host cables besides the vantage host's")
-        return cls(usable[-1], usable[len(usable) // 2], usable[1])
+        pulled, counter = usable[-1], usable[1]
+        wide = {(c.switch.guid, c.switch_port) for c in cables if _width(declared, c) != "1x"}
+        narrow = [
+            c
+            for c in usable
+            if c not in (pulled, counter) and (c.switch.guid, c.switch_port) in wide
+        ]
+        if not narrow:
+            raise ValueError("the fabric needs a host cable wider than 1x to narrow")
+        middle = usable[len(usable) // 2]
+        return cls(pulled, middle if middle in narrow else narrow[0], counter)
 
     def expected(self) -> dict[str, str]:
         """The cause (``fabric.verify.causes`` wording) each fault must read as -> its host."""
@@ -249,9 +270,10 @@ class SimFabric:
         done = self.tool(["iblinkinfo", "--switches-only"], vantage, OPENSM_S)
         lid = switch_lid(done.stdout, faults.narrow.switch.name)
         ca = faults.pulled.ca
-        self.pull_cable(
-            sim_host(ca.host, ca.device or "") if ca.host else ca.guid, faults.pulled.ca_port
-        )
+        # the ibsim node id: render_net's host:device, else the description (a net file whose
+        # CA records carry no description of their own repeat their id there)
+        node = sim_host(ca.host, ca.device) if ca.host and ca.device else ca.description
+        self.pull_cable(node, faults.pulled.ca_port)
         self.narrow(vantage, lid, faults.narrow.switch_port)
         self.raise_counter(
             faults.counter.switch.name, faults.counter.switch_port, COUNTER, COUNTER_VALUE
