@@ -285,6 +285,14 @@ def _state(
     return view.physical_state != "LinkUp"
 
 
+#: Each error counter's largest value (a counter there has saturated: ``counters.judge``).
+_MAX = {c.name: (1 << c.bits) - 1 for c in counters.COUNTERS if not c.congestion}
+
+
+def _saturated(values: Mapping[str, int]) -> bool:
+    return any(values.get(name) == top for name, top in _MAX.items())
+
+
 def _counters(
     cable: _Cable,
     after: CounterRead,
@@ -316,7 +324,7 @@ def _counters(
             )
             continue
         read += 1
-        if old == new:  # nothing rose: nothing to judge (most ports, most sweeps)
+        if old == new and not _saturated(new):  # nothing rose (most ports, most sweeps)
             continue
         limits = limits or counters.thresholds(cable.link.rate_gbps, overrides)
         for breach in counters.failing(counters.judge(old, new, seconds, limits)):

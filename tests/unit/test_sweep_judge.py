@@ -224,3 +224,16 @@ def test_a_switch_to_switch_cable_with_errors_is_named_by_both_switch_ends(
     assert found.causes[0].evidence.endswith(
         "spine01 port 5 LinkDownedCounter +2 in 5s (allowed 0)"
     )
+
+
+def test_a_saturated_counter_fails_even_when_it_did_not_move(declared: FabricGraph) -> None:
+    """A counter stuck at its largest value hides every new error: judged as counters.judge
+    judges it (saturated), though both readings are equal."""
+    discovered, views, before = captured("healthy")
+    values = {end: dict(v) for end, v in before.values.items()}
+    values[("leaf01", 2)]["SymbolErrorCounter"] = 0xFFFF
+    stuck = CounterRead(values, {})
+    results = judge(declared, discovered, views, stuck, stuck, 5.0)
+    assert failing(results) == ["test_port_error_counters[gpu2/mlx5_0/1]"]
+    message = next(r.message for r in results if r.failed)
+    assert message.endswith("saturated: clear it with perfquery -R)")
