@@ -72,6 +72,9 @@ _MODULES: dict[str, str | None] = {
     "ibping": "ibping",
     "ibtracert": "ibtracert",
     "smpquery": "smpquery",
+    "nccl": "nccl",
+    "nccl_tests": "nccl_tests",
+    "nvidia_smi_topo": "nvidia_smi_topo",
 }
 
 

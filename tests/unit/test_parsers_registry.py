@@ -50,6 +50,9 @@ def test_registry_names() -> None:
             "ibping",
             "ibtracert",
             "smpquery",
+            "nccl",
+            "nccl_tests",
+            "nvidia_smi_topo",
         ]
     )
 
