@@ -65,16 +65,17 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
 
 
 def _nccl_lib(value: str) -> str:
-    """``auto`` -> pip's nvidia-nccl wheel's lib folder; else the folder given."""
+    """``auto`` -> the folder holding pip's ``libnccl.so.2`` (the ``nvidia`` namespace package:
+    ``nvidia/nccl/lib``, or wherever the wheel put it); else the folder given."""
     if value != "auto":
         return value
     import importlib.util
 
-    spec = importlib.util.find_spec("nvidia.nccl")
+    spec = importlib.util.find_spec("nvidia")
     for root in (spec.submodule_search_locations or []) if spec else []:
-        if (Path(root) / "lib").is_dir():
-            return str(Path(root) / "lib")
-    raise NcclHarnessError("--nccl-lib auto: no nvidia-nccl wheel (nvidia/nccl/lib) found")
+        for found in sorted(Path(root).glob("**/libnccl.so.2")):
+            return str(found.parent)
+    raise NcclHarnessError("--nccl-lib auto: no libnccl.so.2 under a pip 'nvidia' package")
 
 
 def main(argv: list[str] | None = None) -> int:
