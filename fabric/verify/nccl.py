@@ -230,6 +230,11 @@ def judge(
     network = chosen_network(log) if log else None
     if log is not None and expect is not None:
         problems += judge_network(log, expect)
+        if expect.gdr and not log.gdr and not log.channels and not problems:
+            notes.append(
+                "the log shows no GPU Direct RDMA line and no network channel: GPUDirect RDMA "
+                "not confirmed (NCCL_DEBUG_SUBSYS needs INIT,NET)"
+            )
     elif log is not None and network == "Socket":
         notes.append(f"NCCL's network is Socket: {fallback_cause(log)}")
     elif log is None and expect is not None:

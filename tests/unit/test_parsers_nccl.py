@@ -169,3 +169,11 @@ def test_topo_bad_row_names_the_line() -> None:
     text = read("nvidia_smi_topo__nccl2150__1.txt").replace("PXB     NODE", "FAST    NODE", 1)
     with pytest.raises(ParseError, match="^nvidia_smi_topo: line 2: expected 16 relations"):
         nvidia_smi_topo.parse(text)
+
+
+def test_sharp_plugin_path_and_eight_rails() -> None:
+    log = nccl.parse(read("nccl__nccl988__1.txt"))
+    assert log.version == "2.12.9+cuda11.6" and log.networks == ["IBext"]
+    assert log.plugin_paths == ["/opt/hpcx/nccl_rdma_sharp_plugin/lib/libnccl-net.so"]
+    assert [d.name for d in log.ib_devices] == [f"mlx5_{k}" for k in range(8)]
+    assert log.oob_interface == "eth0" and log.gdr == []

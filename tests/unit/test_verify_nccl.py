@@ -167,3 +167,13 @@ def test_locate_is_pure_and_asks_for_the_next_subsets() -> None:
 
 def test_two_nodes_and_nothing_good_to_pair_with() -> None:
     assert bisect(["a", "b"], lambda s: len(s) < 2).slow == ("a", "b")
+
+
+def test_eight_declared_rails_used_by_the_sharp_plugin_pass() -> None:
+    rails = [f"mlx5_{k}" for k in range(8)]
+    assert judge_network(log("nccl__nccl988__1.txt"), expectation("infiniband", hcas=rails)) == []
+
+
+def test_gdr_not_shown_is_a_note() -> None:
+    verdict = judge(log("nccl__nccl988__1.txt"), None, expectation("infiniband"), None)
+    assert verdict.ok and verdict.notes[0].startswith("the log shows no GPU Direct RDMA line")
