@@ -295,7 +295,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         )
         if placeholder is None:
             pair = (
-                params.params.get("ib_pair") or params.params.get("verbs_pair") if params else None
+                params.params.get("ib_pair")
+                or params.params.get("verbs_pair")
+                or params.params.get("rail_pair")
+                if params
+                else None
             )
             if pair is not None:  # one server per target at a time across xdist workers
                 item.add_marker(pytest.mark.xdist_group(name=f"target-{pair.target}"))
