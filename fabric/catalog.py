@@ -154,3 +154,111 @@ def aws_efa_types() -> list[str]:
 def gcp_gpu_machine_types() -> list[str]:
     """Names of the listed Compute Engine GPU machine types, for error messages."""
     return [t.name for t in _GCP]
+
+
+# --- NCCL bandwidth targets (issue 28) --------------------------------------------------------
+#
+# Every number below is quoted from its source; ``fabric.verify.nccl`` judges against them.
+#
+# - Single node, all-reduce bus bandwidth at 16 GiB over NVLink, NCCL's default algorithm
+#   (NVLS, NVLink SHARP, on 8x H100/H200): Azure's node health checks,
+#   Azure/azurehpc-health-checks ``conf/nd96isr_h100_v5.conf`` at commit
+#   7e6ac7796e4398d2a6b0b29ca39f1060f0a993cb (``check_nccl_allreduce 460.0 1 ... 16G``),
+#   ``conf/nd96isr_h200_v5.conf`` at 13fa400b10f5cb8d900cf02ea0cdda958a2082b9 (``431.0``) and
+#   ``conf/nd96amsr_a100_v4.conf`` at 2a20aecf0371335db7741a498a836b910d716d15 (``228.0``).
+#   NVIDIA's peak for comparison: "On 8 GPUs, you should reach a peak busBw of ~480GB/s" (H100,
+#   NVLS; ~370 GB/s with NCCL_ALGO=RING): sjeaugey, NVIDIA/nccl-tests issue 212, 2024-05-06.
+# - Across nodes, per NIC, all-reduce bus bandwidth with the Ring algorithm (Tree, NVLS-Tree and
+#   CollNet report inflated busbw on two nodes, so multi-node runs pin ``NCCL_ALGO=Ring``):
+#   "CX-7 NICs at NDR rate (400Gbps) should achieve up to 48-49GB/s per NIC" (AddyLaddy,
+#   NVIDIA/nccl-tests issue 267, 2025-01-23); "We usually consider 24GB/s is the peak
+#   performance per 200G NIC (12 GB/s for 100G NICs)" (sjeaugey, NVIDIA/nccl-tests issue 119,
+#   2022-11-17); ring busbw across nodes is the NICs' sum: one HDR NIC under 8 GPUs gives
+#   "24GB/s inter-node" (sjeaugey, NVIDIA/nccl issue 412, 2023-04-24). The floor railyard
+#   judges is 96 % of that peak (NDR: 46.08 GB/s per NIC, the "46-48 GB/s" of NVIDIA's
+#   guidance), per NIC of the node.
+# - Per rail, ``ib_write_bw --use_cuda`` (GPUDirect RDMA) between two nodes: Azure's
+#   ``check_ib_bw_gdr 380`` (NDR 400, ``nd96isr_h100_v5.conf`` above) and ``check_ib_bw_gdr
+#   185.0`` (HDR 200, ``nd96amsr_a100_v4.conf`` above), in Gb/s.
+
+
+@dataclass(frozen=True)
+class BusBwTarget:
+    """A minimum NCCL bus bandwidth (GB/s): the collective, the algorithm it holds for, the
+    message size to read it at, and where the number comes from."""
+
+    min_busbw: float
+    collective: str
+    algorithm: str
+    size: str
+    source: str
+
+
+_AZURE_NHC = "Azure/azurehpc-health-checks"
+
+#: (GPU type, GPUs per node) -> single-node all-reduce floor at 16 GiB, NCCL's default algorithm.
+_SINGLE_NODE: dict[tuple[str, int], BusBwTarget] = {
+    ("h100", 8): BusBwTarget(
+        460.0,
+        "all_reduce",
+        "NCCL default (NVLS on 8x H100)",
+        "16G",
+        f"{_AZURE_NHC} conf/nd96isr_h100_v5.conf @ 7e6ac779: check_nccl_allreduce 460.0 ... 16G",
+    ),
+    ("h200", 8): BusBwTarget(
+        431.0,
+        "all_reduce",
+        "NCCL default (NVLS on 8x H200)",
+        "16G",
+        f"{_AZURE_NHC} conf/nd96isr_h200_v5.conf @ 13fa400b: check_nccl_allreduce 431.0 1 16G",
+    ),
+    ("a100", 8): BusBwTarget(
+        228.0,
+        "all_reduce",
+        "NCCL default (Ring/Tree on 8x A100)",
+        "16G",
+        f"{_AZURE_NHC} conf/nd96amsr_a100_v4.conf @ 2a20aecf: check_nccl_allreduce 228.0 ... 16G",
+    ),
+}
+
+#: Link rate (Gb/s) -> NVIDIA's peak all-reduce bus bandwidth per NIC (GB/s) across nodes.
+NIC_PEAK_BUSBW: dict[int, tuple[float, str]] = {
+    400: (48.0, "NVIDIA/nccl-tests issue 267 (AddyLaddy, 2025-01-23): 48-49 GB/s per NDR NIC"),
+    200: (24.0, "NVIDIA/nccl-tests issue 119 (sjeaugey, 2022-11-17): 24 GB/s per 200G NIC"),
+    100: (12.0, "NVIDIA/nccl-tests issue 119 (sjeaugey, 2022-11-17): 12 GB/s per 100G NIC"),
+}
+
+#: The share of NVIDIA's per-NIC peak a multi-node run must reach (NDR: 46.08 GB/s per NIC).
+NIC_FLOOR_SHARE = 0.96
+
+#: Link rate (Gb/s) -> ib_write_bw --use_cuda floor (Gb/s) per rail, and its source.
+GPUDIRECT_WRITE_FLOOR: dict[int, tuple[float, str]] = {
+    400: (380.0, f"{_AZURE_NHC} conf/nd96isr_h100_v5.conf @ 7e6ac779: check_ib_bw_gdr 380"),
+    200: (185.0, f"{_AZURE_NHC} conf/nd96amsr_a100_v4.conf @ 2a20aecf: check_ib_bw_gdr 185.0"),
+}
+
+
+def single_node_allreduce(gpu_type: str | None, gpus: int) -> BusBwTarget | None:
+    """The single-node all-reduce floor for ``gpus`` GPUs of ``gpu_type``, or None when no
+    source gives one (then the bandwidth is reported, not judged)."""
+    return _SINGLE_NODE.get(((gpu_type or "").lower(), gpus))
+
+
+def multi_node_allreduce(rate_gbps: int, nics: int) -> BusBwTarget | None:
+    """The multi-node all-reduce floor (Ring) for nodes with ``nics`` NICs of ``rate_gbps``."""
+    peak = NIC_PEAK_BUSBW.get(rate_gbps)
+    if peak is None or nics < 1:
+        return None
+    per_nic, source = peak
+    return BusBwTarget(
+        round(per_nic * NIC_FLOOR_SHARE * nics, 2),
+        "all_reduce",
+        "Ring (NCCL_ALGO=Ring: Tree and NVLS-Tree inflate two-node busbw)",
+        "8G",
+        f"{NIC_FLOOR_SHARE:.0%} of {per_nic} GB/s x {nics} NICs; {source}",
+    )
+
+
+def gpudirect_write_floor(rate_gbps: int) -> tuple[float, str] | None:
+    """The per-rail ib_write_bw --use_cuda floor (Gb/s) and its source, or None."""
+    return GPUDIRECT_WRITE_FLOOR.get(rate_gbps)

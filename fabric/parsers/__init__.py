@@ -73,6 +73,9 @@ _MODULES: dict[str, str | None] = {
     "ibtracert": "ibtracert",
     "smpquery": "smpquery",
     "ibqueryerrors": "ibqueryerrors",
+    "nccl": "nccl",
+    "nccl_tests": "nccl_tests",
+    "nvidia_smi_topo": "nvidia_smi_topo",
 }
 
 

@@ -44,8 +44,9 @@ from typing import Any
 
 try:  # installed side by side on the node; a package import on the controller
     import counters  # type: ignore[import-not-found]
+    import health_gpu  # type: ignore[import-not-found]
 except ImportError:  # pragma: no cover - the controller side
-    from fabric.verify import counters
+    from fabric.verify import counters, health_gpu
 
 #: The prefix of every drain reason the health check writes (and the only ones it resumes).
 REASON_PREFIX = "railyard:"
@@ -347,21 +348,38 @@ def main(argv: Sequence[str] | None = None) -> int:
     """The program: ``railyard-health [--check] [--json] [--config FILE] [--state FILE]``."""
     parser = argparse.ArgumentParser(prog="railyard-health", description=__doc__.split("\n")[0])
     parser.add_argument("--check", action="store_true", help="judge only: never drain or resume")
+    parser.add_argument(
+        "--slow",
+        action="store_true",
+        help="also the GPU measurements of the configuration's 'slow' section (single-node "
+        "NCCL busbw, per-rail GPUDirect ib_write_bw); needs the GPUs idle: a Slurm prolog",
+    )
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
     parser.add_argument("--config", type=Path, default=CONFIG)
     parser.add_argument("--state", type=Path, default=STATE)
     args = parser.parse_args(argv)
     signal.signal(signal.SIGALRM, _alarm)
-    signal.alarm(RUN_TIMEOUT)
+    signal.alarm(health_gpu.SLOW_RUN_TIMEOUT if args.slow else RUN_TIMEOUT)
     start = time.monotonic()
     try:
         config = load_config(args.config)
         checker = Checker(config, args.state)
+        if args.slow and not config.get("slow"):
+            raise ConfigError(
+                f"{args.config}: no 'slow' section (no GPU floor for this node in "
+                "fabric/catalog.py); run without --slow"
+            )
     except ConfigError as exc:
         print(f"railyard-health: {exc}", file=sys.stderr)
         return 2
     failures = checker.check()
     harness = checker.harness_errors
+    if args.slow:
+        slow_failures, slow_harness = health_gpu.check_slow(
+            config["slow"], lambda argv, timeout: run(argv, timeout, env=checker.env)
+        )
+        failures += slow_failures
+        harness += slow_harness
     if args.check:
         action = "checked only"
     elif harness and not failures:
@@ -434,7 +452,41 @@ def config_for(plan: Any, host: str) -> dict[str, Any]:
     }
     if plan.simulated:  # the lab's tools reach ibsim through a preload set in /etc/environment
         config["env_file"] = "/etc/environment"
+    if slow := slow_config(plan, host):
+        config["slow"] = slow
     return config
+
+
+def slow_config(plan: Any, host: str) -> dict[str, Any]:
+    """The opt-in slow path's measurements for ``host`` (``--slow``): the single-node
+    all-reduce and each rail's GPUDirect loopback, each with its catalog floor and source;
+    empty for a node without GPUs or without a cited floor (controller side)."""
+    from fabric.catalog import gpudirect_write_floor, single_node_allreduce
+    from fabric.verify.gpu_plan import gpus_of
+    from fabric.verify.nccl_run import NODE_BIN_DIR
+
+    if plan.simulated or host not in plan.gpu_hosts:
+        return {}
+    gpus, gpu_type = gpus_of(plan.spec, host)
+    slow: dict[str, Any] = {}
+    if target := single_node_allreduce(gpu_type, gpus):
+        slow["nccl"] = {
+            "binary": f"{NODE_BIN_DIR}/all_reduce_perf",
+            "gpus": gpus,
+            "size": target.size,
+            "min_busbw": target.min_busbw,
+            "source": target.source,
+        }
+    rails = []
+    for rail in plan.gpu_rails:
+        floor = gpudirect_write_floor(rail.rate_gbps) if rail.host == host else None
+        if floor is not None:
+            rails.append(
+                {"device": rail.device, "gpu": rail.gpu, "min_gbps": floor[0], "source": floor[1]}
+            )
+    if rails:
+        slow["gpudirect"] = rails
+    return slow
 
 
 if __name__ == "__main__":

@@ -15,6 +15,15 @@ from pydantic import BaseModel, ConfigDict
 
 from fabric.spec import ClusterSpec
 from fabric.topology.graph import FabricGraph, GraphError, Link
+from fabric.verify.gpu_plan import (
+    GpuRail,
+    NcclRun,
+    RailPair,
+    gpu_hosts,
+    gpu_rails,
+    nccl_runs,
+    rail_pairs,
+)
 from fabric.verify.mtu import expected_ib_mtu
 from fabric.verify.pairs import ring_pairs
 
@@ -429,6 +438,28 @@ class CheckPlan(_Model):
         return out
 
     @cached_property
+    def gpu_hosts(self) -> list[str]:
+        """Selected hosts with GPUs (declared, or from the instance catalog)."""
+        return gpu_hosts(self.spec, self.hosts)
+
+    @cached_property
+    def gpu_rails(self) -> list[GpuRail]:
+        """Every HCA of every selected GPU node and the GPU it serves (``gpu_nic_affinity``)."""
+        return gpu_rails(self.spec, self.hosts)
+
+    @cached_property
+    def gpudirect_pairs(self) -> list[RailPair]:
+        """Per rail, pairs of GPU nodes for ``ib_write_bw --use_cuda`` (``gpudirect``)."""
+        return rail_pairs(self.gpu_rails)
+
+    @cached_property
+    def nccl_runs(self) -> list[NcclRun]:
+        """nccl-tests all-reduce runs: each GPU node, each leaf group and across the spines
+        (multi-node runs through Slurm: only with a Slurm controller selected)."""
+        leaf_of = {(h, d): sw for (h, d, _), (_, _, sw, _) in self._ca_links().items()}
+        return nccl_runs(self.spec, self.hosts, leaf_of, self.slurm_controller is not None)
+
+    @cached_property
     def observer(self) -> str | None:
         """The fabric host fabric-wide MAD checks run from (an SM host first: it has the SM)."""
         for host in sorted(self.sm_hosts) + self.fabric_hosts:
@@ -505,6 +536,7 @@ class CheckPlan(_Model):
                 f"fabric.kind is {kind}: RoCE QoS (mlnx_qos) applies to roce with a ConnectX"
             )
         out |= self._roce_not_generated()
+        out |= self._gpu_not_generated()
         if not self.slurm_nodes or self.slurm_controller is None:
             out["slurm"] = "no Slurm partition nodes or controller among the selected hosts"
         if not self.slurm_switches or self.slurm_controller is None:
@@ -521,6 +553,31 @@ class CheckPlan(_Model):
             out["sweep"] = "no declared fat tree or cabling to judge the cables against"
         elif not self.sweep_hosts:
             out["sweep"] = "no selected host with an HCA to sweep the fabric from"
+        return out
+
+    def _gpu_not_generated(self) -> dict[str, str]:
+        """Why the GPU families (``nccl``, ``gpudirect``, ``gpu_nic_affinity``) are not
+        generated: no GPU first (the lab has none), then what each needs."""
+        kind = self.spec.fabric.kind
+        families = ("nccl", "gpudirect", "gpu_nic_affinity")
+        if self.simulated:
+            reason = (
+                "no GPU: target lab (nccl-tests, ib_write_bw --use_cuda and nvidia-smi need one)"
+            )
+            return dict.fromkeys(families, reason)
+        if not self.gpu_hosts:
+            reason = "no GPU: no selected host declares gpus (nodes[].gpus or a GPU instance type)"
+            return dict.fromkeys(families, reason)
+        out = {}
+        if not self.gpu_rails:
+            out["gpu_nic_affinity"] = "no selected GPU host declares HCAs (rails)"
+        if kind not in ("infiniband", "roce"):
+            out["gpudirect"] = (
+                f"fabric.kind is {kind}: ib_write_bw --use_cuda runs over ConnectX rails "
+                "(efa_gpudirect covers EFA)"
+            )
+        elif not self.gpudirect_pairs:
+            out["gpudirect"] = "fewer than two selected GPU hosts on a rail"
         return out
 
     def _roce_not_generated(self) -> dict[str, str]:
@@ -639,6 +696,9 @@ FAMILIES: dict[str, tuple[tuple[str, ...], str]] = {
     "gpu_nics": (("test_gpu_nics",), "gpu_nic_hosts"),
     "gvnic": (("test_gvnic_driver",), "gpu_nic_hosts"),
     "rxdm": (("test_rxdm_prolog",), "gpu_nic_hosts"),
+    "nccl": (("test_nccl_allreduce",), "nccl_runs"),
+    "gpudirect": (("test_gpudirect_write_bandwidth",), "gpudirect_pairs"),
+    "gpu_nic_affinity": (("test_gpu_nic_affinity",), "gpu_rails"),
 }
 
 

@@ -51,6 +51,9 @@ def test_registry_names() -> None:
             "ibtracert",
             "smpquery",
             "ibqueryerrors",
+            "nccl",
+            "nccl_tests",
+            "nvidia_smi_topo",
         ]
     )
 

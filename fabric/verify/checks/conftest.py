@@ -221,6 +221,24 @@ def _params(
             lambda h: h,
             lambda _: "fabric",
         ),
+        "nccl_run": (
+            lambda: plan.nccl_runs,
+            lambda r: r.id,
+            lambda r: plan.slurm_controller or r.hosts[0],
+            lambda r: f"host:{r.hosts[0]}" if r.scope == "node" else f"fabric:{r.name}",
+        ),
+        "rail_pair": (
+            lambda: plan.gpudirect_pairs,
+            lambda p: p.id,
+            lambda p: p.source,
+            lambda p: f"pair:{p.source}->{p.target}",
+        ),
+        "gpu_rail": (
+            lambda: plan.gpu_rails,
+            lambda r: r.id,
+            lambda r: r.host,
+            lambda r: f"port:{r.host}/{r.device}/1",
+        ),
         "connectx_netdev": (
             lambda: connectx(),
             lambda n: f"{n[0]}/{n[1]}",
@@ -283,7 +301,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         )
         if placeholder is None:
             pair = (
-                params.params.get("ib_pair") or params.params.get("verbs_pair") if params else None
+                params.params.get("ib_pair")
+                or params.params.get("verbs_pair")
+                or params.params.get("rail_pair")
+                if params
+                else None
             )
             if pair is not None:  # one server per target at a time across xdist workers
                 item.add_marker(pytest.mark.xdist_group(name=f"target-{pair.target}"))

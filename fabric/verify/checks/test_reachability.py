@@ -17,7 +17,9 @@ from fabric.lab.faults import IbsimConsole
 from fabric.parsers import PARSERS
 from fabric.verify.bandwidth import min_write_bw
 from fabric.verify.facts import Facts
+from fabric.verify.gids import roce_gid_index
 from fabric.verify.harness import (
+    HarnessError,
     Served,
     reap_quietly,
     server_started,
@@ -197,7 +199,10 @@ def test_ibtracert_declared_path(host, facts: Facts, plan: CheckPlan, ib_pair: P
 def pingpong_server(facts: Facts, plan: CheckPlan, verbs_pair: Pair) -> Iterator[Served]:
     """``ibv_rc_pingpong`` server on the target."""
     yield from _serve(
-        facts, plan, verbs_pair.target, _verbs_args(plan, verbs_pair.target, "ibv_rc_pingpong")
+        facts,
+        plan,
+        verbs_pair.target,
+        _verbs_args(plan, facts, verbs_pair.target, "ibv_rc_pingpong"),
     )
 
 
@@ -208,13 +213,20 @@ def write_bw_server(facts: Facts, plan: CheckPlan, verbs_pair: Pair) -> Iterator
         facts,
         plan,
         verbs_pair.target,
-        _verbs_args(plan, verbs_pair.target, "ib_write_bw --report_gbits"),
+        _verbs_args(plan, facts, verbs_pair.target, "ib_write_bw --report_gbits"),
     )
 
 
-def _verbs_args(plan: CheckPlan, host_name: str, tool: str) -> str:
+def _verbs_args(plan: CheckPlan, facts: Facts, host_name: str, tool: str) -> str:
+    """``tool`` on the host's first HCA; on RoCE with the GID index ``show_gids`` lists for
+    RoCE v2 over IPv4 (``fabric.verify.gids``), not a fixed one."""
     hca = plan.spec.hosts[host_name].hcas[0]
-    gid = " -x 3" if hca.link_layer == "Ethernet" else ""
+    gid = ""
+    if hca.link_layer == "Ethernet":
+        index = roce_gid_index(facts.parsed(host_name, "show_gids", "show_gids"), hca.device)
+        if index is None:
+            raise HarnessError(f"{host_name}: show_gids lists no RoCE v2 IPv4 GID on {hca.device}")
+        gid = f" -x {index}"
     return f"{tool} -d {shlex.quote(hca.device)}{gid}"
 
 
@@ -227,7 +239,7 @@ def test_rc_pingpong(
     host, facts: Facts, plan: CheckPlan, verbs_pair: Pair, pingpong_server: Served
 ) -> None:
     """An RC queue pair exchanges messages from source to target (verbs data path)."""
-    cmd = f"{_verbs_args(plan, verbs_pair.source, 'ibv_rc_pingpong')} {_address(facts, verbs_pair.target)}"
+    cmd = f"{_verbs_args(plan, facts, verbs_pair.source, 'ibv_rc_pingpong')} {_address(facts, verbs_pair.target)}"
     result = host.run(cmd)
     report = PARSERS["ibv_rc_pingpong"](result.stdout + result.stderr)
     assert report.ok and report.iterations, (
@@ -242,7 +254,7 @@ def test_write_bandwidth(
     """ib_write_bw from source to target reaches the floor for the declared link rate."""
     rate = plan.spec.hosts[verbs_pair.source].hcas[0].rate_gbps
     floor = min_write_bw(rate)
-    cmd = f"{_verbs_args(plan, verbs_pair.source, 'ib_write_bw --report_gbits')} {_address(facts, verbs_pair.target)}"
+    cmd = f"{_verbs_args(plan, facts, verbs_pair.source, 'ib_write_bw --report_gbits')} {_address(facts, verbs_pair.target)}"
     result = host.run(cmd)
     report = PARSERS["perftest"](result.stdout + result.stderr)
     rows = [row.bw_average for run in report.runs for row in run.bw]

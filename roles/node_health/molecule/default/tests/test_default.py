@@ -7,7 +7,7 @@ import json
 def test_program_and_modules_installed(host):
     program = host.file("/usr/local/sbin/railyard-health")
     assert program.exists and program.mode == 0o755
-    for name in ("health.py", "counters.py"):
+    for name in ("health.py", "counters.py", "health_gpu.py"):
         assert host.file(f"/usr/local/lib/railyard/{name}").exists
 
 
@@ -32,3 +32,21 @@ def test_bad_configuration_is_one_line_and_exit_2(host):
     assert result.rc == 2
     assert result.stderr.strip().count("\n") == 0
     assert "/nonexistent: cannot read it" in result.stderr
+
+
+def test_gpu_slow_path_prolog_is_installed(host):
+    script = host.file("/etc/slurm/prolog.d/60-railyard-health-gpu")
+    assert script.exists and script.mode == 0o755 and script.user == "root"
+    assert "/usr/local/sbin/railyard-health --slow" in script.content_string
+
+
+def test_slow_path_without_nccl_tests_is_a_harness_error(host):
+    """No nccl-tests (and no GPU) here: the slow path says so as a harness error, never as a
+    bandwidth below its floor."""
+    result = host.run("/usr/local/sbin/railyard-health --slow --check --json")
+    report = json.loads(result.stdout)
+    assert any(
+        e.startswith("nccl-tests: /opt/railyard/nccl-tests/bin/all_reduce_perf")
+        for e in report["harness_errors"]
+    ), report
+    assert not any("busbw" in f for f in report["failures"]), report

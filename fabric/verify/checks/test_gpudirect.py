@@ -1,0 +1,100 @@
+"""GPUDirect on every rail: ``ib_write_bw --use_cuda`` per rail, and each rail's NIC next to its GPU.
+
+``gpudirect``: on every rail (each HCA, not the first only) an ``ib_write_bw`` from one GPU
+node to another, each side's buffer in the GPU nearest that HCA (``nvidia-smi topo -m``), the
+RoCE GID index read from ``show_gids``; the bandwidth must reach the catalog's per-rail floor.
+``gpu_nic_affinity``: each rail's NIC is PIX or PXB to its GPU, not across the CPU or sockets.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Iterator
+
+import pytest
+
+from fabric.catalog import gpudirect_write_floor
+from fabric.parsers import PARSERS, ParseError
+from fabric.parsers.nvidia_smi_topo import NvidiaSmiTopo
+from fabric.verify.bandwidth import min_write_bw
+from fabric.verify.checks.test_reachability import _address, _serve
+from fabric.verify.facts import Facts
+from fabric.verify.gids import roce_gid_index
+from fabric.verify.gpu import affinity_problem, nearest_gpu
+from fabric.verify.harness import HarnessError, Served
+from fabric.verify.plan import CheckPlan, GpuRail, RailPair
+
+TOPO = "nvidia-smi topo -m"
+
+
+def _topo(facts: Facts, host: str) -> NvidiaSmiTopo:
+    """``nvidia-smi topo -m`` on ``host``, parsed; a failed or unreadable run is the harness's."""
+    rc, output = facts.output(host, TOPO)
+    if rc != 0:
+        raise HarnessError(f"{host}: {TOPO} exited {rc}: {output.strip()[:200]}")
+    try:
+        return facts.parsed(host, "nvidia_smi_topo", TOPO)
+    except ParseError as err:
+        raise HarnessError(f"{host}: {err}") from err
+
+
+def _gpu(facts: Facts, host: str, device: str, declared: int) -> int:
+    """The GPU nearest ``device`` on ``host`` (its rail's declared GPU if the matrix lacks it)."""
+    topo = _topo(facts, host)
+    found = nearest_gpu(topo, device)
+    return declared if found is None else found
+
+
+def _write_bw(facts: Facts, host: str, device: str, gpu: int, roce: bool) -> str:
+    """``ib_write_bw`` on one rail with its buffer in GPU ``gpu`` (RoCE: the show_gids index)."""
+    gid = ""
+    if roce:
+        index = roce_gid_index(facts.parsed(host, "show_gids", "show_gids"), device)
+        if index is None:
+            raise HarnessError(f"{host}: show_gids lists no RoCE v2 IPv4 GID on {device}")
+        gid = f" -x {index}"
+    return f"ib_write_bw -d {shlex.quote(device)}{gid} --use_cuda={gpu} --report_gbits"
+
+
+@pytest.fixture
+def gpudirect_server(facts: Facts, plan: CheckPlan, rail_pair: RailPair) -> Iterator[Served]:
+    """The rail's ``ib_write_bw --use_cuda`` server on the pair's target."""
+    gpu = _gpu(facts, rail_pair.target, rail_pair.target_device, rail_pair.target_gpu)
+    roce = rail_pair.link_layer == "Ethernet"
+    yield from _serve(
+        facts,
+        plan,
+        rail_pair.target,
+        _write_bw(facts, rail_pair.target, rail_pair.target_device, gpu, roce),
+    )
+
+
+@pytest.mark.family("gpudirect")
+def test_gpudirect_write_bandwidth(
+    host, facts: Facts, plan: CheckPlan, rail_pair: RailPair, gpudirect_server: Served
+) -> None:
+    """GPU memory to GPU memory over one rail reaches the rail's floor."""
+    gpu = _gpu(facts, rail_pair.source, rail_pair.source_device, rail_pair.source_gpu)
+    roce = rail_pair.link_layer == "Ethernet"
+    command = _write_bw(facts, rail_pair.source, rail_pair.source_device, gpu, roce)
+    result = host.run(f"timeout 120 {command} {_address(facts, rail_pair.target)}")
+    report = PARSERS["perftest"](result.stdout + result.stderr)
+    rows = [row.bw_average for run in report.runs for row in run.bw]
+    if not rows:
+        if (gone := gpudirect_server.gone()) is not None:
+            raise gone
+        pytest.fail(f"{rail_pair.id}: ib_write_bw --use_cuda gave no result: {report.reason}")
+    cited = gpudirect_write_floor(rail_pair.rate_gbps)
+    floor, source = cited or (min_write_bw(rail_pair.rate_gbps), "fabric/verify/bandwidth.py")
+    assert max(rows) >= floor, (
+        f"{rail_pair.id}: ib_write_bw --use_cuda={gpu} {max(rows):.1f} Gb/s < floor {floor} Gb/s "
+        f"for {rail_pair.rate_gbps} Gb/s ({source})"
+    )
+
+
+@pytest.mark.family("gpu_nic_affinity")
+def test_gpu_nic_affinity(host, facts: Facts, gpu_rail: GpuRail) -> None:
+    """The rail's NIC shares a PCIe switch with its GPU (PIX or PXB in nvidia-smi topo -m)."""
+    topo = _topo(facts, gpu_rail.host)
+    problem = affinity_problem(topo, gpu_rail.device, gpu_rail.gpu)
+    assert problem is None, f"{gpu_rail.host}: {problem}"

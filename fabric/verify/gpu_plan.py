@@ -1,0 +1,199 @@
+"""The GPU check families' parameters, from the spec alone: NCCL runs, rails, rail pairs.
+
+- ``nccl``: an all-reduce on each GPU node (NVLink), then across nodes: the nodes below each
+  leaf group (the leaves a node's HCAs are cabled to: one leaf, or a rail-optimized unit's
+  rail leaves) and, where there is more than one group, all of them across the spines (the
+  multi-node runs go through Slurm's ``srun``, so they need a Slurm controller);
+- ``gpu_nic_affinity``: every HCA (rail) of a GPU node and the GPU it serves: GPU k for rail k
+  (DGX/HGX numbering), else the HCA's position;
+- ``gpudirect``: ``ib_write_bw --use_cuda`` on every rail between pairs of GPU nodes (a ring
+  over the nodes, per rail: every HCA of every node once as client).
+
+:mod:`fabric.verify.plan` exposes these as ``CheckPlan`` properties.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from fabric.catalog import aws_instance, gcp_machine
+from fabric.spec import ClusterSpec
+from fabric.verify.pairs import ring_pairs
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+
+class GpuRail(_Model):
+    """One HCA of a GPU node and the GPU it serves."""
+
+    host: str
+    device: str
+    rail: int
+    gpu: int
+    link_layer: str
+    rate_gbps: int
+
+    @property
+    def id(self) -> str:
+        """Test id: ``dgx01/mlx5_0``."""
+        return f"{self.host}/{self.device}"
+
+
+class RailPair(_Model):
+    """Two GPU nodes' HCAs on one rail: ``ib_write_bw --use_cuda`` from source to target."""
+
+    rail: int
+    source: str
+    target: str
+    source_device: str
+    target_device: str
+    source_gpu: int
+    target_gpu: int
+    link_layer: str
+    rate_gbps: int
+
+    @property
+    def id(self) -> str:
+        """Test id: ``rail0:dgx01/mlx5_0->dgx02/mlx5_0``."""
+        return (
+            f"rail{self.rail}:{self.source}/{self.source_device}->"
+            f"{self.target}/{self.target_device}"
+        )
+
+
+class NcclRun(_Model):
+    """One nccl-tests all-reduce: on one node (``node``), below a leaf group (``leaf``), or
+    across the spines (``fabric``)."""
+
+    scope: Literal["node", "leaf", "fabric"]
+    name: str
+    hosts: list[str]
+    gpus_per_node: int
+    gpu_type: str | None = None
+    hcas: list[str] = []
+    link_layer: str | None = None
+    rate_gbps: int | None = None
+
+    @property
+    def id(self) -> str:
+        """Test id: ``node:dgx01``, ``leaf:leaf01``, ``fabric:spines``."""
+        return f"{self.scope}:{self.name}"
+
+
+def gpus_of(spec: ClusterSpec, host: str) -> tuple[int, str | None]:
+    """(GPUs, GPU type) of ``host``: declared on its node group, else from the instance catalog."""
+    group = spec.hosts[host]
+    if group.gpus:
+        return group.gpus, group.gpu_type
+    known = aws_instance(group.instance_type or "") or gcp_machine(group.instance_type or "")
+    if known is not None and known.gpus:
+        return known.gpus, known.gpu_type
+    return 0, group.gpu_type
+
+
+def gpu_hosts(spec: ClusterSpec, hosts: Sequence[str]) -> list[str]:
+    """Selected hosts with GPUs, in declaration order."""
+    return [h for h in spec.hosts if h in hosts and gpus_of(spec, h)[0] > 0]
+
+
+def gpu_rails(spec: ClusterSpec, hosts: Sequence[str]) -> list[GpuRail]:
+    """Every HCA of every selected GPU node, each with the GPU it serves."""
+    out = []
+    for host in gpu_hosts(spec, hosts):
+        gpus = gpus_of(spec, host)[0]
+        hcas = spec.hosts[host].hcas
+        by_rail = len({h.rail for h in hcas}) == len(hcas)
+        for position, hca in enumerate(hcas):
+            out.append(
+                GpuRail(
+                    host=host,
+                    device=hca.device,
+                    rail=hca.rail if by_rail else position,
+                    gpu=(hca.rail if by_rail else position) % gpus,
+                    link_layer=hca.link_layer,
+                    rate_gbps=hca.rate_gbps,
+                )
+            )
+    return out
+
+
+def rail_pairs(rails: Sequence[GpuRail]) -> list[RailPair]:
+    """Per rail, a ring over the nodes that have it: every HCA once as the client."""
+    out = []
+    for rail in sorted({r.rail for r in rails}):
+        on_rail = {r.host: r for r in rails if r.rail == rail}
+        for source, target in ring_pairs(list(on_rail)):
+            a, b = on_rail[source], on_rail[target]
+            out.append(
+                RailPair(
+                    rail=rail,
+                    source=source,
+                    target=target,
+                    source_device=a.device,
+                    target_device=b.device,
+                    source_gpu=a.gpu,
+                    target_gpu=b.gpu,
+                    link_layer=a.link_layer,
+                    rate_gbps=min(a.rate_gbps, b.rate_gbps),
+                )
+            )
+    return out
+
+
+def _leaf_label(leaves: Sequence[str]) -> str:
+    return leaves[0] if len(leaves) == 1 else f"{leaves[0]}..{leaves[-1]}"
+
+
+def nccl_runs(
+    spec: ClusterSpec,
+    hosts: Sequence[str],
+    leaf_of: Mapping[tuple[str, str], str],
+    multi_node: bool,
+) -> list[NcclRun]:
+    """Each GPU node's run, then (``multi_node``: Slurm can launch them) one run per leaf
+    group and one across the spines; ``leaf_of`` maps (host, HCA) to its declared leaf."""
+    nodes = gpu_hosts(spec, hosts)
+    runs = []
+    for host in nodes:
+        gpus, gpu_type = gpus_of(spec, host)
+        runs.append(
+            NcclRun(scope="node", name=host, hosts=[host], gpus_per_node=gpus, gpu_type=gpu_type)
+        )
+    if not multi_node or len(nodes) < 2:
+        return runs
+    first = spec.hosts[nodes[0]]
+    hcas = [h.device for h in first.hcas]
+    layer = {"InfiniBand": "IB", "Ethernet": "RoCE"}.get(first.hcas[0].link_layer) if hcas else None
+    shape = {
+        "gpus_per_node": gpus_of(spec, nodes[0])[0],
+        "gpu_type": gpus_of(spec, nodes[0])[1],
+        "hcas": hcas,
+        "link_layer": layer,
+        "rate_gbps": min((h.rate_gbps for h in first.hcas), default=None),
+    }
+    groups: dict[tuple[str, ...], list[str]] = {}
+    for host in nodes:
+        leaves = tuple(
+            sorted(
+                {
+                    leaf_of[(host, h.device)]
+                    for h in spec.hosts[host].hcas
+                    if (host, h.device) in leaf_of
+                }
+            )
+        )
+        if leaves:
+            groups.setdefault(leaves, []).append(host)
+    for leaves, members in groups.items():
+        if len(members) >= 2:
+            runs.append(NcclRun(scope="leaf", name=_leaf_label(leaves), hosts=members, **shape))
+    if len(groups) != 1:
+        runs.append(
+            NcclRun(scope="fabric", name="spines" if groups else "all", hosts=nodes, **shape)
+        )
+    return runs

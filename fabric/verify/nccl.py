@@ -1,0 +1,367 @@
+"""Judging NCCL: did it use the declared network, with GPUDirect RDMA, at the expected bandwidth?
+
+Plain functions over parsed output (:mod:`fabric.parsers.nccl`, :mod:`fabric.parsers.nccl_tests`)
+and the catalog's targets (:mod:`fabric.catalog`); the checks (``checks/test_nccl.py``) and the
+local harness (:mod:`fabric.verify.nccl_run`) call them. A verdict names every problem found,
+each with its cause, so a Socket fallback reads as "no RDMA device visible to NCCL", not as a
+low number.
+
+:func:`locate` bisects a failing multi-node run to the slow nodes (or rails): a pure function
+over the results of the subsets run so far, which says which subsets to run next;
+:func:`bisect` is the driver that runs them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+
+from fabric.catalog import BusBwTarget
+from fabric.parsers.nccl import NcclLog
+from fabric.parsers.nccl_tests import NcclTestsReport
+
+#: NCCL's InfiniBand-verbs transport (IB and RoCE), built in or from the SHARP plugin
+#: (``IBext``, ``IBext_v6`` ...).
+IB_NETWORKS = ("IB", "IBext")
+
+#: What NCCL must report per fabric kind (and GCP transport): the network names it may choose.
+#: GCP's plugins name themselves: GPUDirect-TCPX ``GPUDirectTCPX``, TCPXO ``FasTrak``, A3 Ultra's
+#: RoCE plugin ``gIB``; aws-ofi-nccl ``Libfabric`` (``AWS Libfabric`` in releases before 1.0).
+GCP_NETWORKS = {
+    "gpudirect-tcpx": ("GPUDirectTCPX",),
+    "gpudirect-tcpxo": ("FasTrak",),
+    "rdma-roce": ("gIB", *IB_NETWORKS),
+}
+
+#: The cause of a Socket fallback: what NCCL needs to use an RDMA device.
+NO_RDMA_DEVICE = (
+    "NET/IB : No device found: no RDMA device visible to NCCL (rdma-core/libibverbs, the HCA "
+    "driver (mlx5_ib), or the container's /dev/infiniband)"
+)
+
+
+@dataclass(frozen=True)
+class NetworkExpectation:
+    """What NCCL's log must show for the declared fabric."""
+
+    fabric: str
+    networks: tuple[str, ...]
+    link_layer: str | None = None  # "IB" or "RoCE" for the verbs transport
+    gdr: bool = False  # GPUDirect RDMA required on every HCA NCCL uses
+    provider: str | None = None  # aws-ofi-nccl's libfabric provider
+    hcas: tuple[str, ...] = ()  # the declared RDMA devices NCCL must use
+
+    @property
+    def label(self) -> str:
+        """How messages name what was expected."""
+        what = "/".join(self.networks)
+        if self.link_layer:
+            what += f" over {self.link_layer}"
+        if self.gdr:
+            what += " with GPUDirect RDMA"
+        if self.provider:
+            what += f" (provider {self.provider})"
+        return what
+
+
+def expectation(
+    kind: str,
+    *,
+    transport: str | None = None,
+    gdr: bool = True,
+    hcas: Iterable[str] = (),
+) -> NetworkExpectation:
+    """The network NCCL must use on a fabric of ``kind`` (``fabric.kind`` of the spec); for GCP
+    the catalog's ``transport``; ``gdr`` False where the spec turned GPUDirect RDMA off."""
+    hcas = tuple(hcas)
+    if kind == "infiniband":
+        return NetworkExpectation(kind, IB_NETWORKS, "IB", gdr, hcas=hcas)
+    if kind == "roce":
+        return NetworkExpectation(kind, IB_NETWORKS, "RoCE", gdr, hcas=hcas)
+    if kind == "efa":
+        return NetworkExpectation(kind, ("Libfabric", "AWS"), provider="efa", gdr=False)
+    if kind == "gcp-gpudirect":
+        return NetworkExpectation(kind, GCP_NETWORKS.get(transport or "", ("GPUDirectTCPX",)))
+    raise ValueError(f"no NCCL network is defined for fabric.kind {kind!r}")
+
+
+@dataclass
+class Verdict:
+    """The judgement of one NCCL run: ``ok`` only when ``problems`` is empty."""
+
+    ok: bool
+    problems: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    network: str | None = None
+    busbw: float | None = None
+    min_busbw: float | None = None
+    algorithm: str | None = None
+
+    def summary(self) -> str:
+        """One line: PASS or FAIL, the network, the bandwidth against its floor, the first
+        problem."""
+        head = "PASS" if self.ok else "FAIL"
+        bw = f"busbw {self.busbw:g} GB/s" if self.busbw is not None else "no busbw"
+        if self.min_busbw is not None:
+            bw += f" (floor {self.min_busbw:g}, {self.algorithm})"
+        parts = [head, f"network {self.network or 'unknown'}", bw]
+        if self.problems:
+            parts.append(self.problems[0])
+        return "; ".join(parts)
+
+    def as_dict(self) -> dict[str, object]:
+        """JSON-ready."""
+        return asdict(self)
+
+
+def chosen_network(log: NcclLog) -> str | None:
+    """The network NCCL chose: its ``Using network`` line, or for releases that print none
+    (before 2.12), Socket when IB found no device and sockets were set up."""
+    if log.networks:
+        return log.networks[-1]
+    if log.ib_no_device and log.socket_devices:
+        return "Socket"
+    if log.ib_devices:
+        return "IB"
+    return None
+
+
+def _matches(network: str, accepted: Sequence[str]) -> bool:
+    return any(network == name or network.startswith(name) for name in accepted)
+
+
+def fallback_cause(log: NcclLog) -> str:
+    """Why NCCL used Socket rather than an RDMA transport: the missing piece, as the log shows."""
+    if log.ib_no_device:
+        return NO_RDMA_DEVICE
+    libverbs = next((w for w in log.warnings if "libibverbs" in w), None)
+    if libverbs:
+        return f"NCCL could not load libibverbs ({libverbs}): install rdma-core"
+    if "IB" in log.plugins_failed:
+        return "NCCL's IB transport failed to initialize (see its NET/IB lines)"
+    return "NCCL chose Socket (NCCL_IB_DISABLE=1 or NCCL_NET=Socket in the environment?)"
+
+
+def judge_network(log: NcclLog, expect: NetworkExpectation) -> list[str]:
+    """Every way the log departs from ``expect``: the wrong network (a Socket fallback with
+    its cause), the wrong link layer, an HCA not used, GPUDirect RDMA off, the wrong provider."""
+    network = chosen_network(log)
+    if network is None:
+        return ["the log names no network (run with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET)"]
+    if network == "Socket" and "Socket" not in expect.networks:
+        return [f"NCCL fell back to TCP sockets instead of {expect.label}: {fallback_cause(log)}"]
+    if not _matches(network, expect.networks):
+        return [f"NCCL used network {network}, not {expect.label}"]
+    problems: list[str] = []
+    if expect.link_layer:
+        wrong = [d.name for d in log.ib_devices if d.link_layer != expect.link_layer]
+        if wrong:
+            problems.append(f"{', '.join(wrong)} run over the wrong link layer for {expect.label}")
+        used = {d.name for d in log.ib_devices}
+        missing = [h for h in expect.hcas if h not in used]
+        if missing and used:
+            problems.append(
+                f"NCCL does not use {', '.join(missing)} (it uses {', '.join(sorted(used))}): "
+                "NCCL_IB_HCA, or the port down"
+            )
+    if expect.gdr:
+        off = [g.name or f"HCA {g.index}" for g in log.gdr if g.net != "Socket" and not g.enabled]
+        plain = [c for c in log.channels if c.net in ("IB", "IBext") and not c.gdr]
+        if off:
+            problems.append(
+                f"GPU Direct RDMA disabled for {', '.join(off)}: load nvidia-peermem (or a "
+                "DMA-BUF capable driver and kernel), and check that ACS is off and the NIC "
+                "shares a PCIe switch with its GPU"
+            )
+        elif plain and not any(c.gdr for c in log.channels):
+            problems.append(
+                "network channels run without GDRDMA (via NET/IB/N, not NET/IB/N/GDRDMA): "
+                "GPUDirect RDMA is not in use"
+            )
+    if expect.provider and log.ofi_provider and log.ofi_provider != expect.provider:
+        problems.append(f"aws-ofi-nccl selected provider {log.ofi_provider}, not {expect.provider}")
+    return problems
+
+
+def judge_table(report: NcclTestsReport, target: BusBwTarget | None) -> tuple[list[str], list[str]]:
+    """(problems, notes) of an nccl-tests table: wrong results, the tool's own failure, and
+    the peak bus bandwidth against ``target`` (None: reported, not judged)."""
+    problems: list[str] = []
+    notes: list[str] = []
+    if not report.ok:
+        problems.append(f"nccl-tests failed: {report.reason}")
+    if report.wrong:
+        problems.append(f"{report.wrong} wrong elements: results corrupted in transit")
+    if report.out_of_bounds:
+        problems.append(f"{report.out_of_bounds} out-of-bounds values")
+    if not report.rows:
+        problems.append("nccl-tests printed no result row")
+        return problems, notes
+    peak = report.peak_busbw
+    if target is None:
+        notes.append(f"peak busbw {peak} GB/s: no cited floor for this hardware, not judged")
+    elif peak is None or peak < target.min_busbw:
+        largest = max(r.size for r in report.rows)
+        problems.append(
+            f"peak busbw {peak} GB/s below {target.min_busbw:g} GB/s ({target.algorithm}, "
+            f"{target.source}); largest message {largest} B"
+            + (f", read the floor at {target.size}" if largest < _bytes(target.size) else "")
+        )
+    return problems, notes
+
+
+def _bytes(size: str) -> int:
+    """``16G`` -> 17179869184 (nccl-tests' suffixes)."""
+    units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+    return int(size[:-1]) * units[size[-1]] if size[-1:] in units else int(size)
+
+
+def judge(
+    log: NcclLog | None,
+    report: NcclTestsReport | None,
+    expect: NetworkExpectation | None,
+    target: BusBwTarget | None,
+) -> Verdict:
+    """One verdict from an NCCL log (None: not captured) and an nccl-tests table; ``expect``
+    None for a single-node run (NVLink: no network to judge, but a log still shows a
+    fallback's cause as a note)."""
+    problems: list[str] = []
+    notes: list[str] = []
+    network = chosen_network(log) if log else None
+    if log is not None and expect is not None:
+        problems += judge_network(log, expect)
+        if expect.gdr and not log.gdr and not log.channels and not problems:
+            notes.append(
+                "the log shows no GPU Direct RDMA line and no network channel: GPUDirect RDMA "
+                "not confirmed (NCCL_DEBUG_SUBSYS needs INIT,NET)"
+            )
+    elif log is not None and network == "Socket":
+        notes.append(f"NCCL's network is Socket: {fallback_cause(log)}")
+    elif log is None and expect is not None:
+        problems.append("no NCCL INFO log to judge the network by")
+    if report is not None:
+        more, extra = judge_table(report, target)
+        problems += more
+        notes += extra
+    return Verdict(
+        ok=not problems,
+        problems=problems,
+        notes=notes,
+        network=network,
+        busbw=report.peak_busbw if report else None,
+        min_busbw=target.min_busbw if target else None,
+        algorithm=target.algorithm if target else None,
+    )
+
+
+# --- bisection -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Finding:
+    """Where a failing run's problem lies: ``slow`` items (nodes or rails), or when every half
+    passes alone, the ``cut`` between two groups (the links joining them: a spine, an uplink)."""
+
+    slow: tuple[str, ...] = ()
+    cut: tuple[tuple[str, ...], tuple[str, ...]] | None = None
+    runs: int = 0
+
+    def describe(self, what: str = "node") -> str:
+        """One sentence naming the culprit."""
+        if self.slow:
+            return f"slow {what}{'s' if len(self.slow) > 1 else ''}: {', '.join(self.slow)}"
+        if self.cut:
+            a, b = self.cut
+            return (
+                f"each half passes alone ({', '.join(a)} | {', '.join(b)}); together they fail: "
+                "the links between them (uplinks, spines)"
+            )
+        return f"every {what} passes"
+
+
+class Needed(Exception):
+    """:func:`locate` needs these subsets' results before it can go on."""
+
+    def __init__(self, subsets: list[frozenset[str]]) -> None:
+        super().__init__(f"{len(subsets)} subsets to run")
+        self.subsets = subsets
+
+
+def _halves(group: Sequence[str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    mid = (len(group) + 1) // 2
+    return tuple(group[:mid]), tuple(group[mid:])
+
+
+def locate(
+    items: Sequence[str], results: Mapping[frozenset[str], bool], min_run: int = 2
+) -> Finding:
+    """The slow items of a failing run over ``items`` from the ``results`` (True: passed) of the
+    subsets run so far; raises :class:`Needed` naming the subsets to run next.
+
+    Each failing group is halved; a half smaller than ``min_run`` (two nodes for a multi-node
+    all-reduce, one rail) runs with items already proven good added. A passing half clears
+    its items; a failing half is searched further; a group whose halves both pass is a cut.
+    """
+    good: set[str] = set()
+    for subset, passed in results.items():
+        if passed:
+            good |= subset
+    slow: list[str] = []
+    cut = None
+
+    def padded(half: tuple[str, ...]) -> frozenset[str] | None:
+        if len(half) >= min_run:
+            return frozenset(half)
+        helpers = sorted(good - set(half))[: min_run - len(half)]
+        return frozenset(half) | set(helpers) if len(helpers) == min_run - len(half) else None
+
+    def search(group: tuple[str, ...]) -> None:
+        nonlocal cut
+        if len(group) == 1:
+            slow.extend(group)
+            return
+        halves = _halves(group)
+        failed = False
+        # halves that can run alone first: what they prove good lets a lone item run
+        for half in sorted(halves, key=lambda h: len(h) < min_run):
+            subset = padded(half)
+            if subset is None:  # nothing proven good to run a lone item with
+                slow.extend(half)
+                failed = True
+                continue
+            if subset not in results:
+                raise Needed([subset])
+            if results[subset]:
+                good.update(half)
+            else:
+                failed = True
+                search(half)
+        if not failed:
+            cut = cut or halves
+
+    whole = frozenset(items)
+    if whole not in results:
+        raise Needed([whole])
+    if results[whole]:
+        return Finding(runs=len(results))
+    search(tuple(items))
+    return Finding(slow=tuple(slow), cut=None if slow else cut, runs=len(results))
+
+
+def bisect(
+    items: Sequence[str], run: Callable[[list[str]], bool], min_run: int = 2, max_runs: int = 64
+) -> Finding:
+    """Run ``run`` (True: the subset passed) on the subsets :func:`locate` asks for until it
+    names the slow items; at most ``max_runs`` runs."""
+    results: dict[frozenset[str], bool] = {}
+    while True:
+        try:
+            return locate(items, results, min_run)
+        except Needed as need:
+            for subset in need.subsets:
+                if len(results) >= max_runs:
+                    raise RuntimeError(
+                        f"bisection needs more than {max_runs} runs over {len(items)} items"
+                    ) from None
+                ordered = [i for i in items if i in subset]
+                results[subset] = run(ordered)
