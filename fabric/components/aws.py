@@ -21,6 +21,7 @@ import pulumi_aws as aws
 
 from fabric.catalog import aws_instance
 from fabric.components.access import pinned_inventory
+from fabric.components.cloudinit import boot_cloud_config
 from fabric.components.target import TargetCluster
 from fabric.spec import AwsSpec, ClusterSpec, NodeGroup, SpecError, provision_problems
 
@@ -73,7 +74,7 @@ class AwsCluster(TargetCluster):
         self._tags = {TAG_CLUSTER: spec.name}
         config = pulumi.Config()
 
-        vpc_id, subnet_id, public = self._network()
+        vpc_id, subnet_id, head_subnet_id, public = self._network()
         sg = self._security_group(vpc_id)
         head_sgs = [sg.id, *self._head_ssh(vpc_id, config.get("sshIngressCidr"))]
         self.placement_group = aws.ec2.PlacementGroup(
@@ -91,7 +92,9 @@ class AwsCluster(TargetCluster):
                 template = self._launch_template(index, group, subnet_id, sg.id)
                 made = {h: self._compute(h, group, template) for h in group.hosts}
             else:
-                made = {h: self._head(h, group, subnet_id, head_sgs, public) for h in group.hosts}
+                made = {
+                    h: self._head(h, group, head_subnet_id, head_sgs, public) for h in group.hosts
+                }
             instances.update(made)
             for host in group.hosts:
                 facts[host] = {
@@ -126,10 +129,13 @@ class AwsCluster(TargetCluster):
         )
         self.export(spec, inventory=inventory, hosts=hosts)
 
-    def _network(self) -> tuple[pulumi.Input[str], pulumi.Input[str], bool]:
-        """The VPC and subnet ids, and whether the head node gets a public address."""
+    def _network(self) -> tuple[pulumi.Input[str], pulumi.Input[str], pulumi.Input[str], bool]:
+        """The VPC id, the compute and head subnet ids, and whether the head node gets a public
+        address. A new VPC has ParallelCluster's layout: the head node in a public subnet (an
+        internet gateway route), the compute nodes in a private one whose default route, with
+        ``egress.mode: nat``, leads to a NAT gateway in the public subnet (else none)."""
         if self._aws.vpc_id and self._aws.subnet_id:
-            return self._aws.vpc_id, self._aws.subnet_id, False
+            return self._aws.vpc_id, self._aws.subnet_id, self._aws.subnet_id, False
         vpc_id: pulumi.Input[str]
         if self._aws.vpc_id:
             vpc_id = self._aws.vpc_id
@@ -152,7 +158,15 @@ class AwsCluster(TargetCluster):
             opts=self._child,
         )
         if self._aws.vpc_id:
-            return vpc_id, subnet.id, False
+            return vpc_id, subnet.id, subnet.id, False
+        public = aws.ec2.Subnet(
+            f"{self._name}-public-subnet",
+            vpc_id=vpc_id,
+            cidr_block=str(self._aws.public_subnet_cidr),
+            availability_zone=self._aws.availability_zone,
+            tags=self._tags,
+            opts=self._child,
+        )
         gateway = aws.ec2.InternetGateway(
             f"{self._name}-igw", vpc_id=vpc_id, tags=self._tags, opts=self._child
         )
@@ -164,9 +178,33 @@ class AwsCluster(TargetCluster):
             opts=self._child,
         )
         aws.ec2.RouteTableAssociation(
-            f"{self._name}-rta", subnet_id=subnet.id, route_table_id=table.id, opts=self._child
+            f"{self._name}-rta", subnet_id=public.id, route_table_id=table.id, opts=self._child
         )
-        return vpc_id, subnet.id, True
+        routes = []
+        if self._aws.egress.mode == "nat":
+            address = aws.ec2.Eip(
+                f"{self._name}-nat-eip", domain="vpc", tags=self._tags, opts=self._child
+            )
+            nat = aws.ec2.NatGateway(
+                f"{self._name}-nat",
+                allocation_id=address.allocation_id,
+                subnet_id=public.id,
+                connectivity_type="public",
+                tags=self._tags,
+                opts=pulumi.ResourceOptions(parent=self, depends_on=[gateway]),
+            )
+            routes = [aws.ec2.RouteTableRouteArgs(cidr_block="0.0.0.0/0", nat_gateway_id=nat.id)]
+        private = aws.ec2.RouteTable(
+            f"{self._name}-private-rt", vpc_id=vpc_id, routes=routes, tags=self._tags,
+            opts=self._child,
+        )  # fmt: skip
+        aws.ec2.RouteTableAssociation(
+            f"{self._name}-private-rta",
+            subnet_id=subnet.id,
+            route_table_id=private.id,
+            opts=self._child,
+        )
+        return vpc_id, subnet.id, public.id, True
 
     def _security_group(self, vpc_id: pulumi.Input[str]) -> aws.ec2.SecurityGroup:
         """The cluster security group: all traffic between members, both ways; egress out."""
@@ -277,6 +315,7 @@ class AwsCluster(TargetCluster):
             launch_template=aws.ec2.InstanceLaunchTemplateArgs(
                 id=template.id, version=template.latest_version.apply(str)
             ),
+            user_data=boot_cloud_config(host, self._aws.egress),
             tags={**self._tags, TAG_ROLE: group.role, "Name": host},
             opts=self._child,
         )
@@ -298,6 +337,7 @@ class AwsCluster(TargetCluster):
             subnet_id=subnet_id,
             vpc_security_group_ids=security_groups,
             associate_public_ip_address=public or None,
+            user_data=boot_cloud_config(host, self._aws.egress),
             metadata_options=aws.ec2.InstanceMetadataOptionsArgs(
                 http_tokens="required", http_endpoint="enabled"
             ),

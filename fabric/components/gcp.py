@@ -21,6 +21,7 @@ import pulumi_gcp as gcp
 
 from fabric.catalog import gcp_machine
 from fabric.components.access import pinned_inventory
+from fabric.components.cloudinit import boot_cloud_config
 from fabric.components.target import TargetCluster
 from fabric.spec import ClusterSpec, GcpSpec, NodeGroup, SpecError, provision_problems
 
@@ -68,6 +69,7 @@ class GcpCluster(TargetCluster):
             for i, cidr in enumerate(gpu_subnet_cidrs(self._gcp, nics))
         ]
         self._ssh_rule(system[0], config.get("sshIngressCidr"))
+        self._cloud_nat(system[0])
         policy = self._placement_policy()
 
         instances: dict[str, gcp.compute.Instance] = {}
@@ -147,6 +149,7 @@ class GcpCluster(TargetCluster):
             region=settings.region,
             network=network.id,
             ip_cidr_range=cidr,
+            private_ip_google_access=True,
             opts=self._child,
         )
         gcp.compute.Firewall(
@@ -178,6 +181,32 @@ class GcpCluster(TargetCluster):
             source_ranges=[cidr],
             target_tags=[HEAD_TAG],
             allows=[gcp.compute.FirewallAllowArgs(protocol="tcp", ports=["22"])],
+            opts=self._child,
+        )
+
+    def _cloud_nat(self, network: gcp.compute.Network) -> None:
+        """Cloud NAT for the system network (``egress.mode: nat``): a router and a NAT for
+        every subnet range, as Cluster Toolkit's vpc module creates them; compute nodes have no
+        external address and reach package mirrors and registries through it."""
+        if self._gcp.egress.mode != "nat":
+            return
+        router = gcp.compute.Router(
+            f"{self._name}-router",
+            name=f"{self._gcp.network_prefix}-router",
+            project=self._gcp.project,
+            region=self._gcp.region,
+            network=network.id,
+            opts=self._child,
+        )
+        gcp.compute.RouterNat(
+            f"{self._name}-nat",
+            name=f"{self._gcp.network_prefix}-nat",
+            project=self._gcp.project,
+            region=self._gcp.region,
+            router=router.name,
+            nat_ip_allocate_option="AUTO_ONLY",
+            source_subnetwork_ip_ranges_to_nat="ALL_SUBNETWORKS_ALL_IP_RANGES",
+            log_config=gcp.compute.RouterNatLogConfigArgs(enable=True, filter="ERRORS_ONLY"),
             opts=self._child,
         )
 
@@ -220,7 +249,12 @@ class GcpCluster(TargetCluster):
                 for _, subnet in gpu_networks
             ),
         ]
-        metadata = {"enable-guest-attributes": "TRUE"}  # the guest agent publishes hostkeys/
+        metadata = {
+            "enable-guest-attributes": "TRUE",  # the guest agent publishes hostkeys/
+            # cloud-init images: the host name (the instance name gives it on every image) and
+            # the proxy of egress.mode proxy
+            "user-data": boot_cloud_config(host, self._gcp.egress),
+        }
         if key := config.get("sshPublicKey"):
             metadata["ssh-keys"] = f"{self._spec.management.ssh_user}:{key}"
         return gcp.compute.Instance(

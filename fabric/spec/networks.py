@@ -99,6 +99,20 @@ def check_cloud_networks(c: Checker) -> None:
                 f"{aws.subnet_cidr} is outside aws.vpc_cidr {aws.vpc_cidr}; pick a subnet of it",
                 reads=vpc,
             )
+        public = aws.public_subnet_cidr
+        if aws.vpc_id is None and not public.subnet_of(aws.vpc_cidr):
+            c.add(
+                "aws.public_subnet_cidr",
+                f"{public} is outside aws.vpc_cidr {aws.vpc_cidr}; pick a subnet of it",
+                reads=vpc,
+            )
+        elif aws.vpc_id is None and public.overlaps(aws.subnet_cidr):
+            c.add(
+                "aws.public_subnet_cidr",
+                f"{public} overlaps aws.subnet_cidr {aws.subnet_cidr}; the head node's public"
+                " subnet and the compute nodes' private one are apart",
+                reads=["aws.subnet_cidr"],
+            )
         if aws.vpc_id is None and not spec.management.subnet.subnet_of(aws.vpc_cidr):
             c.add(
                 "management.subnet",

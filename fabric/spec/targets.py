@@ -38,6 +38,7 @@ __all__ = [
     "ssh_target",
     "check_gcp",
     "check_gcp_names",
+    "check_egress",
     "check_lab",
     "stack_config_problems",
 ]
@@ -635,6 +636,47 @@ def check_gcp_names(c: Checker) -> None:
             )
 
 
+def check_egress(c: Checker) -> None:
+    """A cloud's egress is declared whole: a proxy URL with mode proxy only; with mode offline,
+    an image contract that covers what the hand-off would download (fabric.spec.egress)."""
+    from fabric.hostlist import compress
+    from fabric.spec.egress import NEEDS, egress_of, offline_image_lacks
+
+    egress = egress_of(c.spec) if c.known("target") else None
+    if egress is None:
+        return
+    path = f"{c.spec.target}.egress"
+    if egress.mode == "proxy" and egress.proxy is None:
+        c.add(f"{path}.proxy", "egress mode proxy needs the proxy, e.g. http://proxy.example:3128")
+    if egress.mode != "proxy" and (egress.proxy or egress.no_proxy):
+        c.add(f"{path}.proxy", f"set only with mode: proxy (mode is {egress.mode}); drop it")
+    if egress.mode != "offline" and egress.image_provides:
+        c.add(
+            f"{path}.image_provides",
+            f"the offline contract applies to mode: offline only (mode is {egress.mode}); drop it",
+        )
+    unknown = [n for n in egress.image_provides if n not in NEEDS]
+    if unknown:
+        c.add(f"{path}.image_provides", f"{unknown[0]!r} is none of {', '.join(NEEDS)}")
+        return
+    if egress.mode != "offline" or not c.all_hosts_known:
+        return
+    for need, hosts in offline_image_lacks(c.spec).items():
+        c.add(
+            f"{path}.image_provides",
+            f"the offline image lacks {need} ({NEEDS[need]}), needed on {compress(hosts)}: bake"
+            f" it into the image and list {need}, or use mode nat or proxy",
+            reads=["nodes", "slurm.controller"],
+        )
+    aws = c.spec.aws if c.spec.target == "aws" else None
+    if aws is not None and aws.efa_installer_url:
+        c.add(
+            "aws.efa_installer_url",
+            "egress mode offline reaches no installer URL; bake EFA into the AMI and drop it",
+            reads=[f"{path}.mode"],
+        )
+
+
 def _is_secure(value: Any) -> bool:
     """Whether a stack config value is a Pulumi secret (``{secure: v1:...}``)."""
     return isinstance(value, Mapping) and set(value) == {"secure"}
@@ -706,4 +748,5 @@ TARGET_RULES: tuple[Rule, ...] = (
     check_aws_instance_types,
     check_gcp,
     check_gcp_names,
+    check_egress,
 )

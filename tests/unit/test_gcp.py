@@ -237,7 +237,9 @@ def test_ssh_rule_and_key_from_config(ssh_config: None) -> None:
     assert ssh["targetTags"] == ["railyard-head"]
     assert ssh["allows"] == [{"protocol": "tcp", "ports": ["22"]}]
     assert mocks.instance("head1")["tags"] == ["railyard-head"]
-    assert mocks.instance("a3-01")["metadata"] == {
+    metadata = mocks.instance("a3-01")["metadata"]
+    assert metadata.pop("user-data").startswith("#cloud-config\nhostname: a3-01\n")
+    assert metadata == {
         "enable-guest-attributes": "TRUE",
         "ssh-keys": "railyard:ssh-ed25519 AAAAexample railyard",
     }
@@ -310,3 +312,38 @@ def test_validate_refuses_what_the_component_refuses(
     code, validate, component = refusals(data, tmp_path, capsys)
     assert (code, validate) == (1, component)
     assert words in dict(validate)[path]
+
+
+def test_cloud_nat_and_private_google_access_by_default(a3: tuple[Mocks, dict[str, Any]]) -> None:
+    mocks, _ = a3
+    (router,) = mocks.of("gcp:compute/router:Router")
+    (nat,) = mocks.of("gcp:compute/routerNat:RouterNat")
+    assert router.inputs["network"] == "c-sys-id"
+    assert router.inputs["region"] == "us-central1"
+    assert nat.inputs["router"] == router.inputs["name"]
+    assert nat.inputs["natIpAllocateOption"] == "AUTO_ONLY"
+    assert nat.inputs["sourceSubnetworkIpRangesToNat"] == "ALL_SUBNETWORKS_ALL_IP_RANGES"
+    subnets = mocks.of(SUBNET)
+    assert len(subnets) == 5
+    assert all(s.inputs["privateIpGoogleAccess"] is True for s in subnets)
+
+
+def test_no_cloud_nat_with_a_proxy() -> None:
+    data = example()
+    data["gcp"]["egress"] = {"mode": "proxy", "proxy": "http://proxy.example:3128"}
+    mocks, _ = build(ClusterSpec.model_validate(data))
+    assert not mocks.of("gcp:compute/routerNat:RouterNat")
+    assert not mocks.of("gcp:compute/router:Router")
+    data = yaml.safe_load(mocks.instance("a3-01")["metadata"]["user-data"])
+    assert data["apt"]["http_proxy"] == "http://proxy.example:3128"
+
+
+def test_instances_are_named_by_the_declared_hosts(a3: tuple[Mocks, dict[str, Any]]) -> None:
+    mocks, _ = a3
+    for inst in mocks.of(INSTANCE):
+        host = inst.inputs["name"]
+        assert inst.name == f"c-{host}"
+        data = yaml.safe_load(inst.inputs["metadata"]["user-data"])
+        assert data["hostname"] == data["fqdn"] == host
+        assert data["preserve_hostname"] is False
+    assert sorted(i.inputs["name"] for i in mocks.of(INSTANCE)) == ["a3-01", "a3-02", "head1"]
