@@ -193,8 +193,15 @@ def test_compute_nodes_are_reached_through_the_head_node(
     assert f"-W %h:%p ubuntu@{head_public}'" in jump
     assert jump.count("StrictHostKeyChecking=yes") == 2  # the node and the jump
     for host in ("gpu01", "gpu02", "gpu03", "gpu04"):  # private addresses, through head1
-        assert inventory["hosts"][host] == {"ansible_host": out["hosts"][host]["private_ip"]}
+        private = out["hosts"][host]["private_ip"]
+        assert inventory["hosts"][host] == {
+            "ansible_host": private,
+            "slurm_node_addr": private,
+            "cluster_hosts_address_var": "slurm_node_addr",
+        }
     assert inventory["hosts"]["head1"]["ansible_host"] == head_public
+    # Slurm (SlurmctldHost's address) and /etc/hosts use the head node's private address
+    assert inventory["hosts"]["head1"]["slurm_node_addr"] == out["hosts"]["head1"]["private_ip"]
     assert "ProxyCommand" not in inventory["hosts"]["head1"]["ansible_ssh_common_args"]
 
 

@@ -151,7 +151,12 @@ def test_compute_nodes_are_reached_through_the_head_node(
     head_public = out["hosts"]["head1"]["public_ip"]
     assert head_public and head_public != out["hosts"]["head1"]["private_ip"]
     assert f"-W %h:%p railyard@{head_public}'" in inventory["vars"]["ansible_ssh_common_args"]
-    assert inventory["hosts"]["a3-02"] == {"ansible_host": out["hosts"]["a3-02"]["private_ip"]}
+    private = out["hosts"]["a3-02"]["private_ip"]
+    assert inventory["hosts"]["a3-02"] == {
+        "ansible_host": private,
+        "slurm_node_addr": private,
+        "cluster_hosts_address_var": "slurm_node_addr",
+    }
     assert inventory["hosts"]["head1"]["ansible_host"] == head_public
 
 
