@@ -77,12 +77,17 @@ class AwsCluster(TargetCluster):
         vpc_id, subnet_id, head_subnet_id, public = self._network()
         sg = self._security_group(vpc_id)
         head_sgs = [sg.id, *self._head_ssh(vpc_id, config.get("sshIngressCidr"))]
-        self.placement_group = aws.ec2.PlacementGroup(
-            f"{name}-pg",
-            name=self._aws.placement_group,
-            strategy=self._aws.placement_strategy,
-            tags=self._tags,
-            opts=self._child,
+        # none with a Capacity Block, which places its instances itself
+        self.placement_group = (
+            aws.ec2.PlacementGroup(
+                f"{name}-pg",
+                name=self._aws.placement_group,
+                strategy=self._aws.placement_strategy,
+                tags=self._tags,
+                opts=self._child,
+            )
+            if self._aws.placement_group
+            else None
         )
 
         instances: dict[str, aws.ec2.Instance] = {}
@@ -294,7 +299,7 @@ class AwsCluster(TargetCluster):
                 efa_interface_count(group, settings), subnet_id, sg_id
             ),
             placement=aws.ec2.LaunchTemplatePlacementArgs(
-                group_name=self.placement_group.name,
+                group_name=self.placement_group.name if self.placement_group else None,
                 availability_zone=settings.availability_zone,
             ),
             capacity_reservation_specification=reservation,

@@ -44,6 +44,46 @@ def gpu_subnet_cidrs(settings: GcpSpec, count: int) -> list[str]:
     return [str(c) for c in list(DEFAULT_GPU_SUPERNET.subnets(new_prefix=20))[:count]]
 
 
+def compute_scheduling(settings: GcpSpec) -> gcp.compute.InstanceSchedulingArgs:
+    """A compute VM's scheduling for ``gcp.provisioning``: GPUs terminate on host maintenance;
+    Spot and DWS flex-start VMs are not restarted (flex-start: deleted after
+    ``max_run_duration``, as Cluster Toolkit's nodeset sets its termination action)."""
+    if settings.provisioning == "spot":
+        return gcp.compute.InstanceSchedulingArgs(
+            on_host_maintenance="TERMINATE",
+            automatic_restart=False,
+            preemptible=True,
+            provisioning_model="SPOT",
+            instance_termination_action="STOP",
+        )
+    if settings.provisioning == "flex-start":
+        return gcp.compute.InstanceSchedulingArgs(
+            on_host_maintenance="TERMINATE",
+            automatic_restart=False,
+            provisioning_model="FLEX_START",
+            instance_termination_action="DELETE",
+            max_run_duration=gcp.compute.InstanceSchedulingMaxRunDurationArgs(
+                seconds=settings.max_run_duration or 0
+            ),
+        )
+    return gcp.compute.InstanceSchedulingArgs(
+        on_host_maintenance="TERMINATE", automatic_restart=True, provisioning_model="STANDARD"
+    )
+
+
+def reservation_affinity(settings: GcpSpec) -> gcp.compute.InstanceReservationAffinityArgs:
+    """Consume the named specific reservation (provisioning: reservation); otherwise none, so
+    an on-demand, Spot or flex-start VM never eats into a reservation meant for another."""
+    if settings.provisioning == "reservation" and settings.reservation:
+        return gcp.compute.InstanceReservationAffinityArgs(
+            type="SPECIFIC_RESERVATION",
+            specific_reservation=gcp.compute.InstanceReservationAffinitySpecificReservationArgs(
+                key="compute.googleapis.com/reservation-name", values=[settings.reservation]
+            ),
+        )
+    return gcp.compute.InstanceReservationAffinityArgs(type="NO_RESERVATION")
+
+
 class GcpCluster(TargetCluster):
     """An A3 / A3 Mega cluster on Compute Engine, described by a railyard cluster spec."""
 
@@ -271,11 +311,8 @@ class GcpCluster(TargetCluster):
                 )
             ),
             network_interfaces=interfaces,
-            scheduling=gcp.compute.InstanceSchedulingArgs(
-                on_host_maintenance="TERMINATE", automatic_restart=True
-            )
-            if compute
-            else None,
+            scheduling=compute_scheduling(self._gcp) if compute else None,
+            reservation_affinity=reservation_affinity(self._gcp) if compute else None,
             resource_policies=policy.self_link if compute and policy else None,
             tags=None if compute else [HEAD_TAG],
             metadata=metadata,

@@ -620,6 +620,22 @@ class GcpSpec(Model):
     system_subnet_cidr: ipaddress.IPv4Network = ipaddress.IPv4Network("10.128.0.0/20")
     compact_placement: bool = True
     egress: EgressSpec = Field(default_factory=EgressSpec)
+    provisioning: Literal["standard", "reservation", "flex-start", "spot"] = Field(
+        default="standard",
+        description="compute capacity: on demand, a specific reservation, DWS flex-start or Spot",
+    )
+    reservation: str | None = Field(
+        default=None,
+        pattern=r"^(projects/[a-z0-9-]+/reservations/)?[a-z]([-a-z0-9]*[a-z0-9])?"
+        r"(/reservationBlocks/[a-z0-9-]+(/reservationSubBlocks/[a-z0-9-]+)?)?$",
+        description="the specific reservation (provisioning: reservation), name or path",
+    )
+    max_run_duration: int | None = Field(
+        default=None,
+        ge=600,
+        le=604800,
+        description="seconds a DWS flex-start VM runs (provisioning: flex-start), 600-604800",
+    )
 
 
 class RdmaStack(Model):

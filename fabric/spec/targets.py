@@ -435,7 +435,15 @@ def check_aws(c: Checker) -> None:
             f"{aws.placement_strategy!r}: EFA clusters need placement_strategy: cluster",
             reads=efa,
         )
-    if aws.efa and aws.placement_group is None:
+    if aws.capacity_block and aws.placement_group is not None:
+        c.add(
+            "aws.placement_group",
+            "a Capacity Block places its instances itself; a placement group on top leads to"
+            " insufficient-capacity errors (ParallelCluster's PlacementGroupCapacityTypeValidator):"
+            " drop placement_group",
+            reads=["aws.capacity_block"],
+        )
+    if aws.efa and aws.placement_group is None and not aws.capacity_block:
         c.add(
             "aws.placement_group",
             "EFA clusters need a cluster placement group name, e.g. railyard-pg",
@@ -560,6 +568,7 @@ def check_gcp(c: Checker) -> None:
             f" a letter, e.g. {gcp.region}-a, or fix gcp.region",
             reads=["gcp.region"],
         )
+    _check_gcp_capacity(c)
     if gcp.gpu_nic_mtu != c.spec.fabric.mtu:
         c.add(
             "gcp.gpu_nic_mtu",
@@ -610,6 +619,40 @@ def check_gcp(c: Checker) -> None:
             "nodes",
             "declare a head node, e.g. - {names: head1, role: login, "
             "instance_type: n2-standard-8}; compute nodes have no external address",
+        )
+
+
+def _check_gcp_capacity(c: Checker) -> None:
+    """One provisioning model, as Cluster Toolkit's A3 blueprints offer them (pick only one):
+    a specific reservation by name; DWS flex-start with its run duration and no reservation;
+    Spot."""
+    gcp = c.spec.gcp
+    assert gcp is not None
+    mode = ["gcp.provisioning"]
+    if gcp.provisioning == "reservation" and gcp.reservation is None:
+        c.add(
+            "gcp.reservation",
+            "provisioning: reservation needs the reservation's name, e.g. a3-reservation",
+            reads=mode,
+        )
+    if gcp.provisioning != "reservation" and gcp.reservation is not None:
+        c.add(
+            "gcp.reservation",
+            f"provisioning is {gcp.provisioning}: {gcp.reservation!r} is not used; set "
+            "provisioning: reservation or drop it (DWS flex-start cannot use reservations)",
+            reads=mode,
+        )
+    if gcp.provisioning == "flex-start" and gcp.max_run_duration is None:
+        c.add(
+            "gcp.max_run_duration",
+            "provisioning: flex-start needs the VMs' run time in seconds (600-604800), e.g. 604800",
+            reads=mode,
+        )
+    if gcp.provisioning != "flex-start" and gcp.max_run_duration is not None:
+        c.add(
+            "gcp.max_run_duration",
+            f"applies to provisioning: flex-start only (it is {gcp.provisioning}); drop it",
+            reads=mode,
         )
 
 

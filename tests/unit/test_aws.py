@@ -284,15 +284,38 @@ def test_existing_vpc_and_subnet_are_used_as_is() -> None:
     assert {n["subnetId"] for n in template.inputs["networkInterfaces"]} == {"subnet-0abc1234"}
 
 
-def test_capacity_block_sets_market_type_and_reservation() -> None:
+def test_capacity_block_sets_market_type_and_reservation_and_no_placement_group() -> None:
     spec = ClusterSpec.model_validate(
-        example(capacity_block=True, capacity_reservation_id="cr-0123456789abcdef0")
+        example(
+            capacity_block=True,
+            capacity_reservation_id="cr-0123456789abcdef0",
+            placement_group=None,
+        )
     )
     mocks, _ = build(spec)
     (template,) = mocks.of("aws:ec2/launchTemplate:LaunchTemplate")
     assert template.inputs["instanceMarketOptions"] == {"marketType": "capacity-block"}
     target = template.inputs["capacityReservationSpecification"]["capacityReservationTarget"]
     assert target == {"capacityReservationId": "cr-0123456789abcdef0"}
+    assert not mocks.of("aws:ec2/placementGroup:PlacementGroup")
+    assert "groupName" not in template.inputs["placement"]
+
+
+def test_odcr_targets_the_reservation_on_demand_in_the_placement_group() -> None:
+    spec = ClusterSpec.model_validate(example(capacity_reservation_id="cr-0123456789abcdef0"))
+    mocks, _ = build(spec)
+    (template,) = mocks.of("aws:ec2/launchTemplate:LaunchTemplate")
+    assert "instanceMarketOptions" not in template.inputs  # on demand, from the reservation
+    target = template.inputs["capacityReservationSpecification"]["capacityReservationTarget"]
+    assert target == {"capacityReservationId": "cr-0123456789abcdef0"}
+    assert template.inputs["placement"]["groupName"] == "efa-p5-pg"
+
+
+def test_on_demand_has_no_reservation_and_no_market() -> None:
+    mocks, _ = build(ClusterSpec.model_validate(example()))
+    (template,) = mocks.of("aws:ec2/launchTemplate:LaunchTemplate")
+    assert "instanceMarketOptions" not in template.inputs
+    assert "capacityReservationSpecification" not in template.inputs
 
 
 # --- refusals: the spec validators run before any resource is registered ---------------
@@ -407,6 +430,13 @@ def _no_head(data: dict[str, Any]) -> None:
             "the offline image lacks slurmctld",
         ),
         (
+            lambda d: d["aws"].update(
+                capacity_block=True, capacity_reservation_id="cr-0123456789abcdef0"
+            ),
+            "aws.placement_group",
+            "a Capacity Block places its instances itself",
+        ),
+        (
             lambda d: d["aws"].update(egress={"mode": "offline", "image_provides": ["git"]}),
             "aws.egress.image_provides",
             "'git' is none of munge, slurmctld",
@@ -427,6 +457,7 @@ def _no_head(data: dict[str, Any]) -> None:
         "bastion-option-injection",
         "proxy-without-url",
         "offline-image-lacks",
+        "capacity-block-with-placement-group",
         "offline-unknown-need",
         "public-subnet-overlap",
     ],

@@ -352,3 +352,109 @@ def test_instances_are_named_by_the_declared_hosts(a3: tuple[Mocks, dict[str, An
         assert data["hostname"] == data["fqdn"] == host
         assert data["preserve_hostname"] is False
     assert sorted(i.inputs["name"] for i in mocks.of(INSTANCE)) == ["a3-01", "a3-02", "head1"]
+
+
+def capacity(**gcp: Any) -> dict[str, Any]:
+    data = example()
+    data["gcp"].update(gcp)
+    return data
+
+
+@pytest.mark.parametrize(
+    ("settings", "scheduling", "affinity"),
+    [
+        (
+            {},
+            {
+                "onHostMaintenance": "TERMINATE",
+                "automaticRestart": True,
+                "provisioningModel": "STANDARD",
+            },
+            {"type": "NO_RESERVATION"},
+        ),
+        (
+            {"provisioning": "reservation", "reservation": "a3-res"},
+            {
+                "onHostMaintenance": "TERMINATE",
+                "automaticRestart": True,
+                "provisioningModel": "STANDARD",
+            },
+            {
+                "type": "SPECIFIC_RESERVATION",
+                "specificReservation": {
+                    "key": "compute.googleapis.com/reservation-name",
+                    "values": ["a3-res"],
+                },
+            },
+        ),
+        (
+            {"provisioning": "flex-start", "max_run_duration": 604800},
+            {
+                "onHostMaintenance": "TERMINATE",
+                "automaticRestart": False,
+                "provisioningModel": "FLEX_START",
+                "instanceTerminationAction": "DELETE",
+                "maxRunDuration": {"seconds": 604800},
+            },
+            {"type": "NO_RESERVATION"},
+        ),
+        (
+            {"provisioning": "spot"},
+            {
+                "onHostMaintenance": "TERMINATE",
+                "automaticRestart": False,
+                "preemptible": True,
+                "provisioningModel": "SPOT",
+                "instanceTerminationAction": "STOP",
+            },
+            {"type": "NO_RESERVATION"},
+        ),
+    ],
+    ids=["standard", "reservation", "flex-start", "spot"],
+)
+def test_provisioning_models(
+    settings: dict[str, Any], scheduling: dict[str, Any], affinity: dict[str, Any]
+) -> None:
+    mocks, _ = build(ClusterSpec.model_validate(capacity(**settings)))
+    compute = mocks.instance("a3-01")
+    assert compute["scheduling"] == scheduling
+    assert compute["reservationAffinity"] == affinity
+    head = mocks.instance("head1")
+    assert "scheduling" not in head and "reservationAffinity" not in head
+
+
+@pytest.mark.parametrize(
+    ("settings", "path", "words"),
+    [
+        ({"provisioning": "reservation"}, "gcp.reservation", "needs the reservation's name"),
+        ({"reservation": "a3-res"}, "gcp.reservation", "provisioning is standard"),
+        (
+            {"provisioning": "flex-start", "reservation": "a3-res", "max_run_duration": 3600},
+            "gcp.reservation",
+            "DWS flex-start cannot use reservations",
+        ),
+        ({"provisioning": "flex-start"}, "gcp.max_run_duration", "needs the VMs' run time"),
+        (
+            {"provisioning": "spot", "max_run_duration": 3600},
+            "gcp.max_run_duration",
+            "flex-start only",
+        ),
+    ],
+)
+def test_provisioning_refused_before_any_resource(
+    settings: dict[str, Any], path: str, words: str
+) -> None:
+    with pytest.raises(ValueError) as error:
+        ClusterSpec.model_validate(capacity(**settings))
+    assert path in str(error.value) and words in str(error.value)
+    mocks = mock_stack("gcptest")
+    spec = ClusterSpec.model_validate(capacity(**settings), context={SKIP_RULES: True})
+    with pytest.raises(SpecError) as refused:
+        GcpCluster("c", spec)
+    assert words in dict(refused.value.problems)[path]
+    assert mocks.resources == []
+
+
+def test_flex_start_run_duration_is_bounded() -> None:
+    with pytest.raises(ValueError, match="max_run_duration"):
+        ClusterSpec.model_validate(capacity(provisioning="flex-start", max_run_duration=604801))
