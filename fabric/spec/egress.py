@@ -5,7 +5,9 @@ carries everything, and ``egress.image_provides`` says so (the offline contract)
 come from what the roles install: the slurm role's packages (munge everywhere, slurmctld on
 the controller, slurmd on compute nodes), the efa role's installer (``efa``), the
 gcp_gpudirect role's docker and RxDM container image (A3 High and Mega), the rdma_stack
-role's distro packages (A3 Ultra's ConnectX NICs) and the NVIDIA driver on GPU nodes.
+role's distro packages (A3 Ultra's ConnectX NICs), the NVIDIA driver on GPU nodes, and what
+Cluster Toolkit's A3 images carry that no role installs (the TCPX kernel, the dmabuf import
+helper and aperture devices, the gIB plugin: fabric.catalog.GcpA3Blueprint).
 :func:`offline_image_lacks` is pure: the spec rule ``check_egress`` (fabric.spec.targets)
 runs it before anything is created, so the hand-off never starts on an image that lacks a
 package it would have to download.
@@ -13,7 +15,7 @@ package it would have to download.
 
 from __future__ import annotations
 
-from fabric.catalog import gcp_machine
+from fabric.catalog import gcp_blueprint, gcp_machine
 from fabric.spec.models import ClusterSpec, EgressSpec
 
 __all__ = ["NEEDS", "egress_of", "image_needs", "offline_image_lacks"]
@@ -28,6 +30,10 @@ NEEDS: dict[str, str] = {
     "docker": "docker and the NVIDIA container toolkit (gcp_gpudirect role: the RxDM)",
     "rxdm-image": "the GPUDirect-TCPX(O) RxDM and NCCL plugin container images, pulled",
     "rdma-core": "rdma-core and ibverbs-utils (rdma_stack role, A3 Ultra's ConnectX NICs)",
+    "tcpx-kernel": "the TCPX kernel linux-gcp-tcpx (A3 High; Cluster Toolkit's image builds it)",
+    "dmabuf-import-helper": "the dmabuf-import-helper DKMS module (A3 Mega)",
+    "aperture-devices": "the udev rule exposing /dev/aperture_devices (A3 Mega)",
+    "nccl-gib": "Google's gIB NCCL plugin under /usr/local/gib (A3 Ultra)",
 }
 
 
@@ -58,6 +64,10 @@ def image_needs(spec: ClusterSpec) -> dict[str, list[str]]:
                 machine = gcp_machine(group.instance_type or "")
                 if spec.target == "gcp" and machine is not None:
                     needs += ["docker", "rxdm-image"] if machine.rxdm else ["rdma-core"]
+                    blueprint = gcp_blueprint(machine.name)
+                    needs += (
+                        [n for n in blueprint.image_needs if n not in needs] if blueprint else []
+                    )
             out[host] = needs
     return out
 

@@ -618,6 +618,10 @@ class GcpSpec(Model):
     gpu_nic_mtu: int = 8244
     gpu_subnet_cidrs: list[ipaddress.IPv4Network] = Field(default_factory=list)
     system_subnet_cidr: ipaddress.IPv4Network = ipaddress.IPv4Network("10.128.0.0/20")
+    second_subnet_cidr: ipaddress.IPv4Network = Field(
+        default=ipaddress.IPv4Network("10.129.0.0/20"),
+        description="A3 Ultra's second gVNIC network (NIC 1), as Cluster Toolkit's net-1",
+    )
     compact_placement: bool = True
     egress: EgressSpec = Field(default_factory=EgressSpec)
     provisioning: Literal["standard", "reservation", "flex-start", "spot"] = Field(

@@ -16,7 +16,7 @@ from fabric.components.gcp import GcpCluster
 from fabric.components.target import TARGET_OUTPUTS
 from fabric.spec import SKIP_RULES, ClusterSpec, SpecError
 
-EXAMPLE = Path(__file__).parents[2] / "Pulumi.gcp-a3.example.yaml"
+EXAMPLE = Path(__file__).parents[2] / "Pulumi.gcp-a3-high.example.yaml"
 SPECS = Path(__file__).parent / "specs"
 INSTANCE = "gcp:compute/instance:Instance"
 NETWORK = "gcp:compute/network:Network"
@@ -458,3 +458,88 @@ def test_provisioning_refused_before_any_resource(
 def test_flex_start_run_duration_is_bounded() -> None:
     with pytest.raises(ValueError, match="max_run_duration"):
         ClusterSpec.model_validate(capacity(provisioning="flex-start", max_run_duration=604801))
+
+
+# --- each A3 kind as Cluster Toolkit's blueprint builds it --------------------------------
+
+ROOT = Path(__file__).parents[2]
+
+
+def kind_example(kind: str) -> tuple[Mocks, dict[str, Any]]:
+    path = ROOT / f"Pulumi.gcp-a3-{kind}.example.yaml"
+    data = yaml.safe_load(path.read_text())["config"]["railyard:cluster"]
+    return build(ClusterSpec.model_validate(data))
+
+
+@pytest.mark.parametrize(("kind", "gpu_nets"), [("high", 4), ("mega", 8)])
+def test_a3_high_and_mega_as_their_blueprints(kind: str, gpu_nets: int) -> None:
+    """sysnet at MTU 8244 with Private Google Access, one gVNIC VPC per GPU NIC (multivpc)."""
+    mocks, out = kind_example(kind)
+    nets = {r.inputs["name"]: r.inputs for r in mocks.of(NETWORK)}
+    assert nets[f"a3-{kind}-sys"]["mtu"] == 8244
+    gpu = [n for name, n in nets.items() if "-gpu-" in name]
+    assert len(gpu) == gpu_nets and all("networkProfile" not in n for n in gpu)
+    nics = mocks.instance("a3-01")["networkInterfaces"]
+    assert len(nics) == 1 + gpu_nets
+    assert {n["nicType"] for n in nics} == {"GVNIC"}
+    assert out["hosts"]["a3-01"]["nic_count"] == 1 + gpu_nets
+
+
+def test_a3_ultra_as_its_blueprint() -> None:
+    """Two gVNIC VPCs at 8896, one VPC with the zone's RoCE profile holding 8 subnets, one
+    MRDMA NIC per subnet, no firewall on the RDMA VPC, no compact placement, a reservation."""
+    mocks, out = kind_example("ultra")
+    nets = {r.inputs["name"]: r.inputs for r in mocks.of(NETWORK)}
+    assert sorted(nets) == ["a3-ultra-net-1", "a3-ultra-rdma", "a3-ultra-sys"]
+    assert nets["a3-ultra-sys"]["mtu"] == nets["a3-ultra-net-1"]["mtu"] == 8896
+    rdma = nets["a3-ultra-rdma"]
+    assert rdma["mtu"] == 8896 and rdma["routingMode"] == "REGIONAL"
+    assert rdma["networkProfile"] == (
+        "https://www.googleapis.com/compute/beta/projects/my-gpu-project/global/"
+        "networkProfiles/us-central1-a-vpc-roce"
+    )
+    rdma_subnets = [s.inputs for s in mocks.of(SUBNET) if s.inputs["network"] == "c-rdma-id"]
+    assert [s["ipCidrRange"] for s in rdma_subnets] == [
+        f"192.168.{128 + 8 * i}.0/21" for i in range(8)
+    ]
+    firewalls = [f.inputs["network"] for f in mocks.of("gcp:compute/firewall:Firewall")]
+    assert "c-rdma-id" not in firewalls and "c-net-1-id" in firewalls
+    nics = mocks.instance("a3-01")["networkInterfaces"]
+    assert [n["nicType"] for n in nics] == ["GVNIC", "GVNIC", *["MRDMA"] * 8]
+    assert [n["subnetwork"] for n in nics[:2]] == ["c-sys-subnet-id", "c-net-1-subnet-id"]
+    assert [n["subnetwork"] for n in nics[2:]] == [f"c-rdma-{i}-subnet-id" for i in range(8)]
+    assert out["hosts"]["a3-01"]["nic_count"] == 10
+    assert not mocks.of("gcp:compute/resourcePolicy:ResourcePolicy")
+    affinity = mocks.instance("a3-01")["reservationAffinity"]
+    assert affinity["specificReservation"]["values"] == ["a3-ultra-reservation"]
+    head = mocks.instance("head1")["networkInterfaces"]
+    assert len(head) == 1
+
+
+def test_blueprint_facts_per_kind() -> None:
+    from fabric.catalog import gcp_blueprint
+
+    high, mega, ultra = (gcp_blueprint(f"a3-{k}gpu-8g") for k in ("high", "mega", "ultra"))
+    assert high and mega and ultra
+    assert (high.nccl_plugin, mega.nccl_plugin, ultra.nccl_plugin) == ("tcpx", "tcpxo", "gib")
+    assert "tcpx-kernel" in high.image_needs
+    assert {"dmabuf-import-helper", "aperture-devices"} <= set(mega.image_needs)
+    assert ultra.gpu_nic_type == "MRDMA" and ultra.gvnic_networks == 2
+    assert gcp_blueprint("n2-standard-8") is None
+
+
+def test_offline_a3_mega_image_must_carry_the_blueprint_helpers() -> None:
+    from fabric.spec.egress import offline_image_lacks
+
+    data = mega()
+    data["gcp"]["egress"] = {
+        "mode": "offline",
+        "image_provides": ["munge", "slurmd", "slurmctld", "nvidia-driver", "docker"],
+    }
+    spec = ClusterSpec.model_validate(data, context={SKIP_RULES: True})
+    assert offline_image_lacks(spec) == {
+        need: ["a3-01", "a3-02"]
+        for need in ("rxdm-image", "dmabuf-import-helper", "aperture-devices")
+    }
+    with pytest.raises(ValueError, match="the offline image lacks dmabuf-import-helper"):
+        ClusterSpec.model_validate(data)
