@@ -222,3 +222,18 @@ _GCP_BLUEPRINTS: tuple[GcpA3Blueprint, ...] = (
 def gcp_blueprint(machine_type: str) -> GcpA3Blueprint | None:
     """Cluster Toolkit's blueprint facts for an A3 machine type, or None."""
     return next((b for b in _GCP_BLUEPRINTS if b.machine_type == machine_type), None)
+
+
+#: EC2 types launched as the EFA user guide recommends for multi-card EFA instances: an ENA
+#: primary interface (network card 0, device index 0; it carries the instance's IP address)
+#: and one ``efa-only`` interface per network card (card 0 at device index 1, every other card
+#: at device index 0), which take no IP address. Source: EC2 User Guide, "Maximize network
+#: bandwidth on Amazon EC2 instances with multiple network cards" (efa-acc-inst-types), its basic
+#: configuration and its "EFA configuration for P5 and P5e instances" section. Types not listed
+#: keep one ``efa`` interface (EFA with ENA) per card.
+_AWS_EFA_ONLY = frozenset({"p5.48xlarge", "p5e.48xlarge"})
+
+
+def aws_efa_only(instance_type: str) -> bool:
+    """Whether the type is launched with an ENA primary plus ``efa-only`` interfaces."""
+    return instance_type in _AWS_EFA_ONLY

@@ -19,7 +19,7 @@ from typing import Any
 import pulumi
 import pulumi_aws as aws
 
-from fabric.catalog import aws_instance
+from fabric.catalog import aws_efa_only, aws_instance
 from fabric.components.access import pinned_inventory
 from fabric.components.cloudinit import boot_cloud_config
 from fabric.components.target import TargetCluster
@@ -54,6 +54,52 @@ def efa_network_interfaces(
         )
         for card in range(count)
     ]
+
+
+def efa_only_network_interfaces(
+    count: int, subnet_id: pulumi.Input[str], security_group_id: pulumi.Input[str]
+) -> list[aws.ec2.LaunchTemplateNetworkInterfaceArgs]:
+    """The EFA guide's layout: an ENA primary (card 0, device 0: the instance's one IP address)
+    and one ``efa-only`` interface per card (card 0 at device index 1, the others at 0)."""
+    common = {
+        "subnet_id": subnet_id,
+        "security_groups": [security_group_id],
+        "delete_on_termination": "true",
+    }
+    primary = aws.ec2.LaunchTemplateNetworkInterfaceArgs(
+        network_card_index=0,
+        device_index=0,
+        interface_type="interface",
+        description="railyard ENA primary",
+        **common,
+    )
+    return [
+        primary,
+        *(
+            aws.ec2.LaunchTemplateNetworkInterfaceArgs(
+                network_card_index=card,
+                device_index=1 if card == 0 else 0,
+                interface_type="efa-only",
+                description=f"railyard EFA-only {card}",
+                **common,
+            )
+            for card in range(count)
+        ),
+    ]
+
+
+def launch_interfaces(
+    group: NodeGroup,
+    settings: AwsSpec,
+    subnet_id: pulumi.Input[str],
+    security_group_id: pulumi.Input[str],
+) -> list[aws.ec2.LaunchTemplateNetworkInterfaceArgs]:
+    """A compute group's interfaces: ENA + ``efa-only`` where the catalog says the type takes
+    them (fabric.catalog.aws_efa_only), else one ``efa`` interface per card."""
+    count = efa_interface_count(group, settings)
+    if count and aws_efa_only(group.instance_type or ""):
+        return efa_only_network_interfaces(count, subnet_id, security_group_id)
+    return efa_network_interfaces(count, subnet_id, security_group_id)
 
 
 class AwsCluster(TargetCluster):
@@ -295,9 +341,7 @@ class AwsCluster(TargetCluster):
             image_id=settings.ami,
             instance_type=group.instance_type,
             key_name=settings.key_name,
-            network_interfaces=efa_network_interfaces(
-                efa_interface_count(group, settings), subnet_id, sg_id
-            ),
+            network_interfaces=launch_interfaces(group, settings, subnet_id, sg_id),
             placement=aws.ec2.LaunchTemplatePlacementArgs(
                 group_name=self.placement_group.name if self.placement_group else None,
                 availability_zone=settings.availability_zone,

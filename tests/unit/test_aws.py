@@ -53,14 +53,20 @@ def test_children_are_parented_to_the_component(p5: tuple[Mocks, dict[str, Any]]
     )
 
 
-def test_p5_launch_template_has_32_efa_interfaces(p5: tuple[Mocks, dict[str, Any]]) -> None:
+def test_p5_launch_template_has_ena_primary_and_32_efa_only(
+    p5: tuple[Mocks, dict[str, Any]],
+) -> None:
+    """The EFA guide's layout for P5: ENA at card 0 device 0 (the one IP address), efa-only at
+    card 0 device 1 and at device 0 of cards 1-31 (no IP address each)."""
     mocks, _ = p5
     (template,) = mocks.of("aws:ec2/launchTemplate:LaunchTemplate")
     nics = template.inputs["networkInterfaces"]
-    assert len(nics) == 32
-    assert [n["networkCardIndex"] for n in nics] == list(range(32))
-    assert [n["deviceIndex"] for n in nics] == [0] + [1] * 31
-    assert {n["interfaceType"] for n in nics} == {"efa"}
+    assert len(nics) == 33
+    assert [(n["networkCardIndex"], n["deviceIndex"], n["interfaceType"]) for n in nics] == [
+        (0, 0, "interface"),
+        (0, 1, "efa-only"),
+        *((card, 0, "efa-only") for card in range(1, 32)),
+    ]
     assert {n["subnetId"] for n in nics} == {"c-subnet-id"}
     assert all(n["securityGroups"] == ["c-efa-sg-id"] for n in nics)
     assert template.inputs["instanceType"] == "p5.48xlarge"
