@@ -85,3 +85,39 @@ def test_a_layer_name_slurm_cannot_use_is_refused() -> None:
     bad = {"Instances": [{"InstanceId": "i-1", "NetworkNodes": ["nn 1", "nn-2", "nn-3"]}]}
     with pytest.raises(GraphError, match="Slurm cannot use"):
         aws_topology_graph(bad, {"i-1": "gpu01"})
+
+
+# --- python -m fabric topology --from-aws-topology ---------------------------------------
+
+
+def test_cli_writes_topology_conf_from_the_aws_response(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from fabric.cli import main
+
+    hosts = tmp_path / "hosts.json"  # the shape of `pulumi stack output hosts --json`
+    hosts.write_text(
+        json.dumps(
+            {
+                "gpu01": {"role": "compute", "instance_id": "i-1111111111example"},
+                "gpu02": {"role": "compute", "instance_id": "i-2222222222example"},
+                "head1": {"role": "controller", "instance_id": "i-444444444example"},
+            }
+        )
+    )
+    fixture = str(FIXTURES / "aws_describe_instance_topology__aws-cli__example.json")
+    code = main(
+        ["topology", "--from-aws-topology", fixture, "--hosts", str(hosts), "--plugin", "block"]
+    )
+    out = capsys.readouterr()
+    assert code == 0
+    assert out.out.splitlines()[1:] == ["BlockName=nn-3333333333example Nodes=gpu[01-02]"]
+    assert out.err == ""  # the head node is not a Slurm compute node: not looked for
+
+
+def test_cli_refuses_aws_topology_without_hosts(capsys: pytest.CaptureFixture[str]) -> None:
+    from fabric.cli import main
+
+    fixture = str(FIXTURES / "aws_describe_instance_topology__aws-cli__example.json")
+    assert main(["topology", "--from-aws-topology", fixture]) == 2
+    assert "needs --hosts FILE" in capsys.readouterr().err
