@@ -543,3 +543,16 @@ def test_offline_a3_mega_image_must_carry_the_blueprint_helpers() -> None:
     }
     with pytest.raises(ValueError, match="the offline image lacks dmabuf-import-helper"):
         ClusterSpec.model_validate(data)
+
+
+def test_a3_ultra_second_subnet_must_stand_apart() -> None:
+    path = ROOT / "Pulumi.gcp-a3-ultra.example.yaml"
+    data = yaml.safe_load(path.read_text())["config"]["railyard:cluster"]
+    data["gcp"]["second_subnet_cidr"] = "192.168.128.0/20"  # the first MRDMA subnets
+    with pytest.raises(
+        ValueError, match=r"gcp.gpu_subnet_cidrs\[0\].*overlaps gcp.second_subnet_cidr"
+    ):
+        ClusterSpec.model_validate(data)
+    high = example()
+    high["gcp"]["second_subnet_cidr"] = "172.16.0.0/20"  # unused on A3 High: not checked
+    assert ClusterSpec.model_validate(high).gcp is not None
