@@ -262,3 +262,86 @@ def multi_node_allreduce(rate_gbps: int, nics: int) -> BusBwTarget | None:
 def gpudirect_write_floor(rate_gbps: int) -> tuple[float, str] | None:
     """The per-rail ib_write_bw --use_cuda floor (Gb/s) and its source, or None."""
     return GPUDIRECT_WRITE_FLOOR.get(rate_gbps)
+
+
+@dataclass(frozen=True)
+class GcpA3Blueprint:
+    """How Cluster Toolkit's Slurm blueprint of an A3 kind builds its networks and image.
+
+    Sources: GoogleCloudPlatform/cluster-toolkit at commit
+    1047080375afbb44da4b596be314634e7486af4a, examples/machine-learning/
+    a3-highgpu-8g/a3high-slurm-blueprint.yaml, a3-megagpu-8g/a3mega-slurm-blueprint.yaml,
+    a3-ultragpu-8g/a3ultra-slurm-blueprint.yaml, and modules/network/{vpc,multivpc,gpu-rdma-vpc}:
+
+    - A3 High / Mega: a system VPC at MTU 8244 with Private Google Access (``sysnet``), then 4
+      / 8 GPU VPCs of one /20 subnet each (``multivpc``), gVNIC on every NIC
+      (``bandwidth_tier: gvnic_enabled``). A3 High's image runs the TCPX kernel
+      (``install_tcpx_kernel.yml``: ``linux-gcp-tcpx``, held, the default GRUB entry); A3 Mega's
+      the dmabuf import helper (``install_dmabuf.yml``: DKMS ``dmabuf-import-helper``) and the
+      aperture devices (``aperture_devices.yml``: a udev rule bind-mounting them under
+      ``/dev/aperture_devices``, slurmd waiting for them). Both run docker for the RxDM.
+    - A3 Ultra: two gVNIC VPCs at MTU 8896 (``net-0``, ``net-1``), then one VPC with the zone's
+      RoCE network profile (``networkProfiles/<zone>-vpc-roce``, routing REGIONAL, MTU 8896, no
+      firewall rules) holding 8 subnets, one per ``MRDMA`` NIC (``gpu-rdma-vpc``); NCCL through
+      Google's gIB plugin (``nccl-gib`` under ``/usr/local/gib``, its environment from
+      ``/usr/local/gib/scripts/set_nccl_env.sh``); the nodeset sets ``enable_placement: false``.
+    """
+
+    machine_type: str
+    system_mtu: int
+    gvnic_networks: int
+    gpu_nic_type: Literal["GVNIC", "MRDMA"]
+    rdma_network_profile: str | None
+    nccl_plugin: Literal["tcpx", "tcpxo", "gib"]
+    image_needs: tuple[str, ...]
+
+
+_GCP_BLUEPRINTS: tuple[GcpA3Blueprint, ...] = (
+    GcpA3Blueprint(
+        "a3-highgpu-8g",
+        system_mtu=8244,
+        gvnic_networks=1,
+        gpu_nic_type="GVNIC",
+        rdma_network_profile=None,
+        nccl_plugin="tcpx",
+        image_needs=("tcpx-kernel", "docker"),
+    ),
+    GcpA3Blueprint(
+        "a3-megagpu-8g",
+        system_mtu=8244,
+        gvnic_networks=1,
+        gpu_nic_type="GVNIC",
+        rdma_network_profile=None,
+        nccl_plugin="tcpxo",
+        image_needs=("dmabuf-import-helper", "aperture-devices", "docker"),
+    ),
+    GcpA3Blueprint(
+        "a3-ultragpu-8g",
+        system_mtu=8896,
+        gvnic_networks=2,
+        gpu_nic_type="MRDMA",
+        rdma_network_profile="vpc-roce",
+        nccl_plugin="gib",
+        image_needs=("nccl-gib",),
+    ),
+)
+
+
+def gcp_blueprint(machine_type: str) -> GcpA3Blueprint | None:
+    """Cluster Toolkit's blueprint facts for an A3 machine type, or None."""
+    return next((b for b in _GCP_BLUEPRINTS if b.machine_type == machine_type), None)
+
+
+#: EC2 types launched as the EFA user guide recommends for multi-card EFA instances: an ENA
+#: primary interface (network card 0, device index 0; it carries the instance's IP address)
+#: and one ``efa-only`` interface per network card (card 0 at device index 1, every other card
+#: at device index 0), which take no IP address. Source: EC2 User Guide, "Maximize network
+#: bandwidth on Amazon EC2 instances with multiple network cards" (efa-acc-inst-types), its basic
+#: configuration and its "EFA configuration for P5 and P5e instances" section. Types not listed
+#: keep one ``efa`` interface (EFA with ENA) per card.
+_AWS_EFA_ONLY = frozenset({"p5.48xlarge", "p5e.48xlarge"})
+
+
+def aws_efa_only(instance_type: str) -> bool:
+    """Whether the type is launched with an ENA primary plus ``efa-only`` interfaces."""
+    return instance_type in _AWS_EFA_ONLY

@@ -72,7 +72,11 @@ def build_inventory(
         jump = JumpHost(address=address, user=bastion.user, port=bastion.port)
         common = ssh_common_args(known_hosts_file, jump, private_key_file)
         if bastion.host in hosts:  # the bastion node itself, at the address the jump uses
-            hosts[bastion.host] = {"ansible_host": address, "ansible_ssh_common_args": direct}
+            hosts[bastion.host] = {
+                **hosts[bastion.host],
+                "ansible_host": address,
+                "ansible_ssh_common_args": direct,
+            }
     children: dict[str, Any] = {}
     for role in ROLE_GROUPS:
         members = spec.hosts_with_role(role)

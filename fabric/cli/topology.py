@@ -1,5 +1,6 @@
 """``python -m fabric topology``: print the Slurm topology (or ibsim net, or oversubscription)
-of a declared fabric (``--from-spec``) or a discovered one (``--from-ibnetdiscover``)."""
+of a declared fabric (``--from-spec``), a discovered one (``--from-ibnetdiscover``), or cloud
+instances as their provider places them (``--from-aws-topology``, ``--from-gce-instances``)."""
 
 from __future__ import annotations
 
@@ -35,6 +36,21 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     source.add_argument(
         "--from-spec", metavar="SPEC", help="cluster spec YAML or Pulumi stack file"
     )
+    source.add_argument(
+        "--from-aws-topology",
+        metavar="FILE",
+        help="aws ec2 describe-instance-topology JSON ('-' for stdin); needs --hosts",
+    )
+    source.add_argument(
+        "--from-gce-instances",
+        metavar="FILE",
+        help="gcloud compute instances list --format=json ('-' for stdin): their placement",
+    )
+    parser.add_argument(
+        "--hosts",
+        metavar="FILE",
+        help="pulumi stack output hosts --json: names the AWS instances (instance_id -> host)",
+    )
     parser.add_argument(
         "--plugin",
         choices=("tree", "block", "yaml"),
@@ -66,7 +82,53 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=cmd_topology)
 
 
+def _json(path: str, what: str, max_mb: int) -> object:
+    import json
+
+    text = read_input(path, f"pass {what}", max_mb, "--max-mb N").text
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as err:
+        raise CommandError(f"{path}: not JSON ({err}); pass {what}") from None
+
+
+def _cloud_graph(args: argparse.Namespace) -> FabricGraph:
+    """The graph of a provider's placement data (fabric.topology.cloud)."""
+    from fabric.topology.cloud import aws_topology_graph, gce_topology_graph
+
+    if args.from_gce_instances:
+        items = _json(
+            args.from_gce_instances, "gcloud compute instances list --format=json", args.max_mb
+        )
+        if not isinstance(items, list):
+            raise CommandError(f"{args.from_gce_instances}: not a list of instances")
+        graph = gce_topology_graph(items)
+    else:
+        if not args.hosts:
+            raise CommandError(
+                "--from-aws-topology needs --hosts FILE (pulumi stack output hosts --json) to "
+                "name the instances"
+            )
+        hosts = _json(args.hosts, "pulumi stack output hosts --json", args.max_mb)
+        response = _json(
+            args.from_aws_topology, "aws ec2 describe-instance-topology's JSON", args.max_mb
+        )
+        if not isinstance(hosts, dict) or not isinstance(response, dict):
+            raise CommandError("--hosts and --from-aws-topology each take one JSON object")
+        names = {
+            str(v["instance_id"]): h
+            for h, v in hosts.items()
+            if isinstance(v, dict) and v.get("instance_id") and v.get("role") in (None, "compute")
+        }
+        graph = aws_topology_graph(response, names)
+    for warning in graph.warnings:
+        print(f"warning: {warning}; Slurm will not place it in the topology", file=sys.stderr)
+    return graph
+
+
 def _graph(args: argparse.Namespace) -> FabricGraph:
+    if args.from_aws_topology or args.from_gce_instances:
+        return _cloud_graph(args)
     if args.from_spec:
         from fabric.spec import load_spec
         from fabric.topology.from_spec import graph_from_spec

@@ -95,7 +95,14 @@ def pinned_inventory(
             lambda v: {**v[0], bastion.host: v[1]}
         )
     pinned_jump = jump_pin.address if jump_pin is not None else None
-    return pulumi.Output.all(addresses, pinned_jump).apply(
+    # A bastion node's ansible_host is its public address; the nodes reach each other (Slurm's
+    # NodeAddr and SlurmctldHost address, /etc/hosts) at the private ones.
+    inside = (
+        pulumi.Output.all(**{h: private[h] for h in spec.hosts})
+        if bastion is not None and bastion.host in spec.hosts
+        else pulumi.Output.from_input({})
+    )
+    return pulumi.Output.all(addresses, pinned_jump, inside).apply(
         lambda v: provisioned_inventory(
             spec,
             v[0],
@@ -103,8 +110,17 @@ def pinned_inventory(
             private_key_file=key_opt,
             known_hosts_file=known_opt,
             bastion_address=v[1],
+            host_vars=_private_addresses(v[2]),
         )
     )
+
+
+def _private_addresses(private: dict[str, str]) -> dict[str, dict[str, str]]:
+    """Host vars naming each host's private address as the one the cluster uses."""
+    return {
+        host: {"slurm_node_addr": address, "cluster_hosts_address_var": "slurm_node_addr"}
+        for host, address in private.items()
+    }
 
 
 def _required(host: str) -> Any:

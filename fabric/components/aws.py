@@ -19,8 +19,9 @@ from typing import Any
 import pulumi
 import pulumi_aws as aws
 
-from fabric.catalog import aws_instance
+from fabric.catalog import aws_efa_only, aws_instance
 from fabric.components.access import pinned_inventory
+from fabric.components.cloudinit import boot_cloud_config
 from fabric.components.target import TargetCluster
 from fabric.spec import AwsSpec, ClusterSpec, NodeGroup, SpecError, provision_problems
 
@@ -55,6 +56,52 @@ def efa_network_interfaces(
     ]
 
 
+def efa_only_network_interfaces(
+    count: int, subnet_id: pulumi.Input[str], security_group_id: pulumi.Input[str]
+) -> list[aws.ec2.LaunchTemplateNetworkInterfaceArgs]:
+    """The EFA guide's layout: an ENA primary (card 0, device 0: the instance's one IP address)
+    and one ``efa-only`` interface per card (card 0 at device index 1, the others at 0)."""
+    common = {
+        "subnet_id": subnet_id,
+        "security_groups": [security_group_id],
+        "delete_on_termination": "true",
+    }
+    primary = aws.ec2.LaunchTemplateNetworkInterfaceArgs(
+        network_card_index=0,
+        device_index=0,
+        interface_type="interface",
+        description="railyard ENA primary",
+        **common,
+    )
+    return [
+        primary,
+        *(
+            aws.ec2.LaunchTemplateNetworkInterfaceArgs(
+                network_card_index=card,
+                device_index=1 if card == 0 else 0,
+                interface_type="efa-only",
+                description=f"railyard EFA-only {card}",
+                **common,
+            )
+            for card in range(count)
+        ),
+    ]
+
+
+def launch_interfaces(
+    group: NodeGroup,
+    settings: AwsSpec,
+    subnet_id: pulumi.Input[str],
+    security_group_id: pulumi.Input[str],
+) -> list[aws.ec2.LaunchTemplateNetworkInterfaceArgs]:
+    """A compute group's interfaces: ENA + ``efa-only`` where the catalog says the type takes
+    them (fabric.catalog.aws_efa_only), else one ``efa`` interface per card."""
+    count = efa_interface_count(group, settings)
+    if count and aws_efa_only(group.instance_type or ""):
+        return efa_only_network_interfaces(count, subnet_id, security_group_id)
+    return efa_network_interfaces(count, subnet_id, security_group_id)
+
+
 class AwsCluster(TargetCluster):
     """An EFA cluster on EC2, described by a railyard cluster spec."""
 
@@ -73,15 +120,20 @@ class AwsCluster(TargetCluster):
         self._tags = {TAG_CLUSTER: spec.name}
         config = pulumi.Config()
 
-        vpc_id, subnet_id, public = self._network()
+        vpc_id, subnet_id, head_subnet_id, public = self._network()
         sg = self._security_group(vpc_id)
         head_sgs = [sg.id, *self._head_ssh(vpc_id, config.get("sshIngressCidr"))]
-        self.placement_group = aws.ec2.PlacementGroup(
-            f"{name}-pg",
-            name=self._aws.placement_group,
-            strategy=self._aws.placement_strategy,
-            tags=self._tags,
-            opts=self._child,
+        # none with a Capacity Block, which places its instances itself
+        self.placement_group = (
+            aws.ec2.PlacementGroup(
+                f"{name}-pg",
+                name=self._aws.placement_group,
+                strategy=self._aws.placement_strategy,
+                tags=self._tags,
+                opts=self._child,
+            )
+            if self._aws.placement_group
+            else None
         )
 
         instances: dict[str, aws.ec2.Instance] = {}
@@ -91,7 +143,9 @@ class AwsCluster(TargetCluster):
                 template = self._launch_template(index, group, subnet_id, sg.id)
                 made = {h: self._compute(h, group, template) for h in group.hosts}
             else:
-                made = {h: self._head(h, group, subnet_id, head_sgs, public) for h in group.hosts}
+                made = {
+                    h: self._head(h, group, head_subnet_id, head_sgs, public) for h in group.hosts
+                }
             instances.update(made)
             for host in group.hosts:
                 facts[host] = {
@@ -126,10 +180,13 @@ class AwsCluster(TargetCluster):
         )
         self.export(spec, inventory=inventory, hosts=hosts)
 
-    def _network(self) -> tuple[pulumi.Input[str], pulumi.Input[str], bool]:
-        """The VPC and subnet ids, and whether the head node gets a public address."""
+    def _network(self) -> tuple[pulumi.Input[str], pulumi.Input[str], pulumi.Input[str], bool]:
+        """The VPC id, the compute and head subnet ids, and whether the head node gets a public
+        address. A new VPC has ParallelCluster's layout: the head node in a public subnet (an
+        internet gateway route), the compute nodes in a private one whose default route, with
+        ``egress.mode: nat``, leads to a NAT gateway in the public subnet (else none)."""
         if self._aws.vpc_id and self._aws.subnet_id:
-            return self._aws.vpc_id, self._aws.subnet_id, False
+            return self._aws.vpc_id, self._aws.subnet_id, self._aws.subnet_id, False
         vpc_id: pulumi.Input[str]
         if self._aws.vpc_id:
             vpc_id = self._aws.vpc_id
@@ -152,7 +209,15 @@ class AwsCluster(TargetCluster):
             opts=self._child,
         )
         if self._aws.vpc_id:
-            return vpc_id, subnet.id, False
+            return vpc_id, subnet.id, subnet.id, False
+        public = aws.ec2.Subnet(
+            f"{self._name}-public-subnet",
+            vpc_id=vpc_id,
+            cidr_block=str(self._aws.public_subnet_cidr),
+            availability_zone=self._aws.availability_zone,
+            tags=self._tags,
+            opts=self._child,
+        )
         gateway = aws.ec2.InternetGateway(
             f"{self._name}-igw", vpc_id=vpc_id, tags=self._tags, opts=self._child
         )
@@ -164,9 +229,33 @@ class AwsCluster(TargetCluster):
             opts=self._child,
         )
         aws.ec2.RouteTableAssociation(
-            f"{self._name}-rta", subnet_id=subnet.id, route_table_id=table.id, opts=self._child
+            f"{self._name}-rta", subnet_id=public.id, route_table_id=table.id, opts=self._child
         )
-        return vpc_id, subnet.id, True
+        routes = []
+        if self._aws.egress.mode == "nat":
+            address = aws.ec2.Eip(
+                f"{self._name}-nat-eip", domain="vpc", tags=self._tags, opts=self._child
+            )
+            nat = aws.ec2.NatGateway(
+                f"{self._name}-nat",
+                allocation_id=address.allocation_id,
+                subnet_id=public.id,
+                connectivity_type="public",
+                tags=self._tags,
+                opts=pulumi.ResourceOptions(parent=self, depends_on=[gateway]),
+            )
+            routes = [aws.ec2.RouteTableRouteArgs(cidr_block="0.0.0.0/0", nat_gateway_id=nat.id)]
+        private = aws.ec2.RouteTable(
+            f"{self._name}-private-rt", vpc_id=vpc_id, routes=routes, tags=self._tags,
+            opts=self._child,
+        )  # fmt: skip
+        aws.ec2.RouteTableAssociation(
+            f"{self._name}-private-rta",
+            subnet_id=subnet.id,
+            route_table_id=private.id,
+            opts=self._child,
+        )
+        return vpc_id, subnet.id, public.id, True
 
     def _security_group(self, vpc_id: pulumi.Input[str]) -> aws.ec2.SecurityGroup:
         """The cluster security group: all traffic between members, both ways; egress out."""
@@ -252,11 +341,9 @@ class AwsCluster(TargetCluster):
             image_id=settings.ami,
             instance_type=group.instance_type,
             key_name=settings.key_name,
-            network_interfaces=efa_network_interfaces(
-                efa_interface_count(group, settings), subnet_id, sg_id
-            ),
+            network_interfaces=launch_interfaces(group, settings, subnet_id, sg_id),
             placement=aws.ec2.LaunchTemplatePlacementArgs(
-                group_name=self.placement_group.name,
+                group_name=self.placement_group.name if self.placement_group else None,
                 availability_zone=settings.availability_zone,
             ),
             capacity_reservation_specification=reservation,
@@ -277,6 +364,7 @@ class AwsCluster(TargetCluster):
             launch_template=aws.ec2.InstanceLaunchTemplateArgs(
                 id=template.id, version=template.latest_version.apply(str)
             ),
+            user_data=boot_cloud_config(host, self._aws.egress),
             tags={**self._tags, TAG_ROLE: group.role, "Name": host},
             opts=self._child,
         )
@@ -298,6 +386,7 @@ class AwsCluster(TargetCluster):
             subnet_id=subnet_id,
             vpc_security_group_ids=security_groups,
             associate_public_ip_address=public or None,
+            user_data=boot_cloud_config(host, self._aws.egress),
             metadata_options=aws.ec2.InstanceMetadataOptionsArgs(
                 http_tokens="required", http_endpoint="enabled"
             ),

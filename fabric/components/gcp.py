@@ -19,8 +19,9 @@ from typing import Any
 import pulumi
 import pulumi_gcp as gcp
 
-from fabric.catalog import gcp_machine
+from fabric.catalog import GcpA3Blueprint, gcp_blueprint, gcp_machine
 from fabric.components.access import pinned_inventory
+from fabric.components.cloudinit import boot_cloud_config
 from fabric.components.target import TargetCluster
 from fabric.spec import ClusterSpec, GcpSpec, NodeGroup, SpecError, provision_problems
 
@@ -43,6 +44,64 @@ def gpu_subnet_cidrs(settings: GcpSpec, count: int) -> list[str]:
     return [str(c) for c in list(DEFAULT_GPU_SUPERNET.subnets(new_prefix=20))[:count]]
 
 
+def compute_scheduling(settings: GcpSpec) -> gcp.compute.InstanceSchedulingArgs:
+    """A compute VM's scheduling for ``gcp.provisioning``: GPUs terminate on host maintenance;
+    Spot and DWS flex-start VMs are not restarted (flex-start: deleted after
+    ``max_run_duration``, as Cluster Toolkit's nodeset sets its termination action)."""
+    if settings.provisioning == "spot":
+        return gcp.compute.InstanceSchedulingArgs(
+            on_host_maintenance="TERMINATE",
+            automatic_restart=False,
+            preemptible=True,
+            provisioning_model="SPOT",
+            instance_termination_action="STOP",
+        )
+    if settings.provisioning == "flex-start":
+        return gcp.compute.InstanceSchedulingArgs(
+            on_host_maintenance="TERMINATE",
+            automatic_restart=False,
+            provisioning_model="FLEX_START",
+            instance_termination_action="DELETE",
+            max_run_duration=gcp.compute.InstanceSchedulingMaxRunDurationArgs(
+                seconds=settings.max_run_duration or 0
+            ),
+        )
+    return gcp.compute.InstanceSchedulingArgs(
+        on_host_maintenance="TERMINATE", automatic_restart=True, provisioning_model="STANDARD"
+    )
+
+
+def reservation_affinity(settings: GcpSpec) -> gcp.compute.InstanceReservationAffinityArgs:
+    """Consume the named specific reservation (provisioning: reservation); otherwise none, so
+    an on-demand, Spot or flex-start VM never eats into a reservation meant for another."""
+    if settings.provisioning == "reservation" and settings.reservation:
+        return gcp.compute.InstanceReservationAffinityArgs(
+            type="SPECIFIC_RESERVATION",
+            specific_reservation=gcp.compute.InstanceReservationAffinitySpecificReservationArgs(
+                key="compute.googleapis.com/reservation-name", values=[settings.reservation]
+            ),
+        )
+    return gcp.compute.InstanceReservationAffinityArgs(type="NO_RESERVATION")
+
+
+def cluster_blueprint(spec: ClusterSpec) -> GcpA3Blueprint | None:
+    """The blueprint facts of the spec's A3 compute nodes (validate allows one A3 kind per
+    spec: its GPU subnets serve every compute group)."""
+    for group in spec.nodes:
+        found = gcp_blueprint(group.instance_type or "") if group.role == "compute" else None
+        if found is not None:
+            return found
+    return None
+
+
+def rdma_network_profile(settings: GcpSpec, blueprint: GcpA3Blueprint) -> str:
+    """The zone's RoCE network profile URL, as Cluster Toolkit's a3-ultra blueprint names it."""
+    return (
+        f"https://www.googleapis.com/compute/beta/projects/{settings.project}/global/"
+        f"networkProfiles/{settings.zone}-{blueprint.rdma_network_profile}"
+    )
+
+
 class GcpCluster(TargetCluster):
     """An A3 / A3 Mega cluster on Compute Engine, described by a railyard cluster spec."""
 
@@ -62,26 +121,40 @@ class GcpCluster(TargetCluster):
         config = pulumi.Config()
 
         nics = max(gpu_nic_count(group) for group in spec.nodes)
-        system = self._vpc("sys", str(self._gcp.system_subnet_cidr), mtu=None)
-        gpus = [
-            self._vpc(f"gpu-{i}", cidr, mtu=self._gcp.gpu_nic_mtu)
-            for i, cidr in enumerate(gpu_subnet_cidrs(self._gcp, nics))
-        ]
+        blueprint = cluster_blueprint(spec)
+        system = self._vpc(
+            "sys",
+            str(self._gcp.system_subnet_cidr),
+            mtu=blueprint.system_mtu if blueprint else None,
+        )
+        cidrs = gpu_subnet_cidrs(self._gcp, nics)
+        second: list[tuple[gcp.compute.Network, gcp.compute.Subnetwork]] = []
+        if blueprint is not None and blueprint.rdma_network_profile:
+            second = [self._vpc("net-1", str(self._gcp.second_subnet_cidr), blueprint.system_mtu)]
+            gpus = self._rdma_vpc(cidrs, blueprint)
+        else:
+            gpus = [
+                self._vpc(f"gpu-{i}", cidr, mtu=self._gcp.gpu_nic_mtu)
+                for i, cidr in enumerate(cidrs)
+            ]
+        self._nic_type = blueprint.gpu_nic_type if blueprint else "GVNIC"
         self._ssh_rule(system[0], config.get("sshIngressCidr"))
+        self._cloud_nat(system[0])
         policy = self._placement_policy()
 
         instances: dict[str, gcp.compute.Instance] = {}
         facts: dict[str, dict[str, Any]] = {}
         for group in spec.nodes:
             count = gpu_nic_count(group)
+            extra = second if count else []
             for host in group.hosts:
                 instances[host] = self._instance(
-                    host, group, system[1], gpus[:count], policy, config
+                    host, group, system[1], gpus[:count], policy, config, second=extra
                 )
                 facts[host] = {
                     "role": group.role,
                     "machine_type": group.instance_type,
-                    "nic_count": 1 + count,
+                    "nic_count": 1 + len(extra) + count,
                     "gpu_nics": count,
                     "gpu_nic_mtu": self._gcp.gpu_nic_mtu if count else None,
                 }
@@ -91,6 +164,7 @@ class GcpCluster(TargetCluster):
                 net_name: pulumi.Output.all(name=net.name, mtu=net.mtu, cidr=sub.ip_cidr_range)
                 for net_name, (net, sub) in {
                     "sys": system,
+                    **dict(zip(["net-1"], second, strict=False)),
                     **{f"gpu-{i}": pair for i, pair in enumerate(gpus)},
                 }.items()
             }
@@ -147,6 +221,7 @@ class GcpCluster(TargetCluster):
             region=settings.region,
             network=network.id,
             ip_cidr_range=cidr,
+            private_ip_google_access=True,
             opts=self._child,
         )
         gcp.compute.Firewall(
@@ -165,6 +240,39 @@ class GcpCluster(TargetCluster):
         )
         return network, subnet
 
+    def _rdma_vpc(
+        self, cidrs: list[str], blueprint: GcpA3Blueprint
+    ) -> list[tuple[gcp.compute.Network, gcp.compute.Subnetwork]]:
+        """A3 Ultra's RDMA network as Cluster Toolkit's gpu-rdma-vpc builds it: one VPC with
+        the zone's RoCE network profile, regional routing, the GPU MTU and one subnet per MRDMA
+        NIC; no firewall rules (the profile takes none)."""
+        prefix, settings = self._gcp.network_prefix, self._gcp
+        network = gcp.compute.Network(
+            f"{self._name}-rdma",
+            name=f"{prefix}-rdma",
+            project=settings.project,
+            auto_create_subnetworks=False,
+            mtu=settings.gpu_nic_mtu,
+            routing_mode="REGIONAL",
+            network_profile=rdma_network_profile(settings, blueprint),
+            opts=self._child,
+        )
+        return [
+            (
+                network,
+                gcp.compute.Subnetwork(
+                    f"{self._name}-rdma-{i}-subnet",
+                    name=f"{prefix}-rdma-{i}-subnet",
+                    project=settings.project,
+                    region=settings.region,
+                    network=network.id,
+                    ip_cidr_range=cidr,
+                    opts=self._child,
+                ),
+            )
+            for i, cidr in enumerate(cidrs)
+        ]
+
     def _ssh_rule(self, network: gcp.compute.Network, cidr: str | None) -> None:
         """SSH to head nodes from ``cidr`` (config sshIngressCidr), when set."""
         if not cidr:
@@ -178,6 +286,32 @@ class GcpCluster(TargetCluster):
             source_ranges=[cidr],
             target_tags=[HEAD_TAG],
             allows=[gcp.compute.FirewallAllowArgs(protocol="tcp", ports=["22"])],
+            opts=self._child,
+        )
+
+    def _cloud_nat(self, network: gcp.compute.Network) -> None:
+        """Cloud NAT for the system network (``egress.mode: nat``): a router and a NAT for
+        every subnet range, as Cluster Toolkit's vpc module creates them; compute nodes have no
+        external address and reach package mirrors and registries through it."""
+        if self._gcp.egress.mode != "nat":
+            return
+        router = gcp.compute.Router(
+            f"{self._name}-router",
+            name=f"{self._gcp.network_prefix}-router",
+            project=self._gcp.project,
+            region=self._gcp.region,
+            network=network.id,
+            opts=self._child,
+        )
+        gcp.compute.RouterNat(
+            f"{self._name}-nat",
+            name=f"{self._gcp.network_prefix}-nat",
+            project=self._gcp.project,
+            region=self._gcp.region,
+            router=router.name,
+            nat_ip_allocate_option="AUTO_ONLY",
+            source_subnetwork_ip_ranges_to_nat="ALL_SUBNETWORKS_ALL_IP_RANGES",
+            log_config=gcp.compute.RouterNatLogConfigArgs(enable=True, filter="ERRORS_ONLY"),
             opts=self._child,
         )
 
@@ -204,8 +338,11 @@ class GcpCluster(TargetCluster):
         gpu_networks: list[tuple[gcp.compute.Network, gcp.compute.Subnetwork]],
         policy: gcp.compute.ResourcePolicy | None,
         config: pulumi.Config,
+        second: list[tuple[gcp.compute.Network, gcp.compute.Subnetwork]] | None = None,
     ) -> gcp.compute.Instance:
-        """One VM: system NIC first, then one gVNIC per GPU network."""
+        """One VM: system NIC first, A3 Ultra's second gVNIC, then one NIC per GPU network
+        (gVNIC; MRDMA on A3 Ultra)."""
+        second = second or []
         compute = group.role == "compute"
         interfaces = [
             gcp.compute.InstanceNetworkInterfaceArgs(
@@ -217,10 +354,21 @@ class GcpCluster(TargetCluster):
             ),
             *(
                 gcp.compute.InstanceNetworkInterfaceArgs(subnetwork=subnet.id, nic_type="GVNIC")
+                for _, subnet in second
+            ),
+            *(
+                gcp.compute.InstanceNetworkInterfaceArgs(
+                    subnetwork=subnet.id, nic_type=self._nic_type
+                )
                 for _, subnet in gpu_networks
             ),
         ]
-        metadata = {"enable-guest-attributes": "TRUE"}  # the guest agent publishes hostkeys/
+        metadata = {
+            "enable-guest-attributes": "TRUE",  # the guest agent publishes hostkeys/
+            # cloud-init images: the host name (the instance name gives it on every image) and
+            # the proxy of egress.mode proxy
+            "user-data": boot_cloud_config(host, self._gcp.egress),
+        }
         if key := config.get("sshPublicKey"):
             metadata["ssh-keys"] = f"{self._spec.management.ssh_user}:{key}"
         return gcp.compute.Instance(
@@ -237,11 +385,8 @@ class GcpCluster(TargetCluster):
                 )
             ),
             network_interfaces=interfaces,
-            scheduling=gcp.compute.InstanceSchedulingArgs(
-                on_host_maintenance="TERMINATE", automatic_restart=True
-            )
-            if compute
-            else None,
+            scheduling=compute_scheduling(self._gcp) if compute else None,
+            reservation_affinity=reservation_affinity(self._gcp) if compute else None,
             resource_policies=policy.self_link if compute and policy else None,
             tags=None if compute else [HEAD_TAG],
             metadata=metadata,

@@ -44,6 +44,7 @@ __all__ = [
     "CableEnd",
     "BmcNetwork",
     "ClusterSpec",
+    "EgressSpec",
     "ExistingSpec",
     "FabricKind",
     "FabricSpec",
@@ -539,6 +540,33 @@ class ExistingSpec(Model):
     )
 
 
+class EgressSpec(Model):
+    """How cloud nodes reach package mirrors and registries during the hand-off.
+
+    ``nat`` (default): AWS puts the compute nodes in a private subnet behind a NAT gateway in
+    the head node's public subnet (ParallelCluster's layout); GCP adds Cloud NAT (a router and
+    a NAT) and Private Google Access on every subnet. ``proxy``: no NAT; every node reads
+    ``proxy`` from cloud-init at boot (apt and the environment). ``offline``: no NAT, no proxy;
+    the image carries everything, listed in ``image_provides`` (the offline contract), and the
+    hand-off refuses to start while the image lacks what the spec needs
+    (:func:`fabric.spec.egress.offline_image_lacks`).
+    """
+
+    mode: Literal["nat", "proxy", "offline"] = "nat"
+    proxy: str | None = Field(
+        default=None,
+        pattern=r"^https?://\S+$",
+        description="http(s)://host:port of the site proxy; egress.mode proxy only",
+    )
+    no_proxy: list[str] = Field(
+        default_factory=list, description="hosts and domains reached without the proxy"
+    )
+    image_provides: list[str] = Field(
+        default_factory=list,
+        description="offline contract: what the image carries (munge, slurmd, slurmctld, ...)",
+    )
+
+
 class AwsSpec(Model):
     """AWS target: EFA instances in a cluster placement group."""
 
@@ -572,6 +600,11 @@ class AwsSpec(Model):
     capacity_reservation_id: str | None = None
     capacity_block: bool = False
     head_instance_type: str = "c6i.2xlarge"
+    public_subnet_cidr: ipaddress.IPv4Network = Field(
+        default=ipaddress.IPv4Network("10.0.16.0/24"),
+        description="the head node's public subnet (egress nat: the NAT gateway's too)",
+    )
+    egress: EgressSpec = Field(default_factory=EgressSpec)
 
 
 class GcpSpec(Model):
@@ -585,7 +618,28 @@ class GcpSpec(Model):
     gpu_nic_mtu: int = 8244
     gpu_subnet_cidrs: list[ipaddress.IPv4Network] = Field(default_factory=list)
     system_subnet_cidr: ipaddress.IPv4Network = ipaddress.IPv4Network("10.128.0.0/20")
+    second_subnet_cidr: ipaddress.IPv4Network = Field(
+        default=ipaddress.IPv4Network("10.129.0.0/20"),
+        description="A3 Ultra's second gVNIC network (NIC 1), as Cluster Toolkit's net-1",
+    )
     compact_placement: bool = True
+    egress: EgressSpec = Field(default_factory=EgressSpec)
+    provisioning: Literal["standard", "reservation", "flex-start", "spot"] = Field(
+        default="standard",
+        description="compute capacity: on demand, a specific reservation, DWS flex-start or Spot",
+    )
+    reservation: str | None = Field(
+        default=None,
+        pattern=r"^(projects/[a-z0-9-]+/reservations/)?[a-z]([-a-z0-9]*[a-z0-9])?"
+        r"(/reservationBlocks/[a-z0-9-]+(/reservationSubBlocks/[a-z0-9-]+)?)?$",
+        description="the specific reservation (provisioning: reservation), name or path",
+    )
+    max_run_duration: int | None = Field(
+        default=None,
+        ge=600,
+        le=604800,
+        description="seconds a DWS flex-start VM runs (provisioning: flex-start), 600-604800",
+    )
 
 
 class RdmaStack(Model):

@@ -10,9 +10,13 @@ cloud or the BMCs would refuse later.
 from __future__ import annotations
 
 import ipaddress
+from typing import TYPE_CHECKING
 from urllib.parse import SplitResult, urlsplit
 
 from fabric.spec.checker import Checker, Rule
+
+if TYPE_CHECKING:
+    from fabric.spec.models import ClusterSpec
 
 __all__ = [
     "NETWORK_RULES",
@@ -99,6 +103,20 @@ def check_cloud_networks(c: Checker) -> None:
                 f"{aws.subnet_cidr} is outside aws.vpc_cidr {aws.vpc_cidr}; pick a subnet of it",
                 reads=vpc,
             )
+        public = aws.public_subnet_cidr
+        if aws.vpc_id is None and not public.subnet_of(aws.vpc_cidr):
+            c.add(
+                "aws.public_subnet_cidr",
+                f"{public} is outside aws.vpc_cidr {aws.vpc_cidr}; pick a subnet of it",
+                reads=vpc,
+            )
+        elif aws.vpc_id is None and public.overlaps(aws.subnet_cidr):
+            c.add(
+                "aws.public_subnet_cidr",
+                f"{public} overlaps aws.subnet_cidr {aws.subnet_cidr}; the head node's public"
+                " subnet and the compute nodes' private one are apart",
+                reads=["aws.subnet_cidr"],
+            )
         if aws.vpc_id is None and not spec.management.subnet.subnet_of(aws.vpc_cidr):
             c.add(
                 "management.subnet",
@@ -112,6 +130,9 @@ def check_cloud_networks(c: Checker) -> None:
             (f"gcp.gpu_subnet_cidrs[{i}]", f"gcp.gpu_subnet_cidrs[{i}]", net)
             for i, net in enumerate(gcp.gpu_subnet_cidrs)
         ]
+        if _has_second_gvnic(spec):  # A3 Ultra's NIC 1 network
+            label = "gcp.second_subnet_cidr"
+            networks.insert(1, (label, label, gcp.second_subnet_cidr))
         _overlaps(c, networks)
         if not spec.management.subnet.overlaps(gcp.system_subnet_cidr):
             c.add(
@@ -129,6 +150,14 @@ def check_cloud_networks(c: Checker) -> None:
                     " need subnets of their own",
                     reads=["management.subnet"],
                 )
+
+
+def _has_second_gvnic(spec: ClusterSpec) -> bool:
+    """Whether a compute group's A3 kind has a second gVNIC network (A3 Ultra)."""
+    from fabric.catalog import gcp_blueprint
+
+    kinds = [gcp_blueprint(g.instance_type or "") for g in spec.nodes if g.role == "compute"]
+    return any(k is not None and k.gvnic_networks > 1 for k in kinds)
 
 
 def check_management_addresses(c: Checker) -> None:

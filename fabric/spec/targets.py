@@ -38,6 +38,7 @@ __all__ = [
     "ssh_target",
     "check_gcp",
     "check_gcp_names",
+    "check_egress",
     "check_lab",
     "stack_config_problems",
 ]
@@ -434,7 +435,15 @@ def check_aws(c: Checker) -> None:
             f"{aws.placement_strategy!r}: EFA clusters need placement_strategy: cluster",
             reads=efa,
         )
-    if aws.efa and aws.placement_group is None:
+    if aws.capacity_block and aws.placement_group is not None:
+        c.add(
+            "aws.placement_group",
+            "a Capacity Block places its instances itself; a placement group on top leads to"
+            " insufficient-capacity errors (ParallelCluster's PlacementGroupCapacityTypeValidator):"
+            " drop placement_group",
+            reads=["aws.capacity_block"],
+        )
+    if aws.efa and aws.placement_group is None and not aws.capacity_block:
         c.add(
             "aws.placement_group",
             "EFA clusters need a cluster placement group name, e.g. railyard-pg",
@@ -559,6 +568,7 @@ def check_gcp(c: Checker) -> None:
             f" a letter, e.g. {gcp.region}-a, or fix gcp.region",
             reads=["gcp.region"],
         )
+    _check_gcp_capacity(c)
     if gcp.gpu_nic_mtu != c.spec.fabric.mtu:
         c.add(
             "gcp.gpu_nic_mtu",
@@ -612,6 +622,40 @@ def check_gcp(c: Checker) -> None:
         )
 
 
+def _check_gcp_capacity(c: Checker) -> None:
+    """One provisioning model, as Cluster Toolkit's A3 blueprints offer them (pick only one):
+    a specific reservation by name; DWS flex-start with its run duration and no reservation;
+    Spot."""
+    gcp = c.spec.gcp
+    assert gcp is not None
+    mode = ["gcp.provisioning"]
+    if gcp.provisioning == "reservation" and gcp.reservation is None:
+        c.add(
+            "gcp.reservation",
+            "provisioning: reservation needs the reservation's name, e.g. a3-reservation",
+            reads=mode,
+        )
+    if gcp.provisioning != "reservation" and gcp.reservation is not None:
+        c.add(
+            "gcp.reservation",
+            f"provisioning is {gcp.provisioning}: {gcp.reservation!r} is not used; set "
+            "provisioning: reservation or drop it (DWS flex-start cannot use reservations)",
+            reads=mode,
+        )
+    if gcp.provisioning == "flex-start" and gcp.max_run_duration is None:
+        c.add(
+            "gcp.max_run_duration",
+            "provisioning: flex-start needs the VMs' run time in seconds (600-604800), e.g. 604800",
+            reads=mode,
+        )
+    if gcp.provisioning != "flex-start" and gcp.max_run_duration is not None:
+        c.add(
+            "gcp.max_run_duration",
+            f"applies to provisioning: flex-start only (it is {gcp.provisioning}); drop it",
+            reads=mode,
+        )
+
+
 def check_gcp_names(c: Checker) -> None:
     """Compute Engine names what railyard creates after the hosts (instances) and after
     gcp.network_prefix (networks, subnets, firewalls): lowercase RFC 1035 labels."""
@@ -633,6 +677,47 @@ def check_gcp_names(c: Checker) -> None:
                 f"{bad[0]!r} cannot name a Compute Engine instance; use lowercase letters,"
                 " digits and hyphens, starting with a letter",
             )
+
+
+def check_egress(c: Checker) -> None:
+    """A cloud's egress is declared whole: a proxy URL with mode proxy only; with mode offline,
+    an image contract that covers what the hand-off would download (fabric.spec.egress)."""
+    from fabric.hostlist import compress
+    from fabric.spec.egress import NEEDS, egress_of, offline_image_lacks
+
+    egress = egress_of(c.spec) if c.known("target") else None
+    if egress is None:
+        return
+    path = f"{c.spec.target}.egress"
+    if egress.mode == "proxy" and egress.proxy is None:
+        c.add(f"{path}.proxy", "egress mode proxy needs the proxy, e.g. http://proxy.example:3128")
+    if egress.mode != "proxy" and (egress.proxy or egress.no_proxy):
+        c.add(f"{path}.proxy", f"set only with mode: proxy (mode is {egress.mode}); drop it")
+    if egress.mode != "offline" and egress.image_provides:
+        c.add(
+            f"{path}.image_provides",
+            f"the offline contract applies to mode: offline only (mode is {egress.mode}); drop it",
+        )
+    unknown = [n for n in egress.image_provides if n not in NEEDS]
+    if unknown:
+        c.add(f"{path}.image_provides", f"{unknown[0]!r} is none of {', '.join(NEEDS)}")
+        return
+    if egress.mode != "offline" or not c.all_hosts_known:
+        return
+    for need, hosts in offline_image_lacks(c.spec).items():
+        c.add(
+            f"{path}.image_provides",
+            f"the offline image lacks {need} ({NEEDS[need]}), needed on {compress(hosts)}: bake"
+            f" it into the image and list {need}, or use mode nat or proxy",
+            reads=["nodes", "slurm.controller"],
+        )
+    aws = c.spec.aws if c.spec.target == "aws" else None
+    if aws is not None and aws.efa_installer_url:
+        c.add(
+            "aws.efa_installer_url",
+            "egress mode offline reaches no installer URL; bake EFA into the AMI and drop it",
+            reads=[f"{path}.mode"],
+        )
 
 
 def _is_secure(value: Any) -> bool:
@@ -706,4 +791,5 @@ TARGET_RULES: tuple[Rule, ...] = (
     check_aws_instance_types,
     check_gcp,
     check_gcp_names,
+    check_egress,
 )

@@ -125,3 +125,43 @@ def driver_problems(netdev: str, report: EthtoolDriver, expected: str) -> list[s
         f"{netdev} is driven by {report.driver!r}, expected {expected!r} (gVNIC): create the "
         "instance with nicType GVNIC and an image carrying the gve driver"
     ]
+
+
+#: How the check reads the GPUDirect RDMA paths of an EFA instance: one line each, ``name rc``
+#: (0 when present). ``efa_nv_peermem`` / ``nvidia_peermem``: the peer-memory modules;
+#: ``open_module``: the NVIDIA open kernel module (``/proc/driver/nvidia/version``), which with
+#: Linux >= 5.12 (``ib_umem_dmabuf``, RDMA on dma-buf, merged in 5.12) lets the EFA driver map
+#: GPU memory through dma-buf, the path the current EFA installer uses by default.
+GPUDIRECT_PROBE = (
+    'for m in efa_nv_peermem nvidia_peermem; do test -d /sys/module/$m; echo "$m $?"; done; '
+    "grep -qs 'Open Kernel Module' /proc/driver/nvidia/version; echo \"open_module $?\"; "
+    'echo "kernel $(uname -r)"'
+)
+
+
+def gpudirect_paths(probe: str) -> list[str]:
+    """The GPUDirect RDMA paths the probe's output shows: ``dma-buf``, ``efa_nv_peermem``,
+    ``nvidia_peermem`` (any one lets EFA reach GPU memory)."""
+    values: dict[str, str] = {}
+    for line in probe.splitlines():
+        key, _, value = line.strip().partition(" ")
+        if key:
+            values[key] = value.strip()
+    if "kernel" not in values or "open_module" not in values:
+        raise HarnessError(f"GPUDirect probe printed no kernel/open_module line: {probe[:200]!r}")
+    paths = [m for m in ("efa_nv_peermem", "nvidia_peermem") if values.get(m) == "0"]
+    release = tuple(int(p) for p in values["kernel"].split("-")[0].split(".")[:2] if p.isdigit())
+    if values["open_module"] == "0" and release >= (5, 12):
+        paths.insert(0, "dma-buf")
+    return paths
+
+
+def gpudirect_problems(paths: list[str]) -> list[str]:
+    """No GPUDirect RDMA path at all is the problem; which one the driver uses is not."""
+    if paths:
+        return []
+    return [
+        "no GPUDirect RDMA path: neither dma-buf (NVIDIA open kernel module on Linux >= 5.12) nor "
+        "efa_nv_peermem nor nvidia_peermem is available, so EFA cannot reach GPU memory; use an "
+        "AMI with the open NVIDIA driver, or load a peer-memory module"
+    ]

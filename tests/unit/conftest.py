@@ -50,6 +50,8 @@ class Mocks(pulumi.runtime.Mocks):
             outs["privateIp"] = f"10.0.0.{count}"
             if args.inputs.get("associatePublicIpAddress"):  # TEST-NET-3, never contacted
                 outs["publicIp"] = f"203.0.113.{count}"
+        elif args.typ == "aws:ec2/eip:Eip":
+            outs["allocationId"] = f"eipalloc-{count}"
         elif args.typ == "gcp:compute/resourcePolicy:ResourcePolicy":
             outs["selfLink"] = f"projects/p/regions/r/resourcePolicies/{args.inputs['name']}"
         elif args.typ == "gcp:compute/instance:Instance":

@@ -53,14 +53,20 @@ def test_children_are_parented_to_the_component(p5: tuple[Mocks, dict[str, Any]]
     )
 
 
-def test_p5_launch_template_has_32_efa_interfaces(p5: tuple[Mocks, dict[str, Any]]) -> None:
+def test_p5_launch_template_has_ena_primary_and_32_efa_only(
+    p5: tuple[Mocks, dict[str, Any]],
+) -> None:
+    """The EFA guide's layout for P5: ENA at card 0 device 0 (the one IP address), efa-only at
+    card 0 device 1 and at device 0 of cards 1-31 (no IP address each)."""
     mocks, _ = p5
     (template,) = mocks.of("aws:ec2/launchTemplate:LaunchTemplate")
     nics = template.inputs["networkInterfaces"]
-    assert len(nics) == 32
-    assert [n["networkCardIndex"] for n in nics] == list(range(32))
-    assert [n["deviceIndex"] for n in nics] == [0] + [1] * 31
-    assert {n["interfaceType"] for n in nics} == {"efa"}
+    assert len(nics) == 33
+    assert [(n["networkCardIndex"], n["deviceIndex"], n["interfaceType"]) for n in nics] == [
+        (0, 0, "interface"),
+        (0, 1, "efa-only"),
+        *((card, 0, "efa-only") for card in range(1, 32)),
+    ]
     assert {n["subnetId"] for n in nics} == {"c-subnet-id"}
     assert all(n["securityGroups"] == ["c-efa-sg-id"] for n in nics)
     assert template.inputs["instanceType"] == "p5.48xlarge"
@@ -103,19 +109,74 @@ def test_security_group_refers_to_itself_both_ways(p5: tuple[Mocks, dict[str, An
         assert rules[0]["ipProtocol"] == "-1"
 
 
-def test_new_vpc_subnet_and_public_head(p5: tuple[Mocks, dict[str, Any]]) -> None:
+def test_new_vpc_head_public_compute_private_behind_nat(p5: tuple[Mocks, dict[str, Any]]) -> None:
+    """ParallelCluster's layout: the head node in a public subnet (internet gateway), the
+    compute nodes in a private one whose only default route is a NAT gateway."""
     mocks, _ = p5
     (vpc,) = mocks.of("aws:ec2/vpc:Vpc")
-    (subnet,) = mocks.of("aws:ec2/subnet:Subnet")
+    subnets = {r.name: r.inputs for r in mocks.of("aws:ec2/subnet:Subnet")}
     assert vpc.inputs["cidrBlock"] == "10.0.0.0/16"
-    assert subnet.inputs["cidrBlock"] == "10.0.0.0/20"
+    assert subnets["c-subnet"]["cidrBlock"] == "10.0.0.0/20"
+    assert subnets["c-public-subnet"]["cidrBlock"] == "10.0.16.0/24"
     assert len(mocks.of("aws:ec2/internetGateway:InternetGateway")) == 1
+    (nat,) = mocks.of("aws:ec2/natGateway:NatGateway")
+    (eip,) = mocks.of("aws:ec2/eip:Eip")
+    assert nat.inputs["subnetId"] == "c-public-subnet-id"
+    assert nat.inputs["allocationId"].startswith("eipalloc-") and eip.inputs["domain"] == "vpc"
+    tables = {r.name: r.inputs["routes"] for r in mocks.of("aws:ec2/routeTable:RouteTable")}
+    assert tables["c-rt"] == [{"cidrBlock": "0.0.0.0/0", "gatewayId": "c-igw-id"}]
+    assert tables["c-private-rt"] == [{"cidrBlock": "0.0.0.0/0", "natGatewayId": "c-nat-id"}]
+    links = {
+        r.inputs["subnetId"]: r.inputs["routeTableId"]
+        for r in mocks.of("aws:ec2/routeTableAssociation:RouteTableAssociation")
+    }
+    assert links == {"c-public-subnet-id": "c-rt-id", "c-subnet-id": "c-private-rt-id"}
     (head,) = [
         r for r in mocks.of("aws:ec2/instance:Instance") if r.inputs["tags"]["Name"] == "head1"
     ]
     assert head.inputs["instanceType"] == "c6i.2xlarge"
     assert head.inputs["associatePublicIpAddress"] is True
+    assert head.inputs["subnetId"] == "c-public-subnet-id"
     assert "launchTemplate" not in head.inputs
+
+
+@pytest.mark.parametrize("mode", ["proxy", "offline"])
+def test_no_nat_without_egress_nat(mode: str) -> None:
+    egress: dict[str, Any] = {"mode": mode}
+    if mode == "proxy":
+        egress["proxy"] = "http://proxy.example:3128"
+    else:
+        egress["image_provides"] = ["munge", "slurmd", "slurmctld", "nvidia-driver", "efa"]
+    mocks, _ = build(ClusterSpec.model_validate(example(egress=egress)))
+    assert not mocks.of("aws:ec2/natGateway:NatGateway")
+    tables = {r.name: r.inputs.get("routes") for r in mocks.of("aws:ec2/routeTable:RouteTable")}
+    assert not tables["c-private-rt"]
+
+
+def test_hostnames_are_the_declared_names_at_boot(p5: tuple[Mocks, dict[str, Any]]) -> None:
+    mocks, _ = p5
+    for inst in mocks.of("aws:ec2/instance:Instance"):
+        name = inst.inputs["tags"]["Name"]
+        data = yaml.safe_load(inst.inputs["userData"])
+        assert inst.inputs["userData"].startswith("#cloud-config\n")
+        assert data["hostname"] == data["fqdn"] == name
+        assert data["preserve_hostname"] is False
+        assert "apt" not in data  # egress nat: no proxy
+
+
+def test_proxy_reaches_apt_and_the_environment() -> None:
+    egress = {
+        "mode": "proxy",
+        "proxy": "http://proxy.example:3128",
+        "no_proxy": ["169.254.169.254"],
+    }
+    mocks, _ = build(ClusterSpec.model_validate(example(egress=egress)))
+    inst = mocks.of("aws:ec2/instance:Instance")[0]
+    data = yaml.safe_load(inst.inputs["userData"])
+    assert data["apt"] == {"http_proxy": egress["proxy"], "https_proxy": egress["proxy"]}
+    (env,) = data["write_files"]
+    assert env["path"] == "/etc/environment" and env["append"] is True
+    assert "no_proxy=169.254.169.254" in env["content"].splitlines()
 
 
 def test_inventory_uses_private_addresses(p5: tuple[Mocks, dict[str, Any]]) -> None:
@@ -138,8 +199,15 @@ def test_compute_nodes_are_reached_through_the_head_node(
     assert f"-W %h:%p ubuntu@{head_public}'" in jump
     assert jump.count("StrictHostKeyChecking=yes") == 2  # the node and the jump
     for host in ("gpu01", "gpu02", "gpu03", "gpu04"):  # private addresses, through head1
-        assert inventory["hosts"][host] == {"ansible_host": out["hosts"][host]["private_ip"]}
+        private = out["hosts"][host]["private_ip"]
+        assert inventory["hosts"][host] == {
+            "ansible_host": private,
+            "slurm_node_addr": private,
+            "cluster_hosts_address_var": "slurm_node_addr",
+        }
     assert inventory["hosts"]["head1"]["ansible_host"] == head_public
+    # Slurm (SlurmctldHost's address) and /etc/hosts use the head node's private address
+    assert inventory["hosts"]["head1"]["slurm_node_addr"] == out["hosts"]["head1"]["private_ip"]
     assert "ProxyCommand" not in inventory["hosts"]["head1"]["ansible_ssh_common_args"]
 
 
@@ -222,15 +290,38 @@ def test_existing_vpc_and_subnet_are_used_as_is() -> None:
     assert {n["subnetId"] for n in template.inputs["networkInterfaces"]} == {"subnet-0abc1234"}
 
 
-def test_capacity_block_sets_market_type_and_reservation() -> None:
+def test_capacity_block_sets_market_type_and_reservation_and_no_placement_group() -> None:
     spec = ClusterSpec.model_validate(
-        example(capacity_block=True, capacity_reservation_id="cr-0123456789abcdef0")
+        example(
+            capacity_block=True,
+            capacity_reservation_id="cr-0123456789abcdef0",
+            placement_group=None,
+        )
     )
     mocks, _ = build(spec)
     (template,) = mocks.of("aws:ec2/launchTemplate:LaunchTemplate")
     assert template.inputs["instanceMarketOptions"] == {"marketType": "capacity-block"}
     target = template.inputs["capacityReservationSpecification"]["capacityReservationTarget"]
     assert target == {"capacityReservationId": "cr-0123456789abcdef0"}
+    assert not mocks.of("aws:ec2/placementGroup:PlacementGroup")
+    assert "groupName" not in template.inputs["placement"]
+
+
+def test_odcr_targets_the_reservation_on_demand_in_the_placement_group() -> None:
+    spec = ClusterSpec.model_validate(example(capacity_reservation_id="cr-0123456789abcdef0"))
+    mocks, _ = build(spec)
+    (template,) = mocks.of("aws:ec2/launchTemplate:LaunchTemplate")
+    assert "instanceMarketOptions" not in template.inputs  # on demand, from the reservation
+    target = template.inputs["capacityReservationSpecification"]["capacityReservationTarget"]
+    assert target == {"capacityReservationId": "cr-0123456789abcdef0"}
+    assert template.inputs["placement"]["groupName"] == "efa-p5-pg"
+
+
+def test_on_demand_has_no_reservation_and_no_market() -> None:
+    mocks, _ = build(ClusterSpec.model_validate(example()))
+    (template,) = mocks.of("aws:ec2/launchTemplate:LaunchTemplate")
+    assert "instanceMarketOptions" not in template.inputs
+    assert "capacityReservationSpecification" not in template.inputs
 
 
 # --- refusals: the spec validators run before any resource is registered ---------------
@@ -334,6 +425,33 @@ def _no_head(data: dict[str, Any]) -> None:
             "access.bastion.host",
             "is not a host name or address",
         ),
+        (
+            lambda d: d["aws"].update(egress={"mode": "proxy"}),
+            "aws.egress.proxy",
+            "egress mode proxy needs the proxy",
+        ),
+        (
+            lambda d: d["aws"].update(egress={"mode": "offline", "image_provides": ["munge"]}),
+            "aws.egress.image_provides",
+            "the offline image lacks slurmctld",
+        ),
+        (
+            lambda d: d["aws"].update(
+                capacity_block=True, capacity_reservation_id="cr-0123456789abcdef0"
+            ),
+            "aws.placement_group",
+            "a Capacity Block places its instances itself",
+        ),
+        (
+            lambda d: d["aws"].update(egress={"mode": "offline", "image_provides": ["git"]}),
+            "aws.egress.image_provides",
+            "'git' is none of munge, slurmctld",
+        ),
+        (
+            lambda d: d["aws"].update(public_subnet_cidr="10.0.8.0/24"),
+            "aws.public_subnet_cidr",
+            "overlaps aws.subnet_cidr 10.0.0.0/20",
+        ),
     ],
     ids=[
         "capacity-block",
@@ -343,6 +461,11 @@ def _no_head(data: dict[str, Any]) -> None:
         "bastion-without-public-address",
         "malformed-ami",
         "bastion-option-injection",
+        "proxy-without-url",
+        "offline-image-lacks",
+        "capacity-block-with-placement-group",
+        "offline-unknown-need",
+        "public-subnet-overlap",
     ],
 )
 def test_validate_refuses_what_the_component_refuses(
@@ -353,3 +476,15 @@ def test_validate_refuses_what_the_component_refuses(
     code, validate, component = refusals(data, tmp_path, capsys)
     assert (code, validate) == (1, component)
     assert words in dict(validate)[path]
+
+
+def test_offline_image_lacks_names_each_need_and_its_hosts() -> None:
+    from fabric.spec.egress import offline_image_lacks
+
+    data = example(egress={"mode": "offline", "image_provides": ["munge", "slurmd", "efa"]})
+    spec = ClusterSpec.model_validate(data, context={SKIP_RULES: True})
+    assert offline_image_lacks(spec) == {
+        "nvidia-driver": ["gpu01", "gpu02", "gpu03", "gpu04"],
+        "slurmctld": ["head1"],
+    }
+    assert offline_image_lacks(ClusterSpec.model_validate(example())) == {}  # mode nat

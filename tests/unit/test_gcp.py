@@ -16,7 +16,7 @@ from fabric.components.gcp import GcpCluster
 from fabric.components.target import TARGET_OUTPUTS
 from fabric.spec import SKIP_RULES, ClusterSpec, SpecError
 
-EXAMPLE = Path(__file__).parents[2] / "Pulumi.gcp-a3.example.yaml"
+EXAMPLE = Path(__file__).parents[2] / "Pulumi.gcp-a3-high.example.yaml"
 SPECS = Path(__file__).parent / "specs"
 INSTANCE = "gcp:compute/instance:Instance"
 NETWORK = "gcp:compute/network:Network"
@@ -151,7 +151,12 @@ def test_compute_nodes_are_reached_through_the_head_node(
     head_public = out["hosts"]["head1"]["public_ip"]
     assert head_public and head_public != out["hosts"]["head1"]["private_ip"]
     assert f"-W %h:%p railyard@{head_public}'" in inventory["vars"]["ansible_ssh_common_args"]
-    assert inventory["hosts"]["a3-02"] == {"ansible_host": out["hosts"]["a3-02"]["private_ip"]}
+    private = out["hosts"]["a3-02"]["private_ip"]
+    assert inventory["hosts"]["a3-02"] == {
+        "ansible_host": private,
+        "slurm_node_addr": private,
+        "cluster_hosts_address_var": "slurm_node_addr",
+    }
     assert inventory["hosts"]["head1"]["ansible_host"] == head_public
 
 
@@ -237,7 +242,9 @@ def test_ssh_rule_and_key_from_config(ssh_config: None) -> None:
     assert ssh["targetTags"] == ["railyard-head"]
     assert ssh["allows"] == [{"protocol": "tcp", "ports": ["22"]}]
     assert mocks.instance("head1")["tags"] == ["railyard-head"]
-    assert mocks.instance("a3-01")["metadata"] == {
+    metadata = mocks.instance("a3-01")["metadata"]
+    assert metadata.pop("user-data").startswith("#cloud-config\nhostname: a3-01\n")
+    assert metadata == {
         "enable-guest-attributes": "TRUE",
         "ssh-keys": "railyard:ssh-ed25519 AAAAexample railyard",
     }
@@ -310,3 +317,242 @@ def test_validate_refuses_what_the_component_refuses(
     code, validate, component = refusals(data, tmp_path, capsys)
     assert (code, validate) == (1, component)
     assert words in dict(validate)[path]
+
+
+def test_cloud_nat_and_private_google_access_by_default(a3: tuple[Mocks, dict[str, Any]]) -> None:
+    mocks, _ = a3
+    (router,) = mocks.of("gcp:compute/router:Router")
+    (nat,) = mocks.of("gcp:compute/routerNat:RouterNat")
+    assert router.inputs["network"] == "c-sys-id"
+    assert router.inputs["region"] == "us-central1"
+    assert nat.inputs["router"] == router.inputs["name"]
+    assert nat.inputs["natIpAllocateOption"] == "AUTO_ONLY"
+    assert nat.inputs["sourceSubnetworkIpRangesToNat"] == "ALL_SUBNETWORKS_ALL_IP_RANGES"
+    subnets = mocks.of(SUBNET)
+    assert len(subnets) == 5
+    assert all(s.inputs["privateIpGoogleAccess"] is True for s in subnets)
+
+
+def test_no_cloud_nat_with_a_proxy() -> None:
+    data = example()
+    data["gcp"]["egress"] = {"mode": "proxy", "proxy": "http://proxy.example:3128"}
+    mocks, _ = build(ClusterSpec.model_validate(data))
+    assert not mocks.of("gcp:compute/routerNat:RouterNat")
+    assert not mocks.of("gcp:compute/router:Router")
+    data = yaml.safe_load(mocks.instance("a3-01")["metadata"]["user-data"])
+    assert data["apt"]["http_proxy"] == "http://proxy.example:3128"
+
+
+def test_instances_are_named_by_the_declared_hosts(a3: tuple[Mocks, dict[str, Any]]) -> None:
+    mocks, _ = a3
+    for inst in mocks.of(INSTANCE):
+        host = inst.inputs["name"]
+        assert inst.name == f"c-{host}"
+        data = yaml.safe_load(inst.inputs["metadata"]["user-data"])
+        assert data["hostname"] == data["fqdn"] == host
+        assert data["preserve_hostname"] is False
+    assert sorted(i.inputs["name"] for i in mocks.of(INSTANCE)) == ["a3-01", "a3-02", "head1"]
+
+
+def capacity(**gcp: Any) -> dict[str, Any]:
+    data = example()
+    data["gcp"].update(gcp)
+    return data
+
+
+@pytest.mark.parametrize(
+    ("settings", "scheduling", "affinity"),
+    [
+        (
+            {},
+            {
+                "onHostMaintenance": "TERMINATE",
+                "automaticRestart": True,
+                "provisioningModel": "STANDARD",
+            },
+            {"type": "NO_RESERVATION"},
+        ),
+        (
+            {"provisioning": "reservation", "reservation": "a3-res"},
+            {
+                "onHostMaintenance": "TERMINATE",
+                "automaticRestart": True,
+                "provisioningModel": "STANDARD",
+            },
+            {
+                "type": "SPECIFIC_RESERVATION",
+                "specificReservation": {
+                    "key": "compute.googleapis.com/reservation-name",
+                    "values": ["a3-res"],
+                },
+            },
+        ),
+        (
+            {"provisioning": "flex-start", "max_run_duration": 604800},
+            {
+                "onHostMaintenance": "TERMINATE",
+                "automaticRestart": False,
+                "provisioningModel": "FLEX_START",
+                "instanceTerminationAction": "DELETE",
+                "maxRunDuration": {"seconds": 604800},
+            },
+            {"type": "NO_RESERVATION"},
+        ),
+        (
+            {"provisioning": "spot"},
+            {
+                "onHostMaintenance": "TERMINATE",
+                "automaticRestart": False,
+                "preemptible": True,
+                "provisioningModel": "SPOT",
+                "instanceTerminationAction": "STOP",
+            },
+            {"type": "NO_RESERVATION"},
+        ),
+    ],
+    ids=["standard", "reservation", "flex-start", "spot"],
+)
+def test_provisioning_models(
+    settings: dict[str, Any], scheduling: dict[str, Any], affinity: dict[str, Any]
+) -> None:
+    mocks, _ = build(ClusterSpec.model_validate(capacity(**settings)))
+    compute = mocks.instance("a3-01")
+    assert compute["scheduling"] == scheduling
+    assert compute["reservationAffinity"] == affinity
+    head = mocks.instance("head1")
+    assert "scheduling" not in head and "reservationAffinity" not in head
+
+
+@pytest.mark.parametrize(
+    ("settings", "path", "words"),
+    [
+        ({"provisioning": "reservation"}, "gcp.reservation", "needs the reservation's name"),
+        ({"reservation": "a3-res"}, "gcp.reservation", "provisioning is standard"),
+        (
+            {"provisioning": "flex-start", "reservation": "a3-res", "max_run_duration": 3600},
+            "gcp.reservation",
+            "DWS flex-start cannot use reservations",
+        ),
+        ({"provisioning": "flex-start"}, "gcp.max_run_duration", "needs the VMs' run time"),
+        (
+            {"provisioning": "spot", "max_run_duration": 3600},
+            "gcp.max_run_duration",
+            "flex-start only",
+        ),
+    ],
+)
+def test_provisioning_refused_before_any_resource(
+    settings: dict[str, Any], path: str, words: str
+) -> None:
+    with pytest.raises(ValueError) as error:
+        ClusterSpec.model_validate(capacity(**settings))
+    assert path in str(error.value) and words in str(error.value)
+    mocks = mock_stack("gcptest")
+    spec = ClusterSpec.model_validate(capacity(**settings), context={SKIP_RULES: True})
+    with pytest.raises(SpecError) as refused:
+        GcpCluster("c", spec)
+    assert words in dict(refused.value.problems)[path]
+    assert mocks.resources == []
+
+
+def test_flex_start_run_duration_is_bounded() -> None:
+    with pytest.raises(ValueError, match="max_run_duration"):
+        ClusterSpec.model_validate(capacity(provisioning="flex-start", max_run_duration=604801))
+
+
+# --- each A3 kind as Cluster Toolkit's blueprint builds it --------------------------------
+
+ROOT = Path(__file__).parents[2]
+
+
+def kind_example(kind: str) -> tuple[Mocks, dict[str, Any]]:
+    path = ROOT / f"Pulumi.gcp-a3-{kind}.example.yaml"
+    data = yaml.safe_load(path.read_text())["config"]["railyard:cluster"]
+    return build(ClusterSpec.model_validate(data))
+
+
+@pytest.mark.parametrize(("kind", "gpu_nets"), [("high", 4), ("mega", 8)])
+def test_a3_high_and_mega_as_their_blueprints(kind: str, gpu_nets: int) -> None:
+    """sysnet at MTU 8244 with Private Google Access, one gVNIC VPC per GPU NIC (multivpc)."""
+    mocks, out = kind_example(kind)
+    nets = {r.inputs["name"]: r.inputs for r in mocks.of(NETWORK)}
+    assert nets[f"a3-{kind}-sys"]["mtu"] == 8244
+    gpu = [n for name, n in nets.items() if "-gpu-" in name]
+    assert len(gpu) == gpu_nets and all("networkProfile" not in n for n in gpu)
+    nics = mocks.instance("a3-01")["networkInterfaces"]
+    assert len(nics) == 1 + gpu_nets
+    assert {n["nicType"] for n in nics} == {"GVNIC"}
+    assert out["hosts"]["a3-01"]["nic_count"] == 1 + gpu_nets
+
+
+def test_a3_ultra_as_its_blueprint() -> None:
+    """Two gVNIC VPCs at 8896, one VPC with the zone's RoCE profile holding 8 subnets, one
+    MRDMA NIC per subnet, no firewall on the RDMA VPC, no compact placement, a reservation."""
+    mocks, out = kind_example("ultra")
+    nets = {r.inputs["name"]: r.inputs for r in mocks.of(NETWORK)}
+    assert sorted(nets) == ["a3-ultra-net-1", "a3-ultra-rdma", "a3-ultra-sys"]
+    assert nets["a3-ultra-sys"]["mtu"] == nets["a3-ultra-net-1"]["mtu"] == 8896
+    rdma = nets["a3-ultra-rdma"]
+    assert rdma["mtu"] == 8896 and rdma["routingMode"] == "REGIONAL"
+    assert rdma["networkProfile"] == (
+        "https://www.googleapis.com/compute/beta/projects/my-gpu-project/global/"
+        "networkProfiles/us-central1-a-vpc-roce"
+    )
+    rdma_subnets = [s.inputs for s in mocks.of(SUBNET) if s.inputs["network"] == "c-rdma-id"]
+    assert [s["ipCidrRange"] for s in rdma_subnets] == [
+        f"192.168.{128 + 8 * i}.0/21" for i in range(8)
+    ]
+    firewalls = [f.inputs["network"] for f in mocks.of("gcp:compute/firewall:Firewall")]
+    assert "c-rdma-id" not in firewalls and "c-net-1-id" in firewalls
+    nics = mocks.instance("a3-01")["networkInterfaces"]
+    assert [n["nicType"] for n in nics] == ["GVNIC", "GVNIC", *["MRDMA"] * 8]
+    assert [n["subnetwork"] for n in nics[:2]] == ["c-sys-subnet-id", "c-net-1-subnet-id"]
+    assert [n["subnetwork"] for n in nics[2:]] == [f"c-rdma-{i}-subnet-id" for i in range(8)]
+    assert out["hosts"]["a3-01"]["nic_count"] == 10
+    assert not mocks.of("gcp:compute/resourcePolicy:ResourcePolicy")
+    affinity = mocks.instance("a3-01")["reservationAffinity"]
+    assert affinity["specificReservation"]["values"] == ["a3-ultra-reservation"]
+    head = mocks.instance("head1")["networkInterfaces"]
+    assert len(head) == 1
+
+
+def test_blueprint_facts_per_kind() -> None:
+    from fabric.catalog import gcp_blueprint
+
+    high, mega, ultra = (gcp_blueprint(f"a3-{k}gpu-8g") for k in ("high", "mega", "ultra"))
+    assert high and mega and ultra
+    assert (high.nccl_plugin, mega.nccl_plugin, ultra.nccl_plugin) == ("tcpx", "tcpxo", "gib")
+    assert "tcpx-kernel" in high.image_needs
+    assert {"dmabuf-import-helper", "aperture-devices"} <= set(mega.image_needs)
+    assert ultra.gpu_nic_type == "MRDMA" and ultra.gvnic_networks == 2
+    assert gcp_blueprint("n2-standard-8") is None
+
+
+def test_offline_a3_mega_image_must_carry_the_blueprint_helpers() -> None:
+    from fabric.spec.egress import offline_image_lacks
+
+    data = mega()
+    data["gcp"]["egress"] = {
+        "mode": "offline",
+        "image_provides": ["munge", "slurmd", "slurmctld", "nvidia-driver", "docker"],
+    }
+    spec = ClusterSpec.model_validate(data, context={SKIP_RULES: True})
+    assert offline_image_lacks(spec) == {
+        need: ["a3-01", "a3-02"]
+        for need in ("rxdm-image", "dmabuf-import-helper", "aperture-devices")
+    }
+    with pytest.raises(ValueError, match="the offline image lacks dmabuf-import-helper"):
+        ClusterSpec.model_validate(data)
+
+
+def test_a3_ultra_second_subnet_must_stand_apart() -> None:
+    path = ROOT / "Pulumi.gcp-a3-ultra.example.yaml"
+    data = yaml.safe_load(path.read_text())["config"]["railyard:cluster"]
+    data["gcp"]["second_subnet_cidr"] = "192.168.128.0/20"  # the first MRDMA subnets
+    with pytest.raises(
+        ValueError, match=r"gcp.gpu_subnet_cidrs\[0\].*overlaps gcp.second_subnet_cidr"
+    ):
+        ClusterSpec.model_validate(data)
+    high = example()
+    high["gcp"]["second_subnet_cidr"] = "172.16.0.0/20"  # unused on A3 High: not checked
+    assert ClusterSpec.model_validate(high).gcp is not None

@@ -225,7 +225,7 @@ ROLES = (
 
 
 @pytest.mark.parametrize(
-    "stack", ["Pulumi.lab.yaml", "Pulumi.aws-efa.example.yaml", "Pulumi.gcp-a3.example.yaml"]
+    "stack", ["Pulumi.lab.yaml", "Pulumi.aws-efa.example.yaml", "Pulumi.gcp-a3-high.example.yaml"]
 )
 def test_every_variable_is_declared_by_its_role(stack):
     out = role_vars_from_spec(load_spec(REPO / stack))
@@ -303,7 +303,7 @@ def test_efa_installer_url_without_checksum_is_a_spec_problem_naming_the_field()
 
 
 def test_gcp_a3_high_hand_off():
-    out = role_vars_from_spec(_cloud("Pulumi.gcp-a3.example.yaml"))
+    out = role_vars_from_spec(_cloud("Pulumi.gcp-a3-high.example.yaml"))
     a3 = out["railyard_gcp_gpudirect"]
     assert set(a3) == {"a3-01", "a3-02"}
     assert a3["a3-01"] == {
@@ -328,7 +328,7 @@ def test_gcp_a3_high_hand_off():
 def test_gcp_a3_mega_and_ultra():
     mega = role_vars_from_spec(
         _cloud(
-            "Pulumi.gcp-a3.example.yaml",
+            "Pulumi.gcp-a3-high.example.yaml",
             nodes__0__instance_type="a3-megagpu-8g",
             gcp__gpu_subnet_cidrs=[],
         )
@@ -339,7 +339,7 @@ def test_gcp_a3_mega_and_ultra():
     assert "NCCL_FASTRAK_IFNAME" in mega["railyard_job_environment"]["a3-01"]["multinode"]
     ultra = role_vars_from_spec(
         _cloud(
-            "Pulumi.gcp-a3.example.yaml",
+            "Pulumi.gcp-a3-high.example.yaml",
             nodes__0__instance_type="a3-ultragpu-8g",
             nodes__0__gpu_type="h200",
             gcp__gpu_subnet_cidrs=[],

@@ -35,7 +35,7 @@ def problems(path: Path) -> dict[str, str]:
 
 
 def test_examples_agree_with_their_config(tmp_path: Path) -> None:
-    for example in ("aws-efa", "gcp-a3", "baremetal-ib"):
+    for example in ("aws-efa", "gcp-a3-high", "gcp-a3-mega", "gcp-a3-ultra", "baremetal-ib"):
         assert load_spec(stack(tmp_path, example)).name
 
 
@@ -61,7 +61,7 @@ def test_aws_provider_region_missing(tmp_path: Path) -> None:
     ],
 )
 def test_gcp_provider_settings_differ(tmp_path: Path, key: str, value: str, field: str) -> None:
-    found = problems(stack(tmp_path, "gcp-a3", **{key.replace(":", "__"): value}))
+    found = problems(stack(tmp_path, "gcp-a3-high", **{key.replace(":", "__"): value}))
     assert f"{value!r} differs from {field}" in found[f"config {key}"]
 
 

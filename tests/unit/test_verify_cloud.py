@@ -108,3 +108,45 @@ def test_gvnic_driver() -> None:
     i40e = PARSERS["ethtool_i"](_fixture("ethtool_i__openshiftchecks22__1.txt"))
     (problem,) = driver_problems("ens3f0", i40e, "gve")
     assert "'i40e'" in problem and "GVNIC" in problem
+
+
+# --- GPUDirect RDMA over EFA: any of the three paths -------------------------------------
+# The probe's output is railyard's own (GPUDIRECT_PROBE: `echo name rc` and `uname -r`), not a
+# tool's: these lines are what that script prints for each case.
+
+
+@pytest.mark.parametrize(
+    ("probe", "paths"),
+    [
+        (
+            "efa_nv_peermem 1\nnvidia_peermem 1\nopen_module 0\nkernel 6.8.0-1021-aws",
+            ["dma-buf"],
+        ),
+        (
+            "efa_nv_peermem 0\nnvidia_peermem 1\nopen_module 1\nkernel 6.8.0-1021-aws",
+            ["efa_nv_peermem"],
+        ),
+        (
+            "efa_nv_peermem 1\nnvidia_peermem 0\nopen_module 1\nkernel 5.10.0-1-aws",
+            ["nvidia_peermem"],
+        ),
+        ("efa_nv_peermem 1\nnvidia_peermem 1\nopen_module 0\nkernel 5.10.228-219.884.amzn2", []),
+    ],
+    ids=["dma-buf", "efa_nv_peermem", "nvidia_peermem", "open-module-on-an-old-kernel"],
+)
+def test_gpudirect_paths(probe: str, paths: list[str]) -> None:
+    from fabric.verify.cloud import gpudirect_paths, gpudirect_problems
+
+    assert gpudirect_paths(probe) == paths
+    problems = gpudirect_problems(paths)
+    assert bool(problems) is (not paths)
+    if problems:
+        assert "no GPUDirect RDMA path" in problems[0]
+
+
+def test_gpudirect_probe_without_its_lines_is_a_harness_error() -> None:
+    from fabric.verify.cloud import gpudirect_paths
+    from fabric.verify.harness import HarnessError
+
+    with pytest.raises(HarnessError, match="no kernel/open_module line"):
+        gpudirect_paths("bash: uname: command not found")

@@ -16,7 +16,7 @@ from fabric.verify.plan import FAMILIES, CheckPlan, describe
 
 REPO = Path(__file__).resolve().parents[2]
 AWS = REPO / "Pulumi.aws-efa.example.yaml"
-GCP = REPO / "Pulumi.gcp-a3.example.yaml"
+GCP = REPO / "Pulumi.gcp-a3-high.example.yaml"
 LAB = REPO / "Pulumi.lab.yaml"
 
 

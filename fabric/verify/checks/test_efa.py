@@ -14,9 +14,12 @@ import pytest
 from fabric.parsers import PARSERS, ParseError
 from fabric.verify.cloud import (
     EFA_PCI_SCAN,
+    GPUDIRECT_PROBE,
     IMDS_PLACEMENT_GROUP,
     efa_device_problems,
     efa_provider_problems,
+    gpudirect_paths,
+    gpudirect_problems,
     placement_group_problems,
 )
 from fabric.verify.harness import HarnessError
@@ -54,12 +57,11 @@ def test_efa_provider(host, efa_host: EfaHost) -> None:
 
 @pytest.mark.family("efa_gpudirect")
 def test_efa_gpudirect_rdma(host, efa_gpudirect_host: EfaHost) -> None:
-    """GPUDirect RDMA declared (aws.gpudirect_rdma) on a p4/p5: the peer-memory module is loaded."""
-    loaded = host.run("test -d /sys/module/nvidia_peermem").rc == 0
-    assert loaded, (
-        f"{efa_gpudirect_host.host}: nvidia_peermem is not loaded, so EFA cannot reach GPU "
-        "memory (GPUDirect RDMA); the efa role loads it when aws.gpudirect_rdma is true"
-    )
+    """GPUDirect RDMA declared (aws.gpudirect_rdma) on a p4/p5: EFA reaches GPU memory through
+    dma-buf, efa_nv_peermem or nvidia_peermem, whichever the driver uses."""
+    result = host.run(f"timeout 20 bash -c {shlex.quote(GPUDIRECT_PROBE)}")
+    problems = gpudirect_problems(gpudirect_paths(result.stdout))
+    assert not problems, f"{efa_gpudirect_host.host}: " + "; ".join(problems)
 
 
 @pytest.mark.family("placement_group")

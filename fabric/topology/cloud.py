@@ -1,0 +1,133 @@
+"""Slurm topology of cloud instances from the provider's own placement data, as a ``FabricGraph``
+that the InfiniBand writer (``fabric.topology.slurm``: tree, block, topology.yaml) turns into
+Slurm's files unchanged.
+
+- AWS: ``DescribeInstanceTopology`` gives every running instance its ``NetworkNodes``, the
+  node set of three (p6-b200: four) network layers, top first; the last is the node the
+  instance connects to (EC2 User Guide, "How instance topology works").
+- GCE: ``resourceStatus.physicalHostTopology`` gives ``cluster``, ``block``, ``subblock`` (and
+  ``host``) of an A3/A4 or compact-placed VM (Compute Engine, "View the topology of
+  instances"); ``resourceStatus.physicalHost`` the same path as ``/cluster/block/subblock``
+  on older images of the API.
+
+As NVIDIA topograph does, each network layer becomes a switch level: the bottom node (AWS) or
+sub-block (GCE) is the leaf switch that lists the instances, the upper layers list the switches
+below them; topology/block makes one block per leaf. Instances the provider gives no placement
+for (not running, type not supported) are left out and named in ``warnings``: Slurm puts a
+node missing from topology.conf nowhere, so the caller reports them.
+
+Provider data carries no link speed: the links of the graph are structural and carry
+``rate_gbps`` 0, which no topology output reads.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from fabric.topology.graph import Ca, FabricGraph, GraphError, Link, Switch
+
+__all__ = ["aws_topology_graph", "gce_topology_graph", "graph_from_paths"]
+
+#: What Slurm accepts as a switch or block name (no spaces, commas or brackets).
+_SLURM_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]*$")
+
+
+def _guid(kind: str, name: str) -> str:
+    """A stable GUID-shaped key for a switch or host named by the provider."""
+    return "0x" + hashlib.sha256(f"{kind}:{name}".encode()).hexdigest()[:16]
+
+
+def graph_from_paths(paths: Mapping[str, Sequence[str]], warnings: list[str]) -> FabricGraph:
+    """A graph from host -> switch path (top layer first): one switch per distinct path prefix,
+    named by its last element; a host hangs off the last switch of its path."""
+    switches: dict[str, Switch] = {}
+    cas: dict[str, Ca] = {}
+    links: list[Link] = []
+    children: dict[str, set[str]] = {}
+    owner: dict[str, tuple[str, ...]] = {}
+    for host, path in paths.items():
+        for depth, name in enumerate(path):
+            if not _SLURM_NAME.match(name):
+                raise GraphError(
+                    f"{host}: topology layer {depth} is named {name!r}, which Slurm cannot use "
+                    "as a switch name (letters, digits, _ . : - only)"
+                )
+            prefix = tuple(path[: depth + 1])
+            if owner.setdefault(name, prefix) != prefix:
+                raise GraphError(
+                    f"{host}: network node {name} sits under {list(prefix[:-1])} here and under "
+                    f"{list(owner[name][:-1])} for another instance; the provider's data "
+                    "contradicts itself"
+                )
+            guid = _guid("switch", name)
+            if guid not in switches:
+                switches[guid] = Switch(guid, name, "provider network node", 0)
+            if depth:
+                parent = _guid("switch", path[depth - 1])
+                if guid not in children.setdefault(parent, set()):
+                    children[parent].add(guid)
+                    links.append(Link(parent, len(children[parent]), guid, 0, "1x", "SDR", 0.0))
+        if not path:
+            continue
+        ca = _guid("host", host)
+        cas[ca] = Ca(ca, host, "nic0", f"{host} nic0", 1)
+        leaf = _guid("switch", path[-1])
+        children.setdefault(leaf, set()).add(ca)
+        links.append(Link(leaf, len(children[leaf]), ca, 1, "1x", "SDR", 0.0))
+    ports: dict[str, int] = {}
+    for link in links:  # a switch's ports: its links down and up
+        ports[link.a_guid] = ports.get(link.a_guid, 0) + 1
+        ports[link.b_guid] = ports.get(link.b_guid, 0) + 1
+    switches = {g: sw._replace(ports=ports.get(g, 0)) for g, sw in switches.items()}
+    return FabricGraph(switches=switches, cas=cas, links=links, warnings=warnings)
+
+
+def aws_topology_graph(response: Mapping[str, Any], names: Mapping[str, str]) -> FabricGraph:
+    """The graph of a ``DescribeInstanceTopology`` response (``Instances``, as the AWS CLI and
+    the API's JSON give it). ``names``: instance id -> host name; other instances of the account
+    are ignored."""
+    instances = response.get("Instances")
+    if not isinstance(instances, list):
+        raise GraphError("not a DescribeInstanceTopology response: no Instances list")
+    paths: dict[str, list[str]] = {}
+    warnings: list[str] = []
+    for item in instances:
+        host = names.get(str(item.get("InstanceId")))
+        if host is None:
+            continue
+        nodes = [str(n) for n in item.get("NetworkNodes") or []]
+        if not nodes:
+            warnings.append(f"{host}: no NetworkNodes (not running, or a type without topology)")
+            continue
+        paths[host] = nodes
+    missing = sorted(set(names.values()) - set(paths) - {w.split(":")[0] for w in warnings})
+    warnings += [f"{host}: not in the response" for host in missing]
+    return graph_from_paths(paths, warnings)
+
+
+def gce_topology_graph(instances: Sequence[Mapping[str, Any]]) -> FabricGraph:
+    """The graph of Compute Engine instances (``instances.get``/``list`` items, JSON): their
+    ``resourceStatus.physicalHostTopology`` cluster / block / subblock, else the levels of
+    ``resourceStatus.physicalHost`` above the host. Instance names are the hosts; a switch is
+    named by its whole path (block ids are unique per organization, not per cluster)."""
+    paths: dict[str, list[str]] = {}
+    warnings: list[str] = []
+    for item in instances:
+        host = str(item.get("name"))
+        status = item.get("resourceStatus") or {}
+        topo = status.get("physicalHostTopology") or {}
+        levels = [str(topo.get(k) or "") for k in ("cluster", "block", "subblock")]
+        physical = str(status.get("physicalHost") or "")
+        if all(levels):
+            path = ["-".join(levels[: i + 1]) for i in range(3)]
+        elif physical.startswith("/") and physical.count("/") >= 2:
+            parts = physical.strip("/").split("/")[:-1]  # the levels above the host
+            path = ["-".join(parts[: i + 1]) for i in range(len(parts))]
+        else:
+            warnings.append(f"{host}: no physical placement (not running, or no compact placement)")
+            continue
+        paths[host] = path
+    return graph_from_paths(paths, warnings)
