@@ -23,8 +23,8 @@ import time
 from pathlib import Path
 
 from bench.topology.fabric import HCAS, graph, render_ibnetdiscover
+from fabric.graph import FabricGraph
 from fabric.parsers.ibnetdiscover import parse
-from fabric.topology.graph import FabricGraph
 from fabric.topology.ibsim import IbsimSession, ibsim_limits, render_net, sim_host, simulated
 
 

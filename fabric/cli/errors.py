@@ -196,7 +196,7 @@ KNOWN_ERRORS: tuple[tuple[str, str, Exit], ...] = (
     ("fabric.parsers", "UnknownToolError", Exit.USAGE),
     ("fabric.parsers", "ParseError", Exit.USAGE),
     ("fabric.parsers.text", "InputError", Exit.USAGE),
-    ("fabric.topology.graph", "GraphError", Exit.USAGE),
+    ("fabric.graph", "GraphError", Exit.USAGE),
     ("fabric.hostlist", "HostlistError", Exit.USAGE),
     ("fabric.lab.image", "ImageError", Exit.FAILED),
 )

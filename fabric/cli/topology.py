@@ -14,7 +14,7 @@ DEFAULT_MAX_MB = 1024
 _FIX = "pass ibnetdiscover's plain output (a file, or '-' for stdin)"
 
 if TYPE_CHECKING:
-    from fabric.topology.graph import FabricGraph
+    from fabric.graph import FabricGraph
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -117,9 +117,16 @@ def cmd_topology(args: argparse.Namespace) -> int:
     if args.max_mb < 1:
         raise CommandError("--max-mb must be 1 or more")
     if args.from_ibnetdiscover and args.plugin == "tree" and not _other_output(args):
-        from fabric.parsers.ibnetdiscover.tree import tree_conf  # no graph: the compiled writer
+        from fabric.parsers.ibnetdiscover.tree import compiled_tree_conf  # no graph
 
-        sys.stdout.write(tree_conf(_capture(args)))
+        text = _capture(args)
+        conf = compiled_tree_conf(text)
+        if conf is None:  # declined: the reference, which names what is wrong with the text
+            from fabric.parsers.ibnetdiscover import parse
+            from fabric.topology.slurm import tree_conf
+
+            conf = tree_conf(parse(text))
+        sys.stdout.write(conf)
         return Exit.OK
     graph = _graph(args)
     if args.nodes is not None:

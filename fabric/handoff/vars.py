@@ -297,7 +297,7 @@ def gcp_gpudirect_vars(spec: ClusterSpec) -> dict[str, Any]:
     (one VPC per NIC, the GCP component's ranges), MTU, machine type and transport, and on A3
     Ultra the RDMA stack for its ConnectX RoCE NICs (``railyard_roce_hosts``)."""
     from fabric.catalog import gcp_machine
-    from fabric.components.gcp import gpu_subnet_cidrs
+    from fabric.model.gcp import gpu_subnet_cidrs
 
     gcp = spec.gcp
     if spec.fabric.kind != "gcp-gpudirect" or gcp is None:
@@ -433,19 +433,13 @@ HEALTH_PROGRAM = "/usr/local/sbin/railyard-health"
 
 def node_health_vars(spec: ClusterSpec, extra: dict[str, Any]) -> dict[str, Any]:
     """The health check per compute node with InfiniBand ports (``railyard_node_health``:
-    host -> ``fabric.verify.health.config_for``), and slurm.conf's HealthCheckProgram,
+    host -> ``fabric.handoff.health.health_configs``), and slurm.conf's HealthCheckProgram,
     HealthCheckInterval and HealthCheckNodeState from ``health`` (interval 0: none)."""
-    from fabric.verify.health import config_for
-    from fabric.verify.plan import CheckPlan
+    from fabric.handoff.health import health_configs
 
     if spec.fabric.kind != "infiniband":
         return {}
-    plan = CheckPlan(spec=spec, hosts=list(spec.hosts))
-    configs = {
-        host: config_for(plan, host)
-        for host in spec.hosts_with_role("compute")
-        if any(p.host == host for p in plan.ib_ports)
-    }
+    configs = health_configs(spec)
     out: dict[str, Any] = {"railyard_node_health": configs}
     if configs and spec.health.interval > 0:
         out["slurm_extra_config"] = extra | {

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from fabric.topology.graph import FabricGraph
+from fabric.graph import FabricGraph
 from fabric.topology.slurm import block_conf, topology_yaml, tree_conf
 
 

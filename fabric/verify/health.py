@@ -7,7 +7,7 @@ The same program is the rolling driver upgrade's gate (``--check``: judge, touch
 Standard library only: railyard's Python dependencies are not installed on compute nodes.
 
 It reads its expectations from a JSON file the hand-off writes from the spec
-(:func:`config_for`): per declared HCA port the CA to query, the expected width, speed and
+(``fabric.handoff.health.health_configs``): per declared HCA port the CA to query, the expected width, speed and
 active MTU, and the cable's switch end. Per port it runs ``smpquery portinfo`` (state, width,
 speed, MTU, SM LID), ``perfquery`` on the port and on the switch port at the other end of its
 cable, and once ``sminfo`` (an SM answers); on GPU hardware (``/proc/driver/nvidia``) it
@@ -390,51 +390,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"{action}, {seconds:.3f}s"
         )
     return 1 if failures else 3 if harness else 0
-
-
-def config_for(plan: Any, host: str) -> dict[str, Any]:
-    """The health check's configuration for ``host`` from a ``CheckPlan`` (controller side)."""
-    from fabric.verify.plan import SIM_DEVICE
-
-    ports = []
-    for p in plan.ib_ports:
-        if p.host != host:
-            continue
-        graph = plan.expected_graph
-        link = next(
-            (
-                link
-                for link in (graph.links if graph else [])
-                for end in (link.a, link.b)
-                if graph.cas.get(end.guid) is not None
-                and graph.cas[end.guid].host == host
-                and graph.cas[end.guid].device == p.device
-                and end.port == p.port
-            ),
-            None,
-        )
-        ports.append(
-            {
-                "ca": SIM_DEVICE if plan.simulated else p.device,
-                "device": p.device,
-                "port": p.port,
-                "width": p.width.upper(),
-                "speed": link.speed if link else "",
-                "rate_gbps": p.rate_gbps,
-                "mtu": plan.ib_mtu,
-                "cable": f"{p.switch} p{p.switch_port}" if p.switch else "no declared cable",
-                "switch_port": p.switch_port,
-            }
-        )
-    spec = plan.spec
-    config: dict[str, Any] = {
-        "node": host,
-        "ports": ports,
-        "thresholds": spec.health.counters.model_dump(exclude_none=True),
-    }
-    if plan.simulated:  # the lab's tools reach ibsim through a preload set in /etc/environment
-        config["env_file"] = "/etc/environment"
-    return config
 
 
 if __name__ == "__main__":

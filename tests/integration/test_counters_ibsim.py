@@ -32,12 +32,12 @@ import pytest
 import testinfra
 import yaml
 
+from fabric.handoff.health import health_config
 from fabric.lab import umadshim
 from fabric.spec import ClusterSpec
 from fabric.topology.from_spec import graph_from_spec
 from fabric.topology.ibsim import ibsim_limits, render_net, sim_host
 from fabric.verify.facts import Facts
-from fabric.verify.health import config_for
 from fabric.verify.plan import CheckPlan
 
 pytestmark = pytest.mark.integration
@@ -224,7 +224,7 @@ def test_counter_check_names_the_cable_with_symbol_errors_and_no_other(
 def _health(
     sim: Sim, tmp: Path, host: str = "gpu03", preload: str = UMAD2SIM
 ) -> tuple[int, dict[str, Any], float]:
-    config = config_for(sim.plan, host)
+    config = health_config(sim.plan.spec, host, sim.plan.ib_ports, sim.plan.expected_graph)
     env_file = tmp / "environment"
     env_file.write_text(
         f"LD_PRELOAD={preload}\nIBSIM_SOCKNAME={sim.env['IBSIM_SOCKNAME']}\n"

@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 import yaml
 
+from fabric.graph import FabricGraph
 from fabric.spec import ClusterSpec
 from fabric.topology.from_spec import graph_from_spec
-from fabric.topology.graph import FabricGraph
 from fabric.topology.ibsim import ibsim_limits, render_net, sim_host, simulated
 
 pytestmark = pytest.mark.integration

@@ -31,8 +31,9 @@ from typing import Any
 
 import pytest
 
-from fabric.lab.faults import IbsimConsole, stop_sm
-from fabric.lab.ibsim_clients import bound_udp_ports
+from fabric.lab.faults import stop_sm
+from fabric.topology.ibsim_clients import bound_udp_ports
+from fabric.topology.ibsim_console import IbsimConsole
 from tests.integration.labkit import REPO, OwnLab, own_lab
 
 #: a libibumad client (ctypes) whose ``hold`` mode attaches to ibsim and stays until stdin ends

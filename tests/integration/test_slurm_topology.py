@@ -13,10 +13,10 @@ import pytest
 import yaml
 
 from bench.slurm_topology.slurmctld import available, load, munged, parse_show_topology
+from fabric.graph import FabricGraph
 from fabric.hostlist import compress, expand
 from fabric.spec import ClusterSpec
 from fabric.topology.from_spec import graph_from_spec
-from fabric.topology.graph import FabricGraph
 from fabric.topology.slurm import SlurmTree, slurm_tree, tree_conf
 
 pytestmark = pytest.mark.integration

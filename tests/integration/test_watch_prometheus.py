@@ -29,7 +29,7 @@ from typing import Any
 
 import pytest
 
-from fabric.lab.faults import IbsimConsole
+from fabric.topology.ibsim_console import IbsimConsole
 from tests.integration.labkit import REPO, OwnLab, own_lab
 
 pytestmark = pytest.mark.integration

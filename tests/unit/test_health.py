@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from fabric.handoff.health import health_configs
 from fabric.handoff.vars import HEALTH_PROGRAM, role_vars_from_spec
 from fabric.spec import load_spec
 from fabric.verify import health
@@ -33,10 +34,10 @@ def test_portinfo_fields_and_speed_from_real_smpquery() -> None:
     assert health.speed_name({"LinkSpeedActive": "10.0 Gbps"}) == "QDR"
 
 
-def test_config_for_names_each_port_and_its_cable() -> None:
+def test_health_config_names_each_port_and_its_cable() -> None:
     spec = load_spec(REPO / "Pulumi.lab.yaml")
     plan = CheckPlan(spec=spec, hosts=list(spec.hosts))
-    config = health.config_for(plan, "gpu03")
+    config = health_configs(spec)["gpu03"]
     (port,) = config["ports"]
     want = next(p for p in plan.ib_ports if p.host == "gpu03")
     assert port["cable"] == f"{want.switch} p{want.switch_port}"
@@ -67,7 +68,7 @@ def test_handoff_sets_slurm_health_settings_from_the_spec() -> None:
 
 def _config(tmp_path: Path) -> Path:
     spec = load_spec(REPO / "Pulumi.lab.yaml")
-    config = health.config_for(CheckPlan(spec=spec, hosts=list(spec.hosts)), "gpu03")
+    config = health_configs(spec)["gpu03"]
     del config["env_file"]
     path = tmp_path / "health.json"
     path.write_text(json.dumps(config))

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
+from fabric.graph import FabricGraph, GraphError
 from fabric.parsers.common import ParseError
 from fabric.parsers.ibnetdiscover import IbnetdiscoverError, parse
-from fabric.topology.graph import FabricGraph, GraphError
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 

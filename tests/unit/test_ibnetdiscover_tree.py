@@ -21,17 +21,17 @@ from test_topology_three_level import graph as three_level_graph
 from bench.topology.fabric import graph as bench_graph
 from bench.topology.fabric import render_ibnetdiscover
 from fabric.cli import main
+from fabric.graph import LANE_GBPS, WIDTH_LANES, GraphError
 from fabric.parsers import ParseError
 from fabric.parsers.ibnetdiscover import parse, tree
 from fabric.parsers.ibnetdiscover.fast import _parse_fast
-from fabric.topology.graph import LANE_GBPS, WIDTH_LANES, GraphError
 from fabric.topology.slurm import tree_conf as reference_conf
 
 LAB = TEXTS["ibnetdiscover__ibsim_lab__1.txt"]
 
 
 def compiled(text: str) -> str | None:
-    """The compiled writer, as ``tree.tree_conf`` calls it (fails when it was not built)."""
+    """The compiled writer, as ``tree.compiled_tree_conf`` calls it (fails when it was not built)."""
     assert tree._tree_compiled is not None, (
         "fabric/parsers/ibnetdiscover/_ibnetdiscover_tree.c was not built: scripts/bootstrap.sh "
         "installs gcc and builds it with `pip install -e .`; rerun `make bootstrap`"

@@ -6,8 +6,8 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel
 
+from fabric.graph import FabricGraph
 from fabric.parsers import PARSERS, Parsed, ParseError, UnknownToolError, parse
-from fabric.topology.graph import FabricGraph
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 

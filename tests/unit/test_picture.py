@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
+from fabric.graph import FabricGraph
 from fabric.parsers.ibnetdiscover import parse as parse_ibnetdiscover
 from fabric.spec import spec_from_mapping
 from fabric.topology.from_spec import graph_from_spec
-from fabric.topology.graph import FabricGraph
 from fabric.verify.picture import MAX_PAIRS, RED, SUMMARY_HOSTS, Marks, fabric_dot, layers
 from fabric.verify.report import DOT_TIMEOUT, render_picture
 

@@ -249,7 +249,7 @@ def test_the_ibnetdiscover_path_imports_no_heavy_module() -> None:
         "heavy = {'pydantic', 'pulumi', 'rich', 'yaml', 'networkx'}\n"
         "print(code, sorted(m for m in sys.modules if m.split('.')[0] in heavy"
         " or m.startswith('fabric.parsers.') and not m.startswith(('fabric.parsers.ibnetdiscover',"
-        " 'fabric.parsers.text'))))\n"
+        " 'fabric.parsers.text', 'fabric.parsers.errors'))))\n"
     )
     done = subprocess.run(
         [sys.executable, "-c", probe],
@@ -286,7 +286,7 @@ def test_the_tree_path_builds_no_graph() -> None:
     )
     assert done.stdout.splitlines()[-1] == (
         "0 ['fabric', 'fabric.cli', 'fabric.cli.errors', 'fabric.cli.topology', 'fabric.parsers',"
-        " 'fabric.parsers.ibnetdiscover', 'fabric.parsers.ibnetdiscover._ibnetdiscover_scan',"
+        " 'fabric.parsers.errors', 'fabric.parsers.ibnetdiscover', 'fabric.parsers.ibnetdiscover._ibnetdiscover_scan',"
         " 'fabric.parsers.ibnetdiscover.tree', 'fabric.parsers.text'] []"
     ), done.stdout[-800:]
 
@@ -582,7 +582,8 @@ def test_the_shortcut_loads_neither_argparse_nor_the_cli() -> None:
         check=True,
     )
     assert done.stdout.splitlines()[-1] == (
-        "0 ['fabric', 'fabric.__main__', 'fabric.parsers', 'fabric.parsers.ibnetdiscover',"
+        "0 ['fabric', 'fabric.__main__', 'fabric.parsers', 'fabric.parsers.errors',"
+        " 'fabric.parsers.ibnetdiscover',"
         " 'fabric.parsers.ibnetdiscover._ibnetdiscover_scan',"
         " 'fabric.parsers.ibnetdiscover.tree'] []"
     ), done.stdout[-800:]

@@ -6,11 +6,11 @@ from pathlib import Path
 
 import yaml
 
+from fabric.graph import FabricGraph
 from fabric.parsers.ibnetdiscover import parse
 from fabric.spec import ClusterSpec
 from fabric.topology.diff import Discrepancy, diff
 from fabric.topology.from_spec import graph_from_spec
-from fabric.topology.graph import FabricGraph
 from fabric.topology.ibsim import simulated
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -9,10 +9,10 @@ import pytest
 import yaml
 from conftest import bare_metal_access
 
+from fabric.graph import FabricGraph, GraphError
 from fabric.hostlist import expand
 from fabric.spec import ClusterSpec
 from fabric.topology.from_spec import CA_GUID_BASE, graph_from_spec, guid_str
-from fabric.topology.graph import FabricGraph, GraphError
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import yaml
 
+from fabric.graph import FabricGraph
 from fabric.parsers.ibnetdiscover import parse
 from fabric.spec import ClusterSpec
 from fabric.topology.from_spec import graph_from_spec
-from fabric.topology.graph import FabricGraph
 from fabric.topology.ibsim import render_net, sim_host, sim_speed, simulated
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -8,11 +8,11 @@ import pytest
 import yaml
 from conftest import bare_metal_access
 
+from fabric.graph import FabricGraph, GraphError
 from fabric.hostlist import expand
 from fabric.parsers.ibnetdiscover import parse
 from fabric.spec import ClusterSpec
 from fabric.topology.from_spec import graph_from_spec
-from fabric.topology.graph import FabricGraph, GraphError
 from fabric.topology.slurm import block_conf, natural_key, slurm_tree, topology_yaml, tree_conf
 
 ROOT = Path(__file__).resolve().parents[2]

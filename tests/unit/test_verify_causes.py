@@ -25,9 +25,9 @@ from rich.console import Console
 
 from fabric.spec import load_spec
 from fabric.topology.from_spec import graph_from_spec
-from fabric.verify.causes import Diagnosis, diagnose, key
+from fabric.verify.causes import Diagnosis, diagnose, key, summary
 from fabric.verify.report import annotate_junit, markdown, terminal_table
-from fabric.verify.results import CheckResult, read_junit, summary
+from fabric.verify.results import CheckResult, read_junit
 
 REPO = Path(__file__).resolve().parents[2]
 LAB = REPO / "Pulumi.lab.yaml"
@@ -44,11 +44,11 @@ from pathlib import Path
 import pytest
 import testinfra
 
-from fabric.lab.faults import IbsimConsole
+from fabric.topology.ibsim_console import IbsimConsole
 from fabric.spec import load_spec
 from fabric.topology.diff import diff
 from fabric.topology.from_spec import graph_from_spec
-from fabric.topology.graph import FabricGraph
+from fabric.graph import FabricGraph
 from fabric.verify.discovery import describe, group
 from fabric.verify.harness import HarnessError
 from fabric.verify.pairs import ring_pairs

@@ -9,6 +9,7 @@ from rich.console import Console
 
 from fabric.spec import load_spec
 from fabric.topology.from_spec import graph_from_spec
+from fabric.verify.causes import summary
 from fabric.verify.report import (
     fabric_dot,
     failing_subjects,
@@ -16,7 +17,7 @@ from fabric.verify.report import (
     render_picture,
     terminal_table,
 )
-from fabric.verify.results import read_junit, summary
+from fabric.verify.results import read_junit
 
 REPO = Path(__file__).resolve().parents[2]
 CHECKS = """

@@ -6,9 +6,10 @@ from pathlib import Path
 
 import pytest
 
+from fabric.model.ports import expected_ib_mtu
 from fabric.spec import load_spec
 from fabric.verify.bandwidth import min_write_bw
-from fabric.verify.mtu import df_ping_command, df_ping_payload, expected_ib_mtu, ib_mtu_bytes
+from fabric.verify.mtu import df_ping_command, df_ping_payload, ib_mtu_bytes
 from fabric.verify.pairs import ring_pairs
 from fabric.verify.plan import CheckPlan
 
@@ -89,7 +90,7 @@ def _lab_plan() -> CheckPlan:
 
 
 def test_lab_plan_expects_the_rates_ibsim_simulates() -> None:
-    from fabric.topology.graph import link_rate
+    from fabric.graph import link_rate
     from fabric.topology.ibsim import sim_speed
 
     plan = _lab_plan()

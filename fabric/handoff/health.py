@@ -1,0 +1,81 @@
+"""The health check's configuration per compute node (``railyard_node_health``), from the
+model: the node's declared InfiniBand ports, what each must show and where its cable ends.
+
+``roles/node_health`` writes it as the JSON file ``fabric/verify/health.py`` reads on the node.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fabric.graph import FabricGraph
+from fabric.model.ports import (
+    SIM_DEVICE,
+    HcaPort,
+    declared_graph,
+    expected_graph,
+    expected_ib_mtu,
+    hca_ports,
+)
+from fabric.spec import ClusterSpec
+
+
+def _speed(graph: FabricGraph | None, port: HcaPort) -> str:
+    """The declared speed of ``port``'s cable, or "" when it has none."""
+    link = next(
+        (
+            link
+            for link in (graph.links if graph else [])
+            for end in (link.a, link.b)
+            if graph.cas.get(end.guid) is not None
+            and graph.cas[end.guid].host == port.host
+            and graph.cas[end.guid].device == port.device
+            and end.port == port.port
+        ),
+        None,
+    )
+    return link.speed if link else ""
+
+
+def health_config(
+    spec: ClusterSpec, host: str, ports: list[HcaPort], graph: FabricGraph | None
+) -> dict[str, Any]:
+    """The health check's configuration for ``host``: its InfiniBand ``ports`` (of
+    :func:`fabric.model.ports.hca_ports`) in ``graph`` (:func:`fabric.model.ports.expected_graph`)."""
+    simulated = spec.simulated
+    mtu = expected_ib_mtu(spec.fabric.mtu, simulated)
+    config: dict[str, Any] = {
+        "node": host,
+        "ports": [
+            {
+                "ca": SIM_DEVICE if simulated else p.device,
+                "device": p.device,
+                "port": p.port,
+                "width": p.width.upper(),
+                "speed": _speed(graph, p),
+                "rate_gbps": p.rate_gbps,
+                "mtu": mtu,
+                "cable": f"{p.switch} p{p.switch_port}" if p.switch else "no declared cable",
+                "switch_port": p.switch_port,
+            }
+            for p in ports
+            if p.host == host
+        ],
+        "thresholds": spec.health.counters.model_dump(exclude_none=True),
+    }
+    if simulated:  # the lab's tools reach ibsim through a preload set in /etc/environment
+        config["env_file"] = "/etc/environment"
+    return config
+
+
+def health_configs(spec: ClusterSpec) -> dict[str, dict[str, Any]]:
+    """Compute node -> its health check's configuration, for every compute node with a
+    declared InfiniBand port."""
+    graph = expected_graph(spec, declared_graph(spec))
+    ib = [p for p in hca_ports(spec, list(spec.hosts), graph) if p.link_layer == "InfiniBand"]
+    with_ports = {p.host for p in ib}
+    return {
+        host: health_config(spec, host, ib, graph)
+        for host in spec.hosts_with_role("compute")
+        if host in with_ports
+    }
