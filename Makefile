@@ -77,8 +77,8 @@ check: bootstrap ## Run the verification checks against the stack.
 test: bootstrap image ## Run every test: unit, integration, molecule, lint.
 	@scripts/run-tests.sh
 
-test-unit: bootstrap ## Run the fast unit tests only.
-	$(PYTHON) -m pytest tests/unit -q
+test-unit: bootstrap ## Run the fast unit tests only (tests/unit and the roles' own tests).
+	$(PYTHON) -m pytest tests/unit roles/*/tests -q
 
 lint: bootstrap ## ruff (check and format), yamllint and ansible-lint (production profile).
 	$(VENV)/bin/ruff check .
