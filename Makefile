@@ -15,6 +15,8 @@ VENV := $(ROOT)/.venv
 PYTHON := $(VENV)/bin/python
 
 # Everything below runs offline: no update checks, no plugin downloads, a file backend.
+# The same Pulumi environment as fabric/state.py gives Python (DEFAULT_STACK, pulumi_env,
+# LAB_PASSPHRASE, PULUMI_OFFLINE): tests/unit/test_state.py keeps the two equal.
 export PATH := $(PULUMI_BIN):$(VENV)/bin:$(PATH)
 export CONTAINERS_CONF := $(ROOT)/scripts/containers.conf
 export PULUMI_BACKEND_URL := file://$(STATE)/pulumi

@@ -227,9 +227,9 @@ def describe(exc: BaseException) -> CommandError | None:
 def require_stack(stack: str) -> None:
     """A CommandError (exit 2) naming the known stacks unless ``stack`` is one: this checkout
     has its ``Pulumi.<stack>.yaml`` or the state root a folder for it."""
-    from fabric.state import REPO_ROOT, StateLayout
+    from fabric.state import REPO_ROOT, StateLayout, stack_file
 
-    if (REPO_ROOT / f"Pulumi.{stack}.yaml").is_file() or StateLayout(stack).dir.is_dir():
+    if stack_file(stack).is_file() or StateLayout(stack).dir.is_dir():
         return
     known = sorted(
         path.name.removeprefix("Pulumi.").removesuffix(".yaml")

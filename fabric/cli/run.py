@@ -90,10 +90,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     from fabric.handoff.runner import REPO_ROOT, run_playbook
     from fabric.handoff.secrets import munge_key
     from fabric.spec import load_spec
+    from fabric.state import stack_file
 
     if not args.spec:
         require_stack(args.stack)
-    spec_path = Path(args.spec) if args.spec else REPO_ROOT / f"Pulumi.{args.stack}.yaml"
+    spec_path = Path(args.spec) if args.spec else stack_file(args.stack)
     spec = load_spec(spec_path)
     key = munge_key(args.stack, REPO_ROOT)
     result = run_playbook(

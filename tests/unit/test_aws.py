@@ -13,8 +13,9 @@ from conftest import Mocks, build_component, mock_stack
 from fabric.cli import main
 from fabric.components.aws import AwsCluster
 from fabric.spec import SKIP_RULES, ClusterSpec, SpecError
+from fabric.state import REPO_ROOT
 
-EXAMPLE = Path(__file__).parents[2] / "Pulumi.aws-efa.example.yaml"
+EXAMPLE = REPO_ROOT / "Pulumi.aws-efa.example.yaml"
 SPECS = Path(__file__).parent / "specs"
 
 

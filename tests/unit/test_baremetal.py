@@ -24,8 +24,9 @@ from fabric.spec import (
     baremetal_settings_problems,
     provision_problems,
 )
+from fabric.state import REPO_ROOT
 
-EXAMPLE = Path(__file__).parents[2] / "Pulumi.baremetal-ib.example.yaml"
+EXAMPLE = REPO_ROOT / "Pulumi.baremetal-ib.example.yaml"
 SPECS = Path(__file__).parent / "specs"
 
 

@@ -16,8 +16,8 @@ import yaml
 
 from fabric.cli import build_parser, main
 from fabric.cli.errors import EXIT_CODES_HELP, Exit
+from fabric.state import REPO_ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 SPECS = Path(__file__).parent / "specs"
 INVENTORY = "all:\n  hosts:\n    a: {}\n"
 
@@ -96,7 +96,7 @@ def test_help_shows_the_exit_codes(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_readme_has_the_same_exit_codes() -> None:
-    readme = (ROOT / "README.md").read_text()
+    readme = (REPO_ROOT / "README.md").read_text()
     table = readme.split("### Exit codes", 1)[1].split("\n## ", 1)[0]
     assert [
         row.split("|")[1].strip(" `") for row in table.splitlines() if row.startswith("| `")
@@ -116,7 +116,7 @@ def test_help_imports_nothing_heavy() -> None:
         check=False,
         capture_output=True,
         text=True,
-        cwd=ROOT,
+        cwd=REPO_ROOT,
         timeout=60,
     )
     assert (proc.returncode, proc.stdout) == (0, "[]\n"), proc.stderr
@@ -380,7 +380,7 @@ def test_entry_point_exit_code_and_no_traceback(tmp_path: Path) -> None:
         check=False,
         capture_output=True,
         text=True,
-        cwd=ROOT,
+        cwd=REPO_ROOT,
         timeout=60,
     )
     assert (proc.returncode, proc.stdout) == (2, "")

@@ -9,8 +9,8 @@ import pytest
 import yaml
 
 from fabric.cli import main
+from fabric.state import REPO_ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 SPECS = Path(__file__).parent / "specs"
 
 
@@ -46,11 +46,11 @@ MIXED_PATHS = [
 
 
 def test_validate_lab_stack_exits_zero(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["validate", str(ROOT / "Pulumi.lab.yaml")]) == 0
+    assert main(["validate", str(REPO_ROOT / "Pulumi.lab.yaml")]) == 0
 
 
 def test_validate_lab_stack_prints_summary(capsys: pytest.CaptureFixture[str]) -> None:
-    main(["validate", str(ROOT / "Pulumi.lab.yaml")])
+    main(["validate", str(REPO_ROOT / "Pulumi.lab.yaml")])
     assert capsys.readouterr().out == (
         "lab: valid — 11 hosts, infiniband fat-tree 2 leaves/1 spine, 2 subnet managers\n"
     )
@@ -164,7 +164,7 @@ def test_validate_json_reports_problems(tmp_path: Path, capsys: pytest.CaptureFi
 
 
 def test_validate_json_valid(capsys: pytest.CaptureFixture[str]) -> None:
-    main(["validate", "--json", str(ROOT / "Pulumi.lab.yaml")])
+    main(["validate", "--json", str(REPO_ROOT / "Pulumi.lab.yaml")])
     assert json.loads(capsys.readouterr().out)["valid"] is True
 
 

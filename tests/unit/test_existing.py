@@ -24,9 +24,10 @@ from fabric.components.existing import ExistingCluster, ExistingNodeProvider
 from fabric.hostkeys import HostKeyError, pin, pinned_keys, trust_authorities
 from fabric.spec import SpecError, spec_from_mapping
 from fabric.spec.targets import cert_authorities, known_hosts_keys, ssh_target
+from fabric.state import REPO_ROOT
 
-EXAMPLE = Path(__file__).parents[2] / "Pulumi.existing.example.yaml"
-FIXTURES = Path(__file__).parents[1] / "fixtures"
+EXAMPLE = REPO_ROOT / "Pulumi.existing.example.yaml"
+FIXTURES = REPO_ROOT / "tests" / "fixtures"
 #: A real ed25519 public key (ssh-keygen), the one the example stack pins for gpu01.
 KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIG7b8VmZRB1Cmz1rOJEKIl3XkAIyVcR7AcRW5oGv/+vZ"
 

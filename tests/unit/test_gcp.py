@@ -15,8 +15,9 @@ from fabric.cli import main
 from fabric.components.gcp import GcpCluster
 from fabric.components.target import TARGET_OUTPUTS
 from fabric.spec import SKIP_RULES, ClusterSpec, SpecError
+from fabric.state import REPO_ROOT
 
-EXAMPLE = Path(__file__).parents[2] / "Pulumi.gcp-a3.example.yaml"
+EXAMPLE = REPO_ROOT / "Pulumi.gcp-a3.example.yaml"
 SPECS = Path(__file__).parent / "specs"
 INSTANCE = "gcp:compute/instance:Instance"
 NETWORK = "gcp:compute/network:Network"

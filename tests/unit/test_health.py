@@ -18,12 +18,12 @@ import pytest
 from fabric.handoff.health import health_configs
 from fabric.handoff.vars import HEALTH_PROGRAM, role_vars_from_spec
 from fabric.spec import load_spec
+from fabric.state import REPO_ROOT
 from fabric.verify import health
 from fabric.verify.plan import CheckPlan
 
-REPO = Path(__file__).resolve().parents[2]
-FIXTURES = REPO / "tests" / "fixtures"
-PROGRAM = REPO / "fabric" / "verify" / "health.py"
+FIXTURES = REPO_ROOT / "tests" / "fixtures"
+PROGRAM = REPO_ROOT / "fabric" / "verify" / "health.py"
 
 
 def test_portinfo_fields_and_speed_from_real_smpquery() -> None:
@@ -35,7 +35,7 @@ def test_portinfo_fields_and_speed_from_real_smpquery() -> None:
 
 
 def test_health_config_names_each_port_and_its_cable() -> None:
-    spec = load_spec(REPO / "Pulumi.lab.yaml")
+    spec = load_spec(REPO_ROOT / "Pulumi.lab.yaml")
     plan = CheckPlan(spec=spec, hosts=list(spec.hosts))
     config = health_configs(spec)["gpu03"]
     (port,) = config["ports"]
@@ -56,7 +56,7 @@ def test_reason_names_the_first_failure_and_counts_the_rest() -> None:
 
 
 def test_handoff_sets_slurm_health_settings_from_the_spec() -> None:
-    spec = load_spec(REPO / "Pulumi.lab.yaml")
+    spec = load_spec(REPO_ROOT / "Pulumi.lab.yaml")
     out = role_vars_from_spec(spec)
     extra = out["slurm_extra_config"]
     assert extra["HealthCheckProgram"] == HEALTH_PROGRAM
@@ -67,7 +67,7 @@ def test_handoff_sets_slurm_health_settings_from_the_spec() -> None:
 
 
 def _config(tmp_path: Path) -> Path:
-    spec = load_spec(REPO / "Pulumi.lab.yaml")
+    spec = load_spec(REPO_ROOT / "Pulumi.lab.yaml")
     config = health_configs(spec)["gpu03"]
     del config["env_file"]
     path = tmp_path / "health.json"

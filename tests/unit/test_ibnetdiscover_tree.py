@@ -25,6 +25,7 @@ from fabric.graph import LANE_GBPS, WIDTH_LANES, GraphError
 from fabric.parsers import ParseError
 from fabric.parsers.ibnetdiscover import parse, tree
 from fabric.parsers.ibnetdiscover.fast import _parse_fast
+from fabric.state import REPO_ROOT
 from fabric.topology.slurm import tree_conf as reference_conf
 
 LAB = TEXTS["ibnetdiscover__ibsim_lab__1.txt"]
@@ -221,7 +222,7 @@ def test_the_command_without_the_compiled_writer(
     name: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The fallback install (no C compiler): the command prints the same text."""
-    path = str(Path(__file__).resolve().parents[1] / "fixtures" / name)
+    path = str(REPO_ROOT / "tests" / "fixtures" / name)
     with_writer = run(capsys, "--from-ibnetdiscover", path)
     monkeypatch.setattr(tree, "_tree_compiled", None)
     assert run(capsys, "--from-ibnetdiscover", path) == with_writer

@@ -35,9 +35,8 @@ from fabric.components.dynamic_redfish import provision
 from fabric.lab.ssh import SshError, connect
 from fabric.redfish import RedfishClient, RedfishError
 from fabric.spec import SpecError, load_spec, spec_from_mapping
-from fabric.state import ARTIFACTS_ROOT
+from fabric.state import ARTIFACTS_ROOT, REPO_ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 SPECS = Path(__file__).parent / "specs" / "valid"
 MARK = f"S3CRET-MARK-{uuid.uuid4()}"
 #: Tasks using a variable whose name contains one of these handle a secret.
@@ -141,7 +140,7 @@ def fabric_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.Comp
         text=True,
         timeout=180,
         check=False,
-        cwd=ROOT,
+        cwd=REPO_ROOT,
         env={**os.environ, **(env or {})},
     )
 
@@ -444,12 +443,12 @@ def _tasks(node: Any) -> Iterator[dict[str, Any]]:
 #: Every file of tasks: the roles' tasks and handlers, their molecule plays, the playbooks.
 TASK_FILES = sorted(
     {
-        *ROOT.glob("roles/*/tasks/**/*.yml"),
-        *ROOT.glob("roles/*/handlers/**/*.yml"),
-        *ROOT.glob("roles/*/molecule/*/*.yml"),
-        *ROOT.glob("playbooks/**/*.yml"),
+        *REPO_ROOT.glob("roles/*/tasks/**/*.yml"),
+        *REPO_ROOT.glob("roles/*/handlers/**/*.yml"),
+        *REPO_ROOT.glob("roles/*/molecule/*/*.yml"),
+        *REPO_ROOT.glob("playbooks/**/*.yml"),
     }
-    - set(ROOT.glob("roles/*/molecule/*/molecule.yml"))
+    - set(REPO_ROOT.glob("roles/*/molecule/*/molecule.yml"))
 )
 
 
@@ -475,6 +474,8 @@ def test_every_task_handling_a_secret_has_no_log() -> None:
     ]
     assert len(handling) >= 3, "no task handling a secret found: the audit reads nothing"
     missing = [
-        f"{p.relative_to(ROOT)}: {t['name']}" for p, t in handling if t.get("no_log") is not True
+        f"{p.relative_to(REPO_ROOT)}: {t['name']}"
+        for p, t in handling
+        if t.get("no_log") is not True
     ]
     assert missing == []

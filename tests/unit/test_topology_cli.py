@@ -8,9 +8,9 @@ import pytest
 import yaml
 
 from fabric.cli import main
+from fabric.state import REPO_ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
-FIXTURES = ROOT / "tests/fixtures"
+FIXTURES = REPO_ROOT / "tests/fixtures"
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
@@ -20,7 +20,7 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
 
 
 def test_from_spec_tree(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = run(capsys, "--from-spec", str(ROOT / "Pulumi.lab.yaml"))
+    code, out, _ = run(capsys, "--from-spec", str(REPO_ROOT / "Pulumi.lab.yaml"))
     assert code == 0 and "SwitchName=spine01 Switches=leaf[01-02]\n" in out
 
 
@@ -56,12 +56,14 @@ def test_from_ibnetdiscover_yaml(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_oversubscription(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = run(capsys, "--from-spec", str(ROOT / "Pulumi.lab.yaml"), "--oversubscription")
+    code, out, _ = run(
+        capsys, "--from-spec", str(REPO_ROOT / "Pulumi.lab.yaml"), "--oversubscription"
+    )
     assert code == 0 and out.splitlines()[0] == "leaf01\tdown 2000 Gb/s\tup 1600 Gb/s\t1.25:1"
 
 
 def test_ibsim_net(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = run(capsys, "--from-spec", str(ROOT / "Pulumi.lab.yaml"), "--ibsim-net")
+    code, out, _ = run(capsys, "--from-spec", str(REPO_ROOT / "Pulumi.lab.yaml"), "--ibsim-net")
     assert code == 0 and 'Ca\t1 "gpu01:mlx5_0"\t# "gpu01 mlx5_0"' in out
 
 
@@ -77,7 +79,7 @@ def test_block_size_too_big_names_the_fix(capsys: pytest.CaptureFixture[str]) ->
     code, _, err = run(
         capsys,
         "--from-spec",
-        str(ROOT / "Pulumi.lab.yaml"),
+        str(REPO_ROOT / "Pulumi.lab.yaml"),
         "--plugin",
         "block",
         "--block-size",
@@ -103,7 +105,9 @@ def test_nodes_keeps_only_the_slurm_hosts(capsys: pytest.CaptureFixture[str]) ->
 
 
 def test_nodes_bad_hostlist_names_it(capsys: pytest.CaptureFixture[str]) -> None:
-    code, _, err = run(capsys, "--from-spec", str(ROOT / "Pulumi.lab.yaml"), "--nodes", "gpu[01-")
+    code, _, err = run(
+        capsys, "--from-spec", str(REPO_ROOT / "Pulumi.lab.yaml"), "--nodes", "gpu[01-"
+    )
     assert (
         code == 2
         and err.startswith("python -m fabric topology: error: --nodes: ")
@@ -115,7 +119,7 @@ def test_block_size_below_one(capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = run(
         capsys,
         "--from-spec",
-        str(ROOT / "Pulumi.lab.yaml"),
+        str(REPO_ROOT / "Pulumi.lab.yaml"),
         "--plugin",
         "block",
         "--block-size",
@@ -127,7 +131,7 @@ def test_block_size_below_one(capsys: pytest.CaptureFixture[str]) -> None:
 def test_bad_spec_is_bad_input_in_one_line(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    data = yaml.safe_load((ROOT / "tests/unit/specs/valid/lab.yaml").read_text())
+    data = yaml.safe_load((REPO_ROOT / "tests/unit/specs/valid/lab.yaml").read_text())
     data["fabric"]["mtu"] = 9000
     data["slurm"]["controller"] = "ctl9"
     spec = tmp_path / "broken.yaml"
@@ -256,7 +260,7 @@ def test_the_ibnetdiscover_path_imports_no_heavy_module() -> None:
         capture_output=True,
         text=True,
         timeout=60,
-        cwd=ROOT,
+        cwd=REPO_ROOT,
         check=True,
     )
     assert done.stdout.splitlines()[-1] == "0 []", done.stdout[-500:]
@@ -281,7 +285,7 @@ def test_the_tree_path_builds_no_graph() -> None:
         capture_output=True,
         text=True,
         timeout=60,
-        cwd=ROOT,
+        cwd=REPO_ROOT,
         check=True,
     )
     assert done.stdout.splitlines()[-1] == (
@@ -344,7 +348,7 @@ def _process(
         stdin=subprocess.DEVNULL,
         capture_output="stdout" not in kwargs,
         timeout=120,
-        cwd=ROOT,
+        cwd=REPO_ROOT,
         env=env,
         check=False,
         **kwargs,  # type: ignore[arg-type]
@@ -508,7 +512,10 @@ def test_missing_files_directories_and_fifos_get_the_clis_answer(
     argv = ["topology", "--from-ibnetdiscover", str(fifo)]
     text = (FIXTURES / "ibnetdiscover__ibtopotool__3.txt").read_bytes()
     with subprocess.Popen(
-        [sys.executable, *ENTRY, *argv], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        [sys.executable, *ENTRY, *argv],
+        cwd=REPO_ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
     ) as child:
         try:
             deadline = time.monotonic() + 60
@@ -578,7 +585,7 @@ def test_the_shortcut_loads_neither_argparse_nor_the_cli() -> None:
         capture_output=True,
         text=True,
         timeout=60,
-        cwd=ROOT,
+        cwd=REPO_ROOT,
         check=True,
     )
     assert done.stdout.splitlines()[-1] == (
