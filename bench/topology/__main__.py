@@ -170,11 +170,12 @@ def startup(repeat: int, python: str) -> dict[str, list[tuple[float, float]]]:
         "python -m fabric --help": [python, "-m", "fabric", "--help"],
     }
     if python == sys.executable:
-        commands["python -m fabric validate Pulumi.lab.yaml"] = [
+        commands["python -m fabric validate --spec Pulumi.lab.yaml"] = [
             python,
             "-m",
             "fabric",
             "validate",
+            "--spec",
             str(REPO / "Pulumi.lab.yaml"),
         ]
     runs: dict[str, list[tuple[float, float]]] = {c: [] for c in commands}

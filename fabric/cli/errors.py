@@ -182,7 +182,7 @@ def _spec_message(err: Any) -> tuple[str, list[dict[str, str]]]:
         more = len(problems) - 1
         message += (
             f" (and {more} more problem{'s' if more > 1 else ''}: "
-            f"python -m fabric validate {source or 'SPEC'} lists them all)"
+            f"python -m fabric validate --spec {source or 'FILE'} lists them all)"
         )
     return message, problems
 

@@ -1,5 +1,5 @@
 """``python -m fabric topology``: print the Slurm topology (or ibsim net, or oversubscription)
-of a declared fabric (``--from-spec``) or a discovered one (``--from-ibnetdiscover``)."""
+of a declared fabric (``--spec``) or a discovered one (``--from-ibnetdiscover``)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from fabric.cli.errors import CommandError, Exit, read_input
+from fabric.cli.options import add_legacy_spec, add_spec, given_spec
 
 #: The default input cap (``--max-mb``): a 16,384-host, 131,072-HCA fabric prints about 55 MB.
 DEFAULT_MAX_MB = 1024
@@ -32,9 +33,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     source.add_argument(
         "--from-ibnetdiscover", metavar="FILE", help="ibnetdiscover output ('-' for stdin)"
     )
-    source.add_argument(
-        "--from-spec", metavar="SPEC", help="cluster spec YAML or Pulumi stack file"
-    )
+    add_spec(source, help="cluster spec YAML or Pulumi.<stack>.yaml stack file")
+    add_legacy_spec(source, "--from-spec")
     parser.add_argument(
         "--plugin",
         choices=("tree", "block", "yaml"),
@@ -67,11 +67,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _graph(args: argparse.Namespace) -> FabricGraph:
-    if args.from_spec:
+    spec = given_spec(args)
+    if spec is not None:
         from fabric.spec import load_spec
         from fabric.topology.from_spec import graph_from_spec
 
-        return graph_from_spec(load_spec(args.from_spec))
+        return graph_from_spec(load_spec(spec))
     from fabric.parsers.ibnetdiscover import parse
 
     return parse(_capture(args))

@@ -17,7 +17,7 @@ What a capture cannot tell (each node's SSH address, the management subnet, MTU,
 partitions, GPUs, and without ``sminfo`` where OpenSM runs) becomes a placeholder marked
 ``PLACEHOLDER`` in the YAML and listed in ``Imported.notes`` for stderr. The target is
 ``existing`` (``fabric.components.existing``): the spec validates as written (``check --plan``,
-``topology --from-spec`` and the diff take it), and ``pulumi up`` refuses it, naming the nodes,
+``topology --spec`` and the diff take it), and ``pulumi up`` refuses it, naming the nodes,
 until every ``existing.ssh`` address is set.
 """
 

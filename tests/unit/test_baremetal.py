@@ -228,7 +228,7 @@ def refusals(data: dict[str, Any], tmp_path: Path, capsys: pytest.CaptureFixture
     """The problems ``python -m fabric validate`` reports for ``data``, and the component's."""
     path = tmp_path / "spec.yaml"
     path.write_text(yaml.safe_dump(data))
-    code = main(["validate", "--json", str(path)])
+    code = main(["validate", "--json", "--spec", str(path)])
     found = [(p["path"], p["message"]) for p in json.loads(capsys.readouterr().out)["problems"]]
     mock_stack("bmtest")
     with pytest.raises(SpecError) as error:

@@ -21,7 +21,7 @@ _SPEC.loader.exec_module(remove_nodes)
 def rendered(nodes: str) -> str:
     """topology.conf of the lab stack's fabric for ``nodes`` (``python -m fabric topology``)."""
     proc = subprocess.run(
-        [sys.executable, "-m", "fabric", "topology", "--from-spec", "Pulumi.lab.yaml"]
+        [sys.executable, "-m", "fabric", "topology", "--spec", "Pulumi.lab.yaml"]
         + ["--nodes", nodes],
         capture_output=True,
         text=True,

@@ -52,7 +52,7 @@ def problems(spec: dict[str, Any]) -> dict[str, str]:
 
 
 def test_example_validates(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["validate", str(EXAMPLE)]) == 0
+    assert main(["validate", "--spec", str(EXAMPLE)]) == 0
     assert "ib-running: valid" in capsys.readouterr().out
 
 
@@ -196,7 +196,7 @@ def test_imported_spec_validates_but_pulumi_up_refuses_its_placeholders(
         "PLACEHOLDER existing.ssh: the capture has no SSH addresses; set each node's "
         "[user@]address[:port] (gpu[01-08],sm[1-2]) before pulumi up" in err
     )
-    assert main(["validate", str(out)]) == 0  # the issue: it validates as written
+    assert main(["validate", "--spec", str(out)]) == 0  # the issue: it validates as written
     spec = spec_from_mapping(yaml.safe_load(out.read_text()))
     assert set(spec.existing.ssh) == set(spec.hosts) if spec.existing else False
     mocks: Mocks = mock_pulumi("adopt")

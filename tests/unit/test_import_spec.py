@@ -111,7 +111,7 @@ def test_cli_writes_a_spec_that_validates(
     capture = FIXTURES / "ibnetdiscover__superbench__1.txt"
     assert main(["import", str(capture), "--output", str(out)]) == 0
     assert "PLACEHOLDER management.subnet" in capsys.readouterr().err
-    assert main(["validate", str(out)]) == 0
+    assert main(["validate", "--spec", str(out)]) == 0
 
 
 @pytest.mark.parametrize(

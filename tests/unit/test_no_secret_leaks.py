@@ -146,10 +146,10 @@ def fabric_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.Comp
 
 
 COMMANDS: dict[str, list[str]] = {
-    "validate": ["validate", "{file}"],
-    "validate-json": ["validate", "--json", "{file}"],
-    "topology": ["topology", "--from-spec", "{file}"],
-    "check-plan": ["check", "--plan", "{file}"],
+    "validate": ["validate", "--spec", "{file}"],
+    "validate-json": ["validate", "--json", "--spec", "{file}"],
+    "topology": ["topology", "--spec", "{file}"],
+    "check-plan": ["check", "--plan", "--spec", "{file}"],
     "check-json": ["check", "--stack", "marked", "--spec", "{file}", "--json"],
     "run": ["run", "playbooks/site.yml", "--stack", "marked", "--spec", "{file}"],
     "run-json": ["run", "site.yml", "--stack", "marked", "--spec", "{file}", "--json"],
@@ -177,7 +177,7 @@ def test_command_given_marked_spec_never_prints_it(
 
 
 def test_validate_json_names_every_secret_field(marked_files: dict[str, Path]) -> None:
-    done = fabric_cli("validate", "--json", str(marked_files["spec"]))
+    done = fabric_cli("validate", "--json", "--spec", str(marked_files["spec"]))
     paths = {p["path"] for p in json.loads(done.stdout)["problems"]}
     assert {"bmc.password", "slurm.munge_key", "bmc.endpoints.gpu2.url"} <= paths
 

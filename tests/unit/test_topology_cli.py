@@ -20,7 +20,7 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
 
 
 def test_from_spec_tree(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = run(capsys, "--from-spec", str(REPO_ROOT / "Pulumi.lab.yaml"))
+    code, out, _ = run(capsys, "--spec", str(REPO_ROOT / "Pulumi.lab.yaml"))
     assert code == 0 and "SwitchName=spine01 Switches=leaf[01-02]\n" in out
 
 
@@ -56,14 +56,12 @@ def test_from_ibnetdiscover_yaml(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_oversubscription(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = run(
-        capsys, "--from-spec", str(REPO_ROOT / "Pulumi.lab.yaml"), "--oversubscription"
-    )
+    code, out, _ = run(capsys, "--spec", str(REPO_ROOT / "Pulumi.lab.yaml"), "--oversubscription")
     assert code == 0 and out.splitlines()[0] == "leaf01\tdown 2000 Gb/s\tup 1600 Gb/s\t1.25:1"
 
 
 def test_ibsim_net(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = run(capsys, "--from-spec", str(REPO_ROOT / "Pulumi.lab.yaml"), "--ibsim-net")
+    code, out, _ = run(capsys, "--spec", str(REPO_ROOT / "Pulumi.lab.yaml"), "--ibsim-net")
     assert code == 0 and 'Ca\t1 "gpu01:mlx5_0"\t# "gpu01 mlx5_0"' in out
 
 
@@ -78,7 +76,7 @@ def test_bad_ibnetdiscover_reports_the_line(capsys: pytest.CaptureFixture[str]) 
 def test_block_size_too_big_names_the_fix(capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = run(
         capsys,
-        "--from-spec",
+        "--spec",
         str(REPO_ROOT / "Pulumi.lab.yaml"),
         "--plugin",
         "block",
@@ -105,9 +103,7 @@ def test_nodes_keeps_only_the_slurm_hosts(capsys: pytest.CaptureFixture[str]) ->
 
 
 def test_nodes_bad_hostlist_names_it(capsys: pytest.CaptureFixture[str]) -> None:
-    code, _, err = run(
-        capsys, "--from-spec", str(REPO_ROOT / "Pulumi.lab.yaml"), "--nodes", "gpu[01-"
-    )
+    code, _, err = run(capsys, "--spec", str(REPO_ROOT / "Pulumi.lab.yaml"), "--nodes", "gpu[01-")
     assert (
         code == 2
         and err.startswith("python -m fabric topology: error: --nodes: ")
@@ -118,7 +114,7 @@ def test_nodes_bad_hostlist_names_it(capsys: pytest.CaptureFixture[str]) -> None
 def test_block_size_below_one(capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = run(
         capsys,
-        "--from-spec",
+        "--spec",
         str(REPO_ROOT / "Pulumi.lab.yaml"),
         "--plugin",
         "block",
@@ -136,16 +132,16 @@ def test_bad_spec_is_bad_input_in_one_line(
     data["slurm"]["controller"] = "ctl9"
     spec = tmp_path / "broken.yaml"
     spec.write_text(yaml.safe_dump(data))
-    code, out, err = run(capsys, "--from-spec", str(spec))
+    code, out, err = run(capsys, "--spec", str(spec))
     assert (code, out, err.count("\n")) == (2, "", 1)
     assert err.startswith(
         f"python -m fabric topology: error: {spec}: fabric.mtu: 9000 is not an InfiniBand MTU"
     )
-    assert f"(and 1 more problem: python -m fabric validate {spec} lists them all)" in err
+    assert f"(and 1 more problem: python -m fabric validate --spec {spec} lists them all)" in err
 
 
 def test_missing_spec_is_bad_input(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    code, _, err = run(capsys, "--from-spec", str(tmp_path / "none.yaml"))
+    code, _, err = run(capsys, "--spec", str(tmp_path / "none.yaml"))
     assert code == 2 and "none.yaml: no such file" in err
 
 
@@ -289,8 +285,9 @@ def test_the_tree_path_builds_no_graph() -> None:
         check=True,
     )
     assert done.stdout.splitlines()[-1] == (
-        "0 ['fabric', 'fabric.cli', 'fabric.cli.errors', 'fabric.cli.topology', 'fabric.parsers',"
-        " 'fabric.parsers.errors', 'fabric.parsers.ibnetdiscover', 'fabric.parsers.ibnetdiscover._ibnetdiscover_scan',"
+        "0 ['fabric', 'fabric.cli', 'fabric.cli.errors', 'fabric.cli.options',"
+        " 'fabric.cli.topology', 'fabric.parsers', 'fabric.parsers.errors',"
+        " 'fabric.parsers.ibnetdiscover', 'fabric.parsers.ibnetdiscover._ibnetdiscover_scan',"
         " 'fabric.parsers.ibnetdiscover.tree', 'fabric.parsers.text'] []"
     ), done.stdout[-800:]
 
@@ -416,7 +413,7 @@ def test_the_shortcut_gives_the_clis_bytes_on_every_fixture(
         ["topology", "--from-ibnetdiscover=LAB"],
         ["topology", "--from-ib", "LAB"],
         ["topology", "--plugin", "tree", "--from-ibnetdiscover", "LAB"],
-        ["topology", "--from-spec", "LAB"],
+        ["topology", "--spec", "LAB"],
         ["topology", "--from-ibnetdiscover", "-"],
         ["topology", "--from-ibnetdiscover", "--nodes"],
         ["topology", "--from-ibnetdiscover", ""],

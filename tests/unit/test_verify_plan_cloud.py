@@ -117,7 +117,7 @@ def test_check_plan_cli_lists_fabric_checks_for_the_cloud_examples(
     path: Path, fabric_families: set[str]
 ) -> None:
     out = subprocess.run(
-        [sys.executable, "-m", "fabric", "check", "--plan", str(path), "--json"],
+        [sys.executable, "-m", "fabric", "check", "--plan", "--spec", str(path), "--json"],
         cwd=REPO_ROOT,
         capture_output=True,
         text=True,
@@ -133,7 +133,7 @@ def test_check_plan_cli_lists_fabric_checks_for_the_cloud_examples(
 
 def test_check_plan_cli_lists_the_labs_ib_checks() -> None:
     out = subprocess.run(
-        [sys.executable, "-m", "fabric", "check", "--plan", str(LAB)],
+        [sys.executable, "-m", "fabric", "check", "--plan", "--spec", str(LAB)],
         cwd=REPO_ROOT,
         capture_output=True,
         text=True,
@@ -150,7 +150,7 @@ def test_check_plan_cli_bad_spec_is_one_line_exit_2(tmp_path: Path) -> None:
     bad = tmp_path / "bad.yaml"
     bad.write_text("name: x\n")
     out = subprocess.run(
-        [sys.executable, "-m", "fabric", "check", "--plan", str(bad)],
+        [sys.executable, "-m", "fabric", "check", "--plan", "--spec", str(bad)],
         cwd=REPO_ROOT,
         capture_output=True,
         text=True,
