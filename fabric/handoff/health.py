@@ -1,5 +1,6 @@
 """The health check's configuration per compute node (``railyard_node_health``), from the
-model: the node's declared InfiniBand ports, what each must show and where its cable ends.
+cluster model (``fabric.model.cluster.ClusterModel``): the node's declared InfiniBand ports,
+what each must show and where its cable ends.
 
 ``roles/node_health`` writes it as the JSON file ``fabric/verify/health.py`` reads on the node.
 """
@@ -9,14 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 from fabric.graph import FabricGraph
-from fabric.model.ports import (
-    SIM_DEVICE,
-    HcaPort,
-    declared_graph,
-    expected_graph,
-    expected_ib_mtu,
-    hca_ports,
-)
+from fabric.model.cluster import ClusterModel
+from fabric.model.ports import SIM_DEVICE, HcaPort, expected_ib_mtu
 from fabric.spec import ClusterSpec
 
 
@@ -68,14 +63,13 @@ def health_config(
     return config
 
 
-def health_configs(spec: ClusterSpec) -> dict[str, dict[str, Any]]:
+def health_configs(model: ClusterModel) -> dict[str, dict[str, Any]]:
     """Compute node -> its health check's configuration, for every compute node with a
     declared InfiniBand port."""
-    graph = expected_graph(spec, declared_graph(spec))
-    ib = [p for p in hca_ports(spec, list(spec.hosts), graph) if p.link_layer == "InfiniBand"]
+    spec, ib = model.spec, model.ib_ports
     with_ports = {p.host for p in ib}
     return {
-        host: health_config(spec, host, ib, graph)
+        host: health_config(spec, host, ib, model.expected_graph)
         for host in spec.hosts_with_role("compute")
         if host in with_ports
     }

@@ -2,6 +2,7 @@
 
 The layer right after the spec (docs/ARCHITECTURE.md): the target components, the hand-off's
 variables and the check plan read a fact here instead of importing another step's code to get
-it. ``ports`` holds the declared HCA ports and the fabric as the target reports it; ``gcp`` the
-GPU subnets of A3 instances.
+it. ``cluster.ClusterModel`` computes each fact of one spec once (the hand-off's health
+configuration reads it); ``ports`` holds how the declared HCA ports and the fabric as the
+target reports it are derived; ``gcp`` the GPU subnets of A3 instances.
 """

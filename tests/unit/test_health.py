@@ -17,6 +17,7 @@ import pytest
 
 from fabric.handoff.health import health_configs
 from fabric.handoff.vars import HEALTH_PROGRAM, role_vars_from_spec
+from fabric.model.cluster import ClusterModel
 from fabric.spec import load_spec
 from fabric.state import REPO_ROOT
 from fabric.verify import health
@@ -37,7 +38,7 @@ def test_portinfo_fields_and_speed_from_real_smpquery() -> None:
 def test_health_config_names_each_port_and_its_cable() -> None:
     spec = load_spec(REPO_ROOT / "Pulumi.lab.yaml")
     plan = CheckPlan(spec=spec, hosts=list(spec.hosts))
-    config = health_configs(spec)["gpu03"]
+    config = health_configs(ClusterModel(spec))["gpu03"]
     (port,) = config["ports"]
     want = next(p for p in plan.ib_ports if p.host == "gpu03")
     assert port["cable"] == f"{want.switch} p{want.switch_port}"
@@ -68,7 +69,7 @@ def test_handoff_sets_slurm_health_settings_from_the_spec() -> None:
 
 def _config(tmp_path: Path) -> Path:
     spec = load_spec(REPO_ROOT / "Pulumi.lab.yaml")
-    config = health_configs(spec)["gpu03"]
+    config = health_configs(ClusterModel(spec))["gpu03"]
     del config["env_file"]
     path = tmp_path / "health.json"
     path.write_text(json.dumps(config))
