@@ -15,6 +15,8 @@ VENV := $(ROOT)/.venv
 PYTHON := $(VENV)/bin/python
 
 # Everything below runs offline: no update checks, no plugin downloads, a file backend.
+# The same Pulumi environment as fabric/state.py gives Python (DEFAULT_STACK, pulumi_env,
+# LAB_PASSPHRASE, PULUMI_OFFLINE): tests/unit/test_state.py keeps the two equal.
 export PATH := $(PULUMI_BIN):$(VENV)/bin:$(PATH)
 export CONTAINERS_CONF := $(ROOT)/scripts/containers.conf
 export PULUMI_BACKEND_URL := file://$(STATE)/pulumi
@@ -77,8 +79,8 @@ check: bootstrap ## Run the verification checks against the stack.
 test: bootstrap image ## Run every test: unit, integration, molecule, lint.
 	@scripts/run-tests.sh
 
-test-unit: bootstrap ## Run the fast unit tests only.
-	$(PYTHON) -m pytest tests/unit -q
+test-unit: bootstrap ## Run the fast unit tests only (tests/unit and the roles' own tests).
+	$(PYTHON) -m pytest tests/unit roles/*/tests -q
 
 lint: bootstrap ## ruff (check and format), yamllint and ansible-lint (production profile).
 	$(VENV)/bin/ruff check .

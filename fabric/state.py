@@ -4,7 +4,9 @@ Every stack's runtime state lives in ``<state root>/<stack>/``; the state root i
 ``$RAILYARD_STATE_DIR`` when set (the integration tests and the lab benchmarks use it), else
 ``<repo>/state``. :class:`StateLayout` names every file and folder in it, so no other module
 spells a state path itself. Run artifacts (ansible-runner's private data dirs) are kept outside
-the state root, in ``<repo>/artifacts/<stack>/``. Nothing here touches the disk.
+the state root, in ``<repo>/artifacts/<stack>/``. The stack file is named by :func:`stack_file`
+and the Pulumi environment every run uses by :func:`pulumi_env` (the Makefile exports the same
+values; ``tests/unit/test_state.py`` keeps them equal). Nothing here writes to the disk.
 """
 
 from __future__ import annotations
@@ -19,6 +21,18 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 STATE_DIR_ENV = "RAILYARD_STATE_DIR"
 #: Where ansible-runner's kept artifacts go, one folder per stack.
 ARTIFACTS_ROOT = REPO_ROOT / "artifacts"
+#: The stack every command names when none is given (``--stack``), the Makefile's ``STACK``.
+DEFAULT_STACK = "lab"
+#: The lab stack's secrets passphrase: fixed and public (README, "Secrets"); any other stack's
+#: is ``StateLayout.passphrase``.
+LAB_PASSPHRASE = "railyard-lab"
+#: The variables that give Pulumi a passphrase; a caller that set one keeps it.
+PASSPHRASE_ENV = ("PULUMI_CONFIG_PASSPHRASE", "PULUMI_CONFIG_PASSPHRASE_FILE")
+#: Every run stays offline: no update check, no plugin download.
+PULUMI_OFFLINE = {
+    "PULUMI_SKIP_UPDATE_CHECK": "true",
+    "PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION": "true",
+}
 
 
 def state_root() -> Path:
@@ -169,3 +183,36 @@ class StateLayout:
     def bmc_credentials(self) -> Path:
         """The emulator's BMC login (0600), read by lab clients."""
         return self.bmc / "credentials.json"
+
+
+def stack_file(stack: str, project: Path = REPO_ROOT) -> Path:
+    """The stack file ``Pulumi.<stack>.yaml`` of a Pulumi project folder (the repository)."""
+    return Path(project) / f"Pulumi.{stack}.yaml"
+
+
+def project_backend_holds(layout: StateLayout) -> bool:
+    """Whether the project's own file backend (``state/pulumi``) has a stack of this name."""
+    stacks = layout.pulumi_backend / ".pulumi" / "stacks"
+    return any(any(stacks.rglob(f"{layout.stack}{suffix}")) for suffix in (".json", ".json.gz"))
+
+
+def pulumi_env(layout: StateLayout, environ: dict[str, str] | None = None) -> dict[str, str] | None:
+    """The environment for reading ``layout``'s stack: ``environ`` (default ``os.environ``) with
+    the Makefile's values for what it left unset (the project's file backend; the stack's
+    passphrase file, or the lab's passphrase) and :data:`PULUMI_OFFLINE`. None when no backend
+    is set and the project's does not hold the stack, or the set backend is a file backend that
+    does not exist."""
+    env = dict(os.environ if environ is None else environ)
+    backend = env.get("PULUMI_BACKEND_URL", "")
+    if backend.startswith("file://") and not Path(backend.removeprefix("file://")).is_dir():
+        return None  # a file backend that does not exist holds no stack
+    if "PULUMI_BACKEND_URL" not in env:
+        if not project_backend_holds(layout):
+            return None
+        env["PULUMI_BACKEND_URL"] = layout.pulumi_backend.resolve().as_uri()
+    if not any(name in env for name in PASSPHRASE_ENV):
+        if layout.passphrase.is_file():
+            env["PULUMI_CONFIG_PASSPHRASE_FILE"] = str(layout.passphrase)
+        elif layout.stack == DEFAULT_STACK:
+            env["PULUMI_CONFIG_PASSPHRASE"] = LAB_PASSPHRASE
+    return env | PULUMI_OFFLINE

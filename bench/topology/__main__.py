@@ -23,8 +23,8 @@ import time
 from pathlib import Path
 
 from bench.topology.fabric import HCAS, graph, render_ibnetdiscover
+from fabric.graph import FabricGraph
 from fabric.parsers.ibnetdiscover import parse
-from fabric.topology.graph import FabricGraph
 from fabric.topology.ibsim import IbsimSession, ibsim_limits, render_net, sim_host, simulated
 
 
@@ -170,11 +170,12 @@ def startup(repeat: int, python: str) -> dict[str, list[tuple[float, float]]]:
         "python -m fabric --help": [python, "-m", "fabric", "--help"],
     }
     if python == sys.executable:
-        commands["python -m fabric validate Pulumi.lab.yaml"] = [
+        commands["python -m fabric validate --spec Pulumi.lab.yaml"] = [
             python,
             "-m",
             "fabric",
             "validate",
+            "--spec",
             str(REPO / "Pulumi.lab.yaml"),
         ]
     runs: dict[str, list[tuple[float, float]]] = {c: [] for c in commands}

@@ -22,9 +22,9 @@ from pathlib import Path
 
 import yaml
 
+from fabric.graph import FabricGraph, link_rate
 from fabric.spec import ClusterSpec
 from fabric.topology.from_spec import graph_from_spec
-from fabric.topology.graph import FabricGraph, link_rate
 from fabric.topology.ibsim import IbsimSession, render_net, sim_host
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -12,9 +12,9 @@ and link counts matter.)
 
 from __future__ import annotations
 
+from fabric.graph import FabricGraph
 from fabric.spec import ClusterSpec
 from fabric.topology.from_spec import graph_from_spec
-from fabric.topology.graph import FabricGraph
 
 HCAS = 8
 NODES_PER_LEAF = 32

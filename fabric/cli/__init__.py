@@ -22,21 +22,10 @@ from collections.abc import Sequence
 
 from fabric.cli.errors import EXIT_CODES_HELP, CommandError, Exit, UsageError, describe, fail
 
-#: Subcommand modules, in the order they appear in ``--help``.
-COMMAND_MODULES = (
-    "fabric.cli.validate",  # validate, schema
-    "fabric.cli.topology",  # topology
-    "fabric.cli.parse",  # parse
-    "fabric.cli.lab",  # lab status, lab image
-    "fabric.cli.run",  # run PLAYBOOK
-    "fabric.cli.check",  # check --stack
-    "fabric.cli.import_",  # import
-    "fabric.cli.watch",  # watch
-)
-
-#: The module that registers each command: ``python -m fabric COMMAND ...`` imports only that
-#: one (a command does not pay for the others' imports at start-up); ``--help``, a misspelt
-#: command or an unknown one gets them all. A test checks this against what each registers.
+#: The module that registers each command, in the order they appear in ``--help``:
+#: ``python -m fabric COMMAND ...`` imports only that one (a command does not pay for the
+#: others' imports at start-up); ``--help``, a misspelt command or an unknown one gets them all.
+#: A test checks this against what each registers. The one list of commands.
 COMMANDS = {
     "validate": "fabric.cli.validate",
     "schema": "fabric.cli.validate",
@@ -48,6 +37,9 @@ COMMANDS = {
     "import": "fabric.cli.import_",
     "watch": "fabric.cli.watch",
 }
+
+#: Subcommand modules, in the order they appear in ``--help`` (from ``COMMANDS``).
+COMMAND_MODULES = tuple(dict.fromkeys(COMMANDS.values()))
 
 PROG = "python -m fabric"
 

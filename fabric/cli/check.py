@@ -1,12 +1,14 @@
-"""``python -m fabric check --stack STACK``: run the check suite and write its reports.
-``python -m fabric check --plan SPEC_OR_STACK_FILE``: list what it would check, touching no host."""
+"""``python -m fabric check [--stack NAME] [--spec FILE]``: run the check suite and write its
+reports. ``python -m fabric check --plan [--spec FILE | --stack NAME]``: list what it would
+check, touching no host (``check --plan FILE``, the older spelling, still works)."""
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
 
-from fabric.cli.errors import Exit, check_readable, emit, emit_json, require_stack, stack_name
+from fabric.cli.errors import CommandError, Exit, check_readable, emit, emit_json
+from fabric.cli.options import add_legacy_spec, add_spec, add_stack, spec_path
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -17,28 +19,21 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Run the testinfra check suite against state/<stack>/inventory.yml. Exit 0 when "
         "every check passes, 1 when one fails, 2 when the stack has no inventory or its spec has problems.",
     )
-    what = parser.add_mutually_exclusive_group(required=True)
-    what.add_argument(
-        "--stack",
-        type=stack_name,
-        help="stack name (state/<stack>/inventory.yml, Pulumi.<stack>.yaml)",
-    )
-    what.add_argument(
+    add_stack(parser)
+    add_spec(parser)
+    parser.add_argument(
         "--plan",
-        type=Path,
-        metavar="SPEC_OR_STACK_FILE",
-        help="print the checks that would run for this spec, each with its parameters, or why a "
+        action="store_true",
+        help="print the checks that would run for the spec, each with its parameters, or why a "
         "family is not generated; touches no host",
     )
+    add_legacy_spec(parser)  # check --plan SPEC
     parser.add_argument(
         "--junit", type=Path, help="JUnit XML file (default: <report dir>/checks.xml)"
     )
     parser.add_argument("--limit", help="comma-separated hosts or inventory groups to check")
     parser.add_argument(
         "--report-dir", type=Path, help="reports directory (default: state/<stack>/reports)"
-    )
-    parser.add_argument(
-        "--spec", type=Path, help="spec or stack file (default: Pulumi.<stack>.yaml)"
     )
     parser.add_argument(
         "-n",
@@ -57,16 +52,17 @@ def cmd_check(args: argparse.Namespace) -> int:
     SpecError) is bad input, found before the suite runs: exit 2 (via main)."""
     import json
 
-    if args.plan is not None:
-        return cmd_check_plan(args.plan, as_json=args.json)
+    if args.plan:
+        return cmd_check_plan(spec_path(args), as_json=args.json)
+    if args.legacy_spec is not None:
+        raise CommandError(f"unexpected argument {args.legacy_spec}: give the spec with --spec")
     from fabric.verify import context
     from fabric.verify.runner import run_checks
 
-    if not args.spec:
-        require_stack(args.stack)
+    spec = spec_path(args)
     inventory = context.inventory_path(args.stack)
     context.load_inventory(inventory)
-    context.load_cluster_spec(args.spec or context.spec_path_for(inventory))
+    context.load_cluster_spec(spec)
     outcome = run_checks(
         args.stack,
         junit=args.junit,

@@ -182,7 +182,7 @@ def _spec_message(err: Any) -> tuple[str, list[dict[str, str]]]:
         more = len(problems) - 1
         message += (
             f" (and {more} more problem{'s' if more > 1 else ''}: "
-            f"python -m fabric validate {source or 'SPEC'} lists them all)"
+            f"python -m fabric validate --spec {source or 'FILE'} lists them all)"
         )
     return message, problems
 
@@ -196,7 +196,7 @@ KNOWN_ERRORS: tuple[tuple[str, str, Exit], ...] = (
     ("fabric.parsers", "UnknownToolError", Exit.USAGE),
     ("fabric.parsers", "ParseError", Exit.USAGE),
     ("fabric.parsers.text", "InputError", Exit.USAGE),
-    ("fabric.topology.graph", "GraphError", Exit.USAGE),
+    ("fabric.graph", "GraphError", Exit.USAGE),
     ("fabric.hostlist", "HostlistError", Exit.USAGE),
     ("fabric.lab.image", "ImageError", Exit.FAILED),
 )
@@ -227,9 +227,9 @@ def describe(exc: BaseException) -> CommandError | None:
 def require_stack(stack: str) -> None:
     """A CommandError (exit 2) naming the known stacks unless ``stack`` is one: this checkout
     has its ``Pulumi.<stack>.yaml`` or the state root a folder for it."""
-    from fabric.state import REPO_ROOT, StateLayout
+    from fabric.state import REPO_ROOT, StateLayout, stack_file
 
-    if (REPO_ROOT / f"Pulumi.{stack}.yaml").is_file() or StateLayout(stack).dir.is_dir():
+    if stack_file(stack).is_file() or StateLayout(stack).dir.is_dir():
         return
     known = sorted(
         path.name.removeprefix("Pulumi.").removesuffix(".yaml")

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from fabric.cli.errors import CommandError, Exit, stack_name
+from fabric.cli.errors import CommandError, Exit
+from fabric.cli.options import add_stack
 
 
 def cmd_lab_image(args: argparse.Namespace) -> int:
@@ -63,8 +64,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Exit 0 when every node runs, answers SSH and is powered on; "
         "1 when one does not, or the lab is not up.",
     )
-    status.add_argument(
-        "--stack", default="lab", type=stack_name, help="stack name (state/<stack>/)"
-    )
+    add_stack(status)
     status.add_argument("--json", action="store_true", help="print JSON instead of a table")
     status.set_defaults(func=cmd_lab_status)

@@ -14,7 +14,8 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from fabric.cli.errors import Exit, emit, require_stack, stack_name
+from fabric.cli.errors import Exit, emit
+from fabric.cli.options import add_spec, add_stack, spec_path
 
 if TYPE_CHECKING:
     from fabric.handoff.summary import PlaybookResult
@@ -28,12 +29,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description=__doc__.split("\n\n", 1)[1] if __doc__ else None,
     )
     parser.add_argument("playbook", help="e.g. playbooks/site.yml, or site.yml")
-    parser.add_argument(
-        "--stack",
-        default="lab",
-        type=stack_name,
-        help="stack name (state/<stack>/, Pulumi.<stack>.yaml)",
-    )
+    add_stack(parser)
     parser.add_argument("--limit", default=None, help="Ansible host pattern to limit the run to")
     parser.add_argument(
         "-e",
@@ -45,10 +41,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="a playbook variable, e.g. -e railyard_new_nodes=gpu09 (repeatable; not for secrets: "
         "the run's artifacts keep it)",
     )
-    parser.add_argument(
-        "--spec",
-        default=None,
-        help="spec or stack YAML to derive role variables from (default Pulumi.<stack>.yaml)",
+    add_spec(
+        parser,
+        help="cluster spec YAML or Pulumi.<stack>.yaml to derive role variables from "
+        "(default: the stack's)",
     )
     parser.add_argument(
         "--result-json",
@@ -91,10 +87,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     from fabric.handoff.secrets import munge_key
     from fabric.spec import load_spec
 
-    if not args.spec:
-        require_stack(args.stack)
-    spec_path = Path(args.spec) if args.spec else REPO_ROOT / f"Pulumi.{args.stack}.yaml"
-    spec = load_spec(spec_path)
+    spec_file = spec_path(args)
+    spec = load_spec(spec_file)
     key = munge_key(args.stack, REPO_ROOT)
     result = run_playbook(
         args.playbook,

@@ -1,5 +1,5 @@
 """``python -m fabric topology``: print the Slurm topology (or ibsim net, or oversubscription)
-of a declared fabric (``--from-spec``), a discovered one (``--from-ibnetdiscover``), or cloud
+of a declared fabric (``--spec``), a discovered one (``--from-ibnetdiscover``), or cloud
 instances as their provider places them (``--from-aws-topology``, ``--from-gce-instances``)."""
 
 from __future__ import annotations
@@ -9,13 +9,14 @@ import sys
 from typing import TYPE_CHECKING
 
 from fabric.cli.errors import CommandError, Exit, read_input
+from fabric.cli.options import add_legacy_spec, add_spec, given_spec
 
 #: The default input cap (``--max-mb``): a 16,384-host, 131,072-HCA fabric prints about 55 MB.
 DEFAULT_MAX_MB = 1024
 _FIX = "pass ibnetdiscover's plain output (a file, or '-' for stdin)"
 
 if TYPE_CHECKING:
-    from fabric.topology.graph import FabricGraph
+    from fabric.graph import FabricGraph
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -33,9 +34,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     source.add_argument(
         "--from-ibnetdiscover", metavar="FILE", help="ibnetdiscover output ('-' for stdin)"
     )
-    source.add_argument(
-        "--from-spec", metavar="SPEC", help="cluster spec YAML or Pulumi stack file"
-    )
+    add_spec(source, help="cluster spec YAML or Pulumi.<stack>.yaml stack file")
+    add_legacy_spec(source, "--from-spec")
     source.add_argument(
         "--from-aws-topology",
         metavar="FILE",
@@ -129,11 +129,12 @@ def _cloud_graph(args: argparse.Namespace) -> FabricGraph:
 def _graph(args: argparse.Namespace) -> FabricGraph:
     if args.from_aws_topology or args.from_gce_instances:
         return _cloud_graph(args)
-    if args.from_spec:
+    spec = given_spec(args)
+    if spec is not None:
         from fabric.spec import load_spec
         from fabric.topology.from_spec import graph_from_spec
 
-        return graph_from_spec(load_spec(args.from_spec))
+        return graph_from_spec(load_spec(spec))
     from fabric.parsers.ibnetdiscover import parse
 
     return parse(_capture(args))
@@ -179,9 +180,16 @@ def cmd_topology(args: argparse.Namespace) -> int:
     if args.max_mb < 1:
         raise CommandError("--max-mb must be 1 or more")
     if args.from_ibnetdiscover and args.plugin == "tree" and not _other_output(args):
-        from fabric.parsers.ibnetdiscover.tree import tree_conf  # no graph: the compiled writer
+        from fabric.parsers.ibnetdiscover.tree import compiled_tree_conf  # no graph
 
-        sys.stdout.write(tree_conf(_capture(args)))
+        text = _capture(args)
+        conf = compiled_tree_conf(text)
+        if conf is None:  # declined: the reference, which names what is wrong with the text
+            from fabric.parsers.ibnetdiscover import parse
+            from fabric.topology.slurm import tree_conf
+
+            conf = tree_conf(parse(text))
+        sys.stdout.write(conf)
         return Exit.OK
     graph = _graph(args)
     if args.nodes is not None:

@@ -1,4 +1,4 @@
-"""``python -m fabric validate SPEC`` and ``python -m fabric schema``."""
+"""``python -m fabric validate [--spec FILE | --stack NAME]`` and ``python -m fabric schema``."""
 
 from __future__ import annotations
 
@@ -8,22 +8,24 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from fabric.cli.errors import Exit, check_readable
+from fabric.cli.options import add_legacy_spec, add_spec, add_stack, spec_path
 
 if TYPE_CHECKING:
     from fabric.spec import ClusterSpec
 
 _VALIDATE_EPILOG = """\
-SPEC is a plain spec YAML (the cluster mapping at the top level) or a Pulumi stack
-file, whose cluster is read from config["railyard:cluster"].
+--spec FILE is a plain spec YAML (the cluster mapping at the top level) or a Pulumi
+stack file, whose cluster is read from config["railyard:cluster"]; without it, the
+stack's file Pulumi.<stack>.yaml (--stack, default lab).
 
 examples:
-  python -m fabric validate Pulumi.lab.yaml
-  python -m fabric validate examples/roce-rail.yaml
-  python -m fabric validate --json cluster.yaml | jq .problems
+  python -m fabric validate
+  python -m fabric validate --spec examples/roce-rail.yaml
+  python -m fabric validate --json --spec cluster.yaml | jq .problems
 
 exit status: 0 when the spec is valid, 1 when it has problems (each printed on
 stdout as "path: message", all of them at once: field errors and cross-field rules
-together), 2 when SPEC cannot be read.
+together), 2 when the spec cannot be read.
 """
 
 _SCHEMA_EPILOG = """\
@@ -69,15 +71,16 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
     from fabric.spec import SpecError, load_spec
 
-    check_readable(args.spec, "pass a spec YAML or Pulumi.<stack>.yaml")
+    path = spec_path(args)
+    check_readable(path, "pass a spec YAML or Pulumi.<stack>.yaml")
     try:
-        spec = load_spec(args.spec)
+        spec = load_spec(path)
     except SpecError as error:
         if args.json:
             problems = [{"path": path, "message": message} for path, message in error.problems]
             print(json.dumps({"valid": False, "problems": problems}, indent=2))
         else:
-            print(f"{args.spec}: {_plural(len(error.problems), 'problem')}")
+            print(f"{path}: {_plural(len(error.problems), 'problem')}")
             for path, message in error.problems:
                 print(f"  {path}: {message}")
         return Exit.FAILED
@@ -117,7 +120,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         epilog=_VALIDATE_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    validate.add_argument("spec", metavar="SPEC", help="spec YAML or Pulumi.<stack>.yaml")
+    add_spec(validate)
+    add_stack(validate)
+    add_legacy_spec(validate)  # validate SPEC
     validate.add_argument(
         "--json", action="store_true", help="print the result as JSON (for CI and editors)"
     )

@@ -14,7 +14,8 @@ import threading
 from pathlib import Path
 from types import FrameType
 
-from fabric.cli.errors import CommandError, Exit, require_stack, stack_name
+from fabric.cli.errors import CommandError, Exit
+from fabric.cli.options import add_spec, add_stack, spec_path
 
 #: The default port of the metrics endpoint.
 DEFAULT_PORT = 9477
@@ -64,10 +65,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "write them for node_exporter's textfile collector. Runs until SIGTERM (exit 0) or "
         "Ctrl-C (130); exit 2 when the stack has no inventory or its spec has problems.",
     )
-    parser.add_argument("--stack", type=stack_name, required=True, help="stack name")
-    parser.add_argument(
-        "--spec", type=Path, help="spec or stack file (default: Pulumi.<stack>.yaml)"
-    )
+    add_stack(parser)
+    add_spec(parser)
     parser.add_argument(
         "--listen", default="127.0.0.1", help="address of the metrics endpoint (default 127.0.0.1)"
     )
@@ -108,11 +107,10 @@ def cmd_watch(args: argparse.Namespace) -> int:
     from fabric.watch.metrics import SnapshotCollector, registry_for, write_textfile
     from fabric.watch.remote import Remote
 
-    if not args.spec:
-        require_stack(args.stack)
+    spec_file = spec_path(args)
     inventory_path = context.inventory_path(args.stack)
     inventory = context.load_inventory(inventory_path)
-    spec = context.load_cluster_spec(args.spec or context.spec_path_for(inventory_path))
+    spec = context.load_cluster_spec(spec_file)
     plan = CheckPlan(
         spec=spec,
         hosts=context.inventory_hosts(inventory),

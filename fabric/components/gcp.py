@@ -13,35 +13,20 @@ GPU NIC counts come from :mod:`fabric.catalog`. Outputs: every target's (``Targe
 
 from __future__ import annotations
 
-import ipaddress
 from typing import Any
 
 import pulumi
 import pulumi_gcp as gcp
 
-from fabric.catalog import GcpA3Blueprint, gcp_blueprint, gcp_machine
+from fabric.catalog import GcpA3Blueprint, gcp_blueprint
 from fabric.components.access import pinned_inventory
 from fabric.components.cloudinit import boot_cloud_config
 from fabric.components.target import TargetCluster
+from fabric.model.gcp import gpu_nic_count, gpu_subnet_cidrs
 from fabric.spec import ClusterSpec, GcpSpec, NodeGroup, SpecError, provision_problems
 
-#: First address block of the default GPU subnets, one /20 per GPU NIC.
-DEFAULT_GPU_SUPERNET = ipaddress.IPv4Network("172.16.0.0/16")
 #: Network tag of head nodes (the SSH firewall rule targets it).
 HEAD_TAG = "railyard-head"
-
-
-def gpu_nic_count(group: NodeGroup) -> int:
-    """GPU NICs of a compute group's machine type (0 for head nodes)."""
-    known = gcp_machine(group.instance_type or "") if group.role == "compute" else None
-    return known.gpu_nics if known else 0
-
-
-def gpu_subnet_cidrs(settings: GcpSpec, count: int) -> list[str]:
-    """The GPU subnets' ranges: the spec's, or one /20 per NIC out of 172.16.0.0/16."""
-    if settings.gpu_subnet_cidrs:
-        return [str(c) for c in settings.gpu_subnet_cidrs]
-    return [str(c) for c in list(DEFAULT_GPU_SUPERNET.subnets(new_prefix=20))[:count]]
 
 
 def compute_scheduling(settings: GcpSpec) -> gcp.compute.InstanceSchedulingArgs:

@@ -3,8 +3,8 @@
 ``pulumi up`` hands the key to its ``python -m fabric run`` child in ``RAILYARD_MUNGE_KEY``.
 A day-2 ``python -m fabric run`` reads it from the stack's secret output ``munge_key``
 (``pulumi stack output --show-secrets``). Where the caller set no Pulumi environment it uses
-the Makefile's: the project's file backend (``state/pulumi``), the lab's public passphrase or
-the stack's ``state/<stack>.passphrase``. A stack that backend holds but whose key cannot be
+the Makefile's (``fabric.state.pulumi_env``): the project's file backend (``state/pulumi``),
+the lab's public passphrase or the stack's ``state/<stack>.passphrase``. A stack that backend holds but whose key cannot be
 read is an error: the ``slurm`` role would otherwise make a new key and replace the cluster's.
 Neither way writes the key to a file that outlives the run.
 """
@@ -18,13 +18,10 @@ import subprocess
 from pathlib import Path
 
 from fabric.handoff.vars import HandoffError
-from fabric.state import StateLayout
+from fabric.state import StateLayout, pulumi_env
 
 MUNGE_KEY_ENV = "RAILYARD_MUNGE_KEY"
 MUNGE_KEY_OUTPUT = "munge_key"
-#: The lab stack's passphrase, public and fixed, as the Makefile's (README, "Secrets").
-LAB_PASSPHRASE = "railyard-lab"
-PASSPHRASE_ENV = ("PULUMI_CONFIG_PASSPHRASE", "PULUMI_CONFIG_PASSPHRASE_FILE")
 #: ``pulumi stack output`` takes a few seconds; the bound is for a backend that hangs.
 PULUMI_TIMEOUT = 120
 FIX = (
@@ -32,35 +29,6 @@ FIX = (
     "PULUMI_BACKEND_URL and PULUMI_CONFIG_PASSPHRASE[_FILE] as the Makefile does, or give the "
     f"key in {MUNGE_KEY_ENV}"
 )
-
-
-def project_backend_holds(layout: StateLayout) -> bool:
-    """Whether the project's own file backend (``state/pulumi``) has a stack of this name."""
-    stacks = layout.pulumi_backend / ".pulumi" / "stacks"
-    return any(any(stacks.rglob(f"{layout.stack}{suffix}")) for suffix in (".json", ".json.gz"))
-
-
-def pulumi_env(layout: StateLayout) -> dict[str, str] | None:
-    """The environment for reading the stack, with the Makefile's defaults for what the caller
-    left unset; None when no backend is set and the project's does not hold the stack, or the
-    set backend is a file backend that does not exist."""
-    env = dict(os.environ)
-    backend = env.get("PULUMI_BACKEND_URL", "")
-    if backend.startswith("file://") and not Path(backend.removeprefix("file://")).is_dir():
-        return None  # a file backend that does not exist holds no stack
-    if "PULUMI_BACKEND_URL" not in env:
-        if not project_backend_holds(layout):
-            return None
-        env["PULUMI_BACKEND_URL"] = layout.pulumi_backend.resolve().as_uri()
-    if not any(name in env for name in PASSPHRASE_ENV):
-        if layout.passphrase.is_file():
-            env["PULUMI_CONFIG_PASSPHRASE_FILE"] = str(layout.passphrase)
-        elif layout.stack == "lab":
-            env["PULUMI_CONFIG_PASSPHRASE"] = LAB_PASSPHRASE
-    return env | {
-        "PULUMI_SKIP_UPDATE_CHECK": "true",
-        "PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION": "true",
-    }
 
 
 def _said(stderr: str) -> str:

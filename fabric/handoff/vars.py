@@ -15,6 +15,7 @@ from typing import Any
 import yaml
 
 from fabric.hostlist import compress
+from fabric.model.cluster import ClusterModel
 from fabric.spec import ClusterSpec
 from fabric.spec.constants import SM_MEMBER_KEYWORDS
 from fabric.spec.models import EcnQueue
@@ -80,7 +81,7 @@ def role_vars_from_spec(spec: ClusterSpec) -> dict[str, Any]:
     out |= efa_vars(spec)
     out |= gcp_gpudirect_vars(spec)
     out |= slurm_vars(spec)
-    out |= node_health_vars(spec, out.get("slurm_extra_config", {}))
+    out |= node_health_vars(ClusterModel(spec), out.get("slurm_extra_config", {}))
     if spec.bmc is not None and spec.bmc.endpoints:
         # Where playbooks/remove-node.yml powers a node off (the password is never a variable).
         out["railyard_bmc_endpoints"] = {
@@ -297,7 +298,7 @@ def gcp_gpudirect_vars(spec: ClusterSpec) -> dict[str, Any]:
     (one VPC per NIC, the GCP component's ranges), MTU, machine type and transport, and on A3
     Ultra the RDMA stack for its ConnectX RoCE NICs (``railyard_roce_hosts``)."""
     from fabric.catalog import gcp_machine
-    from fabric.components.gcp import gpu_subnet_cidrs
+    from fabric.model.gcp import gpu_subnet_cidrs
 
     gcp = spec.gcp
     if spec.fabric.kind != "gcp-gpudirect" or gcp is None:
@@ -431,21 +432,16 @@ def slurm_vars(spec: ClusterSpec) -> dict[str, Any]:
 HEALTH_PROGRAM = "/usr/local/sbin/railyard-health"
 
 
-def node_health_vars(spec: ClusterSpec, extra: dict[str, Any]) -> dict[str, Any]:
+def node_health_vars(model: ClusterModel, extra: dict[str, Any]) -> dict[str, Any]:
     """The health check per compute node with InfiniBand ports (``railyard_node_health``:
-    host -> ``fabric.verify.health.config_for``), and slurm.conf's HealthCheckProgram,
+    host -> ``fabric.handoff.health.health_configs``), and slurm.conf's HealthCheckProgram,
     HealthCheckInterval and HealthCheckNodeState from ``health`` (interval 0: none)."""
-    from fabric.verify.health import config_for
-    from fabric.verify.plan import CheckPlan
+    from fabric.handoff.health import health_configs
 
+    spec = model.spec
     if spec.fabric.kind != "infiniband":
         return {}
-    plan = CheckPlan(spec=spec, hosts=list(spec.hosts))
-    configs = {
-        host: config_for(plan, host)
-        for host in spec.hosts_with_role("compute")
-        if any(p.host == host for p in plan.ib_ports)
-    }
+    configs = health_configs(model)
     out: dict[str, Any] = {"railyard_node_health": configs}
     if configs and spec.health.interval > 0:
         out["slurm_extra_config"] = extra | {

@@ -8,14 +8,9 @@ comes up on real hardware: same host, same cable, another GUID.
 
 from __future__ import annotations
 
+from fabric.graph import FabricGraph, GraphError
 from fabric.spec import ClusterSpec
-from fabric.topology.graph import FabricGraph, GraphError
-
-
-def simulated_device(spec: ClusterSpec, host: str) -> str | None:
-    """The device the lab simulates on ``host``: its first InfiniBand HCA."""
-    hcas = spec.hosts[host].hcas if host in spec.hosts else []
-    return next((h.device for h in hcas if h.link_layer == "InfiniBand"), None)
+from fabric.topology.ibsim import simulated_device
 
 
 def with_hca_guids(graph: FabricGraph, spec: ClusterSpec) -> FabricGraph:

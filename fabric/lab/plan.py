@@ -13,13 +13,10 @@ from collections.abc import Mapping, Sequence
 
 from pydantic import BaseModel
 
-from fabric.lab.hardware import simulated_device
 from fabric.spec import ClusterSpec, LabSpec
-from fabric.topology.ibsim import sim_host
+from fabric.spec.constants import DEFAULT_BMC_SUBNET, DEFAULT_FABRIC_SUBNET, LAB_RANGE
+from fabric.topology.ibsim import sim_host, simulated_device
 
-LAB_RANGE = ipaddress.ip_network("198.18.0.0/15")
-DEFAULT_BMC_SUBNET = "198.18.1.0/24"
-DEFAULT_FABRIC_SUBNET = "198.18.2.0/24"
 FIRST_HOST_OFFSET = 10  # node addresses start at .10; .1 is the host-side gateway
 
 

@@ -10,7 +10,7 @@ The reaper runs beside ibsim (the lab starts and stops it with ibsim:
 ``fabric.components.dynamic_lab.IbSimReaper``) and follows ibsim's log. When ibsim refuses a
 client ("can't open new connection") it lists the clients (``Attached``) and drops each one
 whose node no longer has the client's UDP port bound (umad2sim registers that port as the
-client's pid; see ``fabric.lab.ibsim_clients``). The refused client's shim asks again
+client's pid; see ``fabric.topology.ibsim_clients``). The refused client's shim asks again
 (``RAILYARD_SIM_CONNECT_WAIT``) and gets the freed slot. It reaps at most every 2 s, and backs
 off to 16 s while it finds every client alive. A node's ports are read from
 ``/proc/<its container's pid>/net/udp`` and ``udp6``: no exec into the node. A client of a host
@@ -28,10 +28,10 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from fabric.lab.faults import FaultError, IbsimConsole
-from fabric.lab.ibsim_clients import SimClient
 from fabric.lab.podman import PodmanError, podman
 from fabric.lab.process import Helper, python_env, start, start_time_of, wait_log
+from fabric.topology.ibsim_clients import SimClient
+from fabric.topology.ibsim_console import FaultError, IbsimConsole
 
 #: What ibsim logs when every client slot is taken (ibsim.c, sim_ctl_new_client).
 REFUSED = "can't open new connection"

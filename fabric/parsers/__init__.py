@@ -2,7 +2,7 @@
 
 ``PARSERS`` maps a tool name to its ``parse(text)`` function; ``parse(tool, text)`` looks the
 tool up. Every parser returns a pydantic model (``fabric.parsers.common.ToolResult`` and
-friends) except ``ibnetdiscover``, which returns a :class:`fabric.topology.graph.FabricGraph`:
+friends) except ``ibnetdiscover``, which returns a :class:`fabric.graph.FabricGraph`:
 a dataclass of ``Switch``/``Ca``/``Link`` named tuples, kept out of pydantic because building
 one validated model per node and link of a large fabric costs seconds. Both kinds satisfy
 :class:`Parsed`: ``model_dump(mode="json")`` gives a JSON-ready dict (what ``python -m fabric
@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import importlib
 
+from fabric.parsers.errors import ParseError
+
 #: ``typing.TYPE_CHECKING`` without importing ``typing`` (see :mod:`.parsed`).
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -23,22 +25,6 @@ if TYPE_CHECKING:
     from fabric.parsers.parsed import Parsed
 
 __all__ = ["PARSERS", "ParseError", "Parsed", "UnknownToolError", "parse"]
-
-
-class ParseError(ValueError):
-    """Text that is not the named tool's output: names the tool, line and expectation.
-    Defined here, free of pydantic, so that the ibnetdiscover path loads none."""
-
-    def __init__(self, tool: str, line: int, expected: str, got: str | None = None) -> None:
-        self.tool = tool
-        self.line = line
-        self.expected = expected
-        self.got = got
-        where = f"line {line}" if line else "end of input"
-        message = f"{tool}: {where}: expected {expected}"
-        if got is not None:
-            message += f", got {got.strip()[:80]!r}"
-        super().__init__(message)
 
 
 def _ibnetdiscover(text: str) -> Parsed:

@@ -14,7 +14,7 @@ from typing import TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from fabric.parsers import ParseError  # defined there: the ibnetdiscover path loads no pydantic
+from fabric.parsers.errors import ParseError  # the ibnetdiscover path loads no pydantic
 
 Number = int | float
 M = TypeVar("M", bound=BaseModel)

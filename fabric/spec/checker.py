@@ -12,10 +12,13 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from fabric.hostlist import HostlistError, compress, expand
-from fabric.spec.models import ClusterSpec, NodeGroup
 from fabric.spec.problems import Problem
+
+if TYPE_CHECKING:  # the models run the rules in ClusterSpec's validator
+    from fabric.spec.models import ClusterSpec, NodeGroup
 
 #: Read paths: ``[*]`` stands for every index of a list.
 HOST_NAMES = "nodes[*].names"

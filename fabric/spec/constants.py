@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from typing import Literal
 
@@ -62,3 +63,12 @@ BOOT_TARGETS = ("Pxe", "Hdd", "Cd", "UefiHttp", "UefiTarget", "Usb")
 #: Validation context key: when true, ClusterSpec skips its cross-field rules (used by
 #: fabric.spec.load to build a best-effort spec whose rules it runs itself).
 SKIP_RULES = "skip_cross_field_rules"
+
+#: UDP ports ibsim binds in remote mode: ``lab.ibsim_port`` for control, then one per client
+#: slot (IBSIM_MAX_CLIENTS = 10, compiled into ibsim).
+IBSIM_PORT_SPAN = 11
+#: The lab's address range (RFC 2544 benchmarking space) and its default BMC and RoCE
+#: networks (``fabric.lab.plan`` builds them; the network rules check the spec against them).
+LAB_RANGE = ipaddress.ip_network("198.18.0.0/15")
+DEFAULT_BMC_SUBNET = "198.18.1.0/24"
+DEFAULT_FABRIC_SUBNET = "198.18.2.0/24"

@@ -15,8 +15,12 @@ package it would have to download.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from fabric.catalog import gcp_blueprint, gcp_machine
-from fabric.spec.models import ClusterSpec, EgressSpec
+
+if TYPE_CHECKING:  # the validator (models) runs the rules, which call these: types only here
+    from fabric.spec.models import ClusterSpec, EgressSpec
 
 __all__ = ["NEEDS", "egress_of", "image_needs", "offline_image_lacks"]
 

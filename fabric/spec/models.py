@@ -485,11 +485,6 @@ class SlurmSpec(Model):
     )
 
 
-#: UDP ports ibsim binds in remote mode: ``lab.ibsim_port`` for control, then one per client
-#: slot (IBSIM_MAX_CLIENTS = 10, compiled into ibsim).
-IBSIM_PORT_SPAN = 11
-
-
 class LabSpec(Model):
     """Settings for the one-machine lab (target ``lab``)."""
 

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import SplitResult, urlsplit
 
 from fabric.spec.checker import Checker, Rule
+from fabric.spec.constants import DEFAULT_BMC_SUBNET, DEFAULT_FABRIC_SUBNET, LAB_RANGE
 
 if TYPE_CHECKING:
     from fabric.spec.models import ClusterSpec
@@ -31,10 +32,7 @@ Network = ipaddress.IPv4Network
 
 
 def _lab_networks() -> tuple[Network, Network, Network]:
-    """The lab's address range and its default BMC and RoCE networks (fabric.lab.plan, read
-    when a rule runs: that module imports this package)."""
-    from fabric.lab.plan import DEFAULT_BMC_SUBNET, DEFAULT_FABRIC_SUBNET, LAB_RANGE
-
+    """The lab's address range and its default BMC and RoCE networks."""
     return Network(str(LAB_RANGE)), Network(DEFAULT_BMC_SUBNET), Network(DEFAULT_FABRIC_SUBNET)
 
 

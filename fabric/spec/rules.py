@@ -15,6 +15,7 @@ from __future__ import annotations
 import ipaddress
 import re
 from collections.abc import Collection
+from typing import TYPE_CHECKING
 
 from fabric.hostlist import HostlistError, expand
 from fabric.spec.checker import HOST_NAMES, Checker, Rule, in_range, path_parts
@@ -36,10 +37,12 @@ from fabric.spec.constants import (
     SM_PRIORITY_RANGE,
     WIDTH_LANES,
 )
-from fabric.spec.models import ClusterSpec, FatTree, LinkLayer, NodeGroup, Target
 from fabric.spec.networks import NETWORK_RULES
 from fabric.spec.problems import Problem
 from fabric.spec.targets import TARGET_RULES
+
+if TYPE_CHECKING:  # the models run these rules in ClusterSpec's validator
+    from fabric.spec.models import ClusterSpec, FatTree, LinkLayer, NodeGroup, Target
 
 __all__ = [
     "GENERAL_RULES",

@@ -14,13 +14,20 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from fabric.catalog import aws_efa_types, aws_instance, gcp_gpu_machine_types, gcp_machine
 from fabric.spec.checker import Checker, Rule
-from fabric.spec.constants import AWS_REGION_PATTERN, BOOT_TARGETS, GCP_REGION_PATTERN
-from fabric.spec.models import IBSIM_PORT_SPAN, ClusterSpec
+from fabric.spec.constants import (
+    AWS_REGION_PATTERN,
+    BOOT_TARGETS,
+    GCP_REGION_PATTERN,
+    IBSIM_PORT_SPAN,
+)
 from fabric.spec.problems import Problem
+
+if TYPE_CHECKING:
+    from fabric.spec.models import ClusterSpec
 
 __all__ = [
     "TARGET_RULES",

@@ -9,8 +9,8 @@ discovered side names it too.
 
 from __future__ import annotations
 
+from fabric.graph import Ca, FabricGraph, Link, Switch, link_rate
 from fabric.spec import CableEnd, ClusterSpec
-from fabric.topology.graph import Ca, FabricGraph, Link, Switch, link_rate
 
 #: Made-up GUIDs: switches from here, CAs from ``_CA_BASE`` (spaced by 4, as from_spec does).
 _SWITCH_BASE = 0x0002C90381000000

@@ -27,7 +27,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from fabric.topology.graph import Ca, FabricGraph, GraphError, Link, Switch
+from fabric.graph import Ca, FabricGraph, GraphError, Link, Switch
 
 __all__ = ["aws_topology_graph", "gce_topology_graph", "graph_from_paths"]
 

@@ -15,7 +15,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from fabric.topology.graph import FabricGraph, Link
+from fabric.graph import FabricGraph, Link
 
 Kind = Literal["missing", "extra", "miscabled", "wrong_speed", "wrong_width"]
 #: A node as both sides can name it: ("sw", name), ("ca", host, device) or ("guid", guid).

@@ -28,9 +28,9 @@ Deterministic layout rules:
 
 from __future__ import annotations
 
+from fabric.graph import Ca, FabricGraph, GraphError, Link, Switch, link_rate, speed_for
 from fabric.spec import ClusterSpec, FatTree, HcaSpec
 from fabric.topology.cabling import graph_from_cabling
-from fabric.topology.graph import Ca, FabricGraph, GraphError, Link, Switch, link_rate, speed_for
 
 SWITCH_GUID_BASE = 0x0002C90301000000
 CA_GUID_BASE = 0x0002C90302000000

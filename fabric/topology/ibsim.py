@@ -30,9 +30,12 @@ import subprocess
 import time
 import uuid
 from pathlib import Path
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
-from fabric.topology.graph import FabricGraph, GraphError, Link, link_rate
+from fabric.graph import FabricGraph, GraphError, Link, link_rate
+
+if TYPE_CHECKING:
+    from fabric.spec import ClusterSpec
 
 #: LinkWidthEnabled mask for each width.
 WIDTH_MASK = {"1x": 1, "2x": 16, "4x": 2, "8x": 4, "12x": 8}
@@ -60,6 +63,12 @@ SPEED_MASKS = {
 CA_DEVID = 0x1021  # ConnectX-7
 SWITCH_DEVID = 0xD2F2  # Quantum-2 (QM9700)
 MAX_LINE = 255
+
+
+def simulated_device(spec: ClusterSpec, host: str) -> str | None:
+    """The device the lab simulates on ``host``: its first InfiniBand HCA."""
+    hcas = spec.hosts[host].hcas if host in spec.hosts else []
+    return next((h.device for h in hcas if h.link_layer == "InfiniBand"), None)
 
 
 def sim_host(host: str, device: str) -> str:

@@ -17,7 +17,7 @@ What a capture cannot tell (each node's SSH address, the management subnet, MTU,
 partitions, GPUs, and without ``sminfo`` where OpenSM runs) becomes a placeholder marked
 ``PLACEHOLDER`` in the YAML and listed in ``Imported.notes`` for stderr. The target is
 ``existing`` (``fabric.components.existing``): the spec validates as written (``check --plan``,
-``topology --from-spec`` and the diff take it), and ``pulumi up`` refuses it, naming the nodes,
+``topology --spec`` and the diff take it), and ``pulumi up`` refuses it, naming the nodes,
 until every ``existing.ssh`` address is set.
 """
 
@@ -29,12 +29,12 @@ from typing import Any
 
 import yaml
 
+from fabric.graph import Ca, FabricGraph, Link
 from fabric.hostlist import compress, expand
 from fabric.parsers.sminfo import SminfoReport
 from fabric.spec import HOSTNAME_PATTERN, SpecError, spec_from_mapping
 from fabric.spec.constants import RDMA_DEVICE_PATTERN
 from fabric.spec.targets import SSH_PLACEHOLDER
-from fabric.topology.graph import Ca, FabricGraph, Link
 
 #: Placeholders for what a capture cannot tell (TEST-NET-1: never a real network).
 PLACEHOLDER_SUBNET = "192.0.2.0/24"

@@ -1,7 +1,7 @@
 """Slurm's topology.conf for the hand-off, from the discovered or the declared fabric.
 
 ``python -m fabric topology --from-ibnetdiscover FILE --nodes gpu[01-08]`` (or
-``--from-spec SPEC``) prints it for the tree (or block) plugin; ``--nodes`` (``only_hosts``)
+``--spec FILE``) prints it for the tree (or block) plugin; ``--nodes`` (``only_hosts``)
 keeps only the hosts that are Slurm nodes. Slurm 22.05's topology/tree refuses to start on a topology.conf
 naming a host that slurm.conf does not ("Invalid node name (%s) in switch config"), and a
 fabric also carries subnet-manager, storage and login hosts. The files are written by
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from fabric.topology.graph import FabricGraph
+from fabric.graph import FabricGraph
 from fabric.topology.slurm import block_conf, topology_yaml, tree_conf
 
 

@@ -26,8 +26,8 @@ import re
 from itertools import repeat
 from operator import attrgetter
 
+from fabric.graph import FabricGraph, GraphError, SwitchEnds
 from fabric.hostlist import compress
-from fabric.topology.graph import FabricGraph, GraphError, SwitchEnds
 
 _DIGITS = re.compile(r"(\d+)")
 

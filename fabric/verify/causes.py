@@ -35,7 +35,7 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-from fabric.topology.graph import FabricGraph
+from fabric.graph import FabricGraph
 from fabric.verify.results import CheckResult
 
 Kind = Literal["node", "cable", "sm", "port", "mtu"]
@@ -441,3 +441,39 @@ def _mtu(work: _Work) -> None:
                 x.name == "test_path_mtu" and (h in (_pair(x) or ()) if h else key(x) == k)
             ),
         )
+
+
+def summary(results: list[CheckResult], causes: list | None = None) -> str:
+    """Root causes first, then failures no cause explains, then checks that could not run
+    (harness or tool errors, never counted as fabric failures); for Pulumi and the CLI.
+
+    ``causes``: the :class:`Cause` list found with the declared graph; found here from the
+    results alone when not given.
+    """
+    failed = [r for r in results if r.outcome == "failed"]
+    errors = [r for r in results if r.outcome == "error"]
+    if not failed and not errors:
+        return f"all {len(results)} checks passed"
+    found = explained(results, causes) if causes is not None else diagnose(results)
+    by_key = {key(r): r for r in results}
+    head = f"{len(failed)} of {len(results)} checks failed"
+    lines = [head + (f", {len(errors)} could not run (harness or tool error)" if errors else "")]
+    if found.causes:
+        lines.append("root causes:")
+        lines += [f"  {line}" for line in found.headlines()]
+        lines.append("failed checks, by cause:")
+        for cause in found.causes:
+            lines.append(f"  {cause.what}: {cause.subject}")
+            lines += [f"    {k}: {_first_line(by_key[k])}" for k in cause.checks if k in by_key]
+    if found.unexplained:
+        indent = "    " if found.causes else "  "
+        lines.append("  no cause found:" if found.causes else "failed checks:")
+        lines += [f"{indent}{key(r)}: {_first_line(r)}" for r in found.unexplained]
+    if found.errors:
+        lines.append("could not run (harness or tool error, not a fabric failure):")
+        lines += [f"  {key(r)}: {_first_line(r)}" for r in found.errors]
+    return "\n".join(lines)
+
+
+def _first_line(r: CheckResult) -> str:
+    return r.message.splitlines()[0] if r.message else r.outcome

@@ -9,11 +9,10 @@ cannot be read raises :class:`fabric.verify.harness.HarnessError`.
 
 from __future__ import annotations
 
-import ipaddress
-import json
-
+from fabric.parsers.errors import ParseError
 from fabric.parsers.ethtool_driver import EthtoolDriver
 from fabric.parsers.fi_info import FiInfoReport
+from fabric.parsers.ip_addr import addresses_in
 from fabric.verify.harness import HarnessError
 
 #: The EFA PCI scan the ``efa`` role runs too: vendor Amazon, device ids 0xefa0-0xefa3.
@@ -72,20 +71,9 @@ def gpu_nic_addresses(ip_json: str, subnets: list[str]) -> dict[str, tuple[str, 
     """``ip -j -4 addr show`` -> netdev -> (address, MTU, declared subnet) for every netdev
     with an IPv4 address inside one of ``subnets`` (the GPU NICs' VPC subnets)."""
     try:
-        links = json.loads(ip_json)
-    except json.JSONDecodeError as error:
-        raise HarnessError(f"ip -j addr printed no JSON: {error}") from error
-    nets = [ipaddress.IPv4Network(s) for s in subnets]
-    found: dict[str, tuple[str, int, str]] = {}
-    for link in links:
-        for addr in link.get("addr_info", []):
-            if addr.get("family") != "inet":
-                continue
-            ip = ipaddress.IPv4Address(addr["local"])
-            net = next((n for n in nets if ip in n), None)
-            if net is not None and link["ifname"] not in found:
-                found[link["ifname"]] = (str(ip), int(link["mtu"]), str(net))
-    return found
+        return addresses_in(ip_json, subnets)
+    except ParseError as error:
+        raise HarnessError(f"ip -j addr printed no JSON: {error.got}") from error
 
 
 def gpu_nic_problems(

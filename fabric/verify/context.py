@@ -8,7 +8,7 @@ from typing import Any
 import yaml
 
 from fabric.spec import ClusterSpec
-from fabric.state import REPO_ROOT, StateLayout
+from fabric.state import REPO_ROOT, StateLayout, stack_file
 
 
 class ContextError(ValueError):
@@ -27,7 +27,7 @@ def stack_of_inventory(inventory: Path) -> str:
 
 def spec_path_for(inventory: Path, root: Path = REPO_ROOT) -> Path:
     """Return ``Pulumi.<stack>.yaml`` for an inventory under ``state/<stack>/``."""
-    return root / f"Pulumi.{stack_of_inventory(inventory)}.yaml"
+    return stack_file(stack_of_inventory(inventory), root)
 
 
 def load_cluster_spec(path: Path) -> ClusterSpec:

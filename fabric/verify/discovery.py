@@ -10,8 +10,8 @@ their own check.
 
 from __future__ import annotations
 
+from fabric.graph import FabricGraph
 from fabric.topology.diff import Discrepancy, diff
-from fabric.topology.graph import FabricGraph
 from fabric.verify.plan import CheckPlan
 
 #: Key of the findings about cables the spec does not declare.

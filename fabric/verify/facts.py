@@ -5,11 +5,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from fabric.lab.hardware import simulated_device
+from fabric.model.ports import SIM_DEVICE, HcaPort
 from fabric.parsers import PARSERS
 from fabric.parsers.ibstat import IbstatPort, IbstatReport
 from fabric.parsers.smpquery import PortInfoReport
-from fabric.verify.plan import SIM_DEVICE, CheckPlan, HcaPort
+from fabric.topology.ibsim import simulated_device
+from fabric.verify.plan import CheckPlan
 
 Connect = Callable[[str], Any]
 
@@ -54,7 +55,7 @@ class Facts:
         """The (device name, ibstat port) of a declared HCA port, or None when absent.
 
         In the lab every simulated HCA is named ``ibsim0`` and stands for the node's first
-        InfiniBand HCA (``fabric.lab.hardware.simulated_device``), whatever its GUID (a
+        InfiniBand HCA (``fabric.topology.ibsim.simulated_device``), whatever its GUID (a
         replaced HCA has another); elsewhere the device is matched by name.
         """
         simulated = self.plan.simulated and want.device == simulated_device(
@@ -107,7 +108,7 @@ class Facts:
         neighbour = self.neighbour_link(want)
         if neighbour is None or not neighbour[1].width or not neighbour[1].speed:
             return 0.0, "no active link in iblinkinfo"
-        from fabric.topology.graph import link_rate
+        from fabric.graph import link_rate
 
         link = neighbour[1]
         return link_rate(

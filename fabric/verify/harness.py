@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from fabric.lab.faults import FaultError, IbsimConsole
-from fabric.lab.ibsim_clients import dead_clients, parse_attached
+from fabric.topology.ibsim_clients import dead_clients, parse_attached
+from fabric.topology.ibsim_console import FaultError, IbsimConsole
 
 #: Seconds the lab's ibsim console gets to answer ``Attached`` when a check drops stale
 #: clients: ibsim answers its console between MADs, and a faulted fabric keeps it busy (5 s

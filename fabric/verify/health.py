@@ -7,7 +7,7 @@ The same program is the rolling driver upgrade's gate (``--check``: judge, touch
 Standard library only: railyard's Python dependencies are not installed on compute nodes.
 
 It reads its expectations from a JSON file the hand-off writes from the spec
-(:func:`config_for`): per declared HCA port the CA to query, the expected width, speed and
+(``fabric.handoff.health.health_configs``): per declared HCA port the CA to query, the expected width, speed and
 active MTU, and the cable's switch end. Per port it runs ``smpquery portinfo`` (state, width,
 speed, MTU, SM LID), ``perfquery`` on the port and on the switch port at the other end of its
 cable, and once ``sminfo`` (an SM answers); on GPU hardware (``/proc/driver/nvidia``) it
@@ -408,85 +408,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"{action}, {seconds:.3f}s"
         )
     return 1 if failures else 3 if harness else 0
-
-
-def config_for(plan: Any, host: str) -> dict[str, Any]:
-    """The health check's configuration for ``host`` from a ``CheckPlan`` (controller side)."""
-    from fabric.verify.plan import SIM_DEVICE
-
-    ports = []
-    for p in plan.ib_ports:
-        if p.host != host:
-            continue
-        graph = plan.expected_graph
-        link = next(
-            (
-                link
-                for link in (graph.links if graph else [])
-                for end in (link.a, link.b)
-                if graph.cas.get(end.guid) is not None
-                and graph.cas[end.guid].host == host
-                and graph.cas[end.guid].device == p.device
-                and end.port == p.port
-            ),
-            None,
-        )
-        ports.append(
-            {
-                "ca": SIM_DEVICE if plan.simulated else p.device,
-                "device": p.device,
-                "port": p.port,
-                "width": p.width.upper(),
-                "speed": link.speed if link else "",
-                "rate_gbps": p.rate_gbps,
-                "mtu": plan.ib_mtu,
-                "cable": f"{p.switch} p{p.switch_port}" if p.switch else "no declared cable",
-                "switch_port": p.switch_port,
-            }
-        )
-    spec = plan.spec
-    config: dict[str, Any] = {
-        "node": host,
-        "ports": ports,
-        "thresholds": spec.health.counters.model_dump(exclude_none=True),
-    }
-    if plan.simulated:  # the lab's tools reach ibsim through a preload set in /etc/environment
-        config["env_file"] = "/etc/environment"
-    if slow := slow_config(plan, host):
-        config["slow"] = slow
-    return config
-
-
-def slow_config(plan: Any, host: str) -> dict[str, Any]:
-    """The opt-in slow path's measurements for ``host`` (``--slow``): the single-node
-    all-reduce and each rail's GPUDirect loopback, each with its catalog floor and source;
-    empty for a node without GPUs or without a cited floor (controller side)."""
-    from fabric.catalog import gpudirect_write_floor, single_node_allreduce
-    from fabric.verify.gpu_plan import gpus_of
-    from fabric.verify.nccl_run import NODE_BIN_DIR
-
-    if plan.simulated or host not in plan.gpu_hosts:
-        return {}
-    gpus, gpu_type = gpus_of(plan.spec, host)
-    slow: dict[str, Any] = {}
-    if target := single_node_allreduce(gpu_type, gpus):
-        slow["nccl"] = {
-            "binary": f"{NODE_BIN_DIR}/all_reduce_perf",
-            "gpus": gpus,
-            "size": target.size,
-            "min_busbw": target.min_busbw,
-            "source": target.source,
-        }
-    rails = []
-    for rail in plan.gpu_rails:
-        floor = gpudirect_write_floor(rail.rate_gbps) if rail.host == host else None
-        if floor is not None:
-            rails.append(
-                {"device": rail.device, "gpu": rail.gpu, "min_gbps": floor[0], "source": floor[1]}
-            )
-    if rails:
-        slow["gpudirect"] = rails
-    return slow
 
 
 if __name__ == "__main__":

@@ -10,7 +10,7 @@ between that GPU and that NIC) against the rail's floor. A result below its floo
 harness error (nothing changed).
 
 Standard library only, installed beside ``health.py``; the configuration's ``slow`` section is
-written by :func:`fabric.verify.health.config_for` from the catalog (``fabric.catalog``).
+written by :func:`fabric.handoff.health.slow_config` from the catalog (``fabric.catalog``).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""MTU arithmetic: don't-fragment ping payloads, InfiniBand MTU codes, the lab's IB MTU cap."""
+"""MTU arithmetic: don't-fragment ping payloads, InfiniBand MTU codes."""
 
 from __future__ import annotations
 
@@ -6,8 +6,6 @@ from __future__ import annotations
 IPV4_ICMP_OVERHEAD = 28
 #: InfiniBand MTU enumeration (PortInfo NeighborMTU / MTUCap) -> bytes.
 IB_MTU_CODES = {1: 256, 2: 512, 3: 1024, 4: 2048, 5: 4096}
-#: ibsim's port template advertises MTUCap 2048, so OpenSM never sets more in the lab.
-IBSIM_MAX_MTU = 2048
 
 
 def df_ping_payload(mtu: int) -> int:
@@ -35,8 +33,3 @@ def ib_mtu_bytes(value: str | int) -> int:
     raise ValueError(
         f"{value!r} is neither an IB MTU in bytes {sorted(IB_MTU_CODES.values())} nor a code 1-5"
     )
-
-
-def expected_ib_mtu(spec_mtu: int, simulated: bool) -> int:
-    """Return the active IB MTU to expect: the spec's, capped at ibsim's 2048 in the lab."""
-    return min(spec_mtu, IBSIM_MAX_MTU) if simulated else spec_mtu

@@ -34,9 +34,6 @@ from fabric.verify.nccl import NetworkExpectation, Verdict, judge
 #: nccl-tests binaries railyard runs (their ``-o``/``-d`` defaults: sum, float).
 BINARIES = ("all_reduce_perf", "all_gather_perf", "reduce_scatter_perf", "alltoall_perf")
 
-#: Where ``roles/nccl_tests`` puts the binaries on every GPU node (built, or linked to a
-#: declared path): its ``nccl_tests_bin_dir`` default.
-NODE_BIN_DIR = "/opt/railyard/nccl-tests/bin"
 
 #: Environment every run gets: the INFO lines the parser reads, and no more subsystems.
 DEBUG_ENV = {"NCCL_DEBUG": "INFO", "NCCL_DEBUG_SUBSYS": "INIT,NET"}

@@ -16,7 +16,7 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from fabric.topology.graph import FabricGraph, Link
+from fabric.graph import FabricGraph, Link
 
 RED, GREEN, GREY, ORANGE = "#d62728", "#2ca02c", "#7f7f7f", "#ff7f0e"
 LINK, SWITCH_FILL = "#444444", "#e8e8e8"

@@ -13,9 +13,8 @@ from functools import cached_property
 
 from pydantic import BaseModel, ConfigDict
 
-from fabric.spec import ClusterSpec
-from fabric.topology.graph import FabricGraph, GraphError, Link
-from fabric.verify.gpu_plan import (
+from fabric.graph import FabricGraph
+from fabric.model.gpus import (
     GpuRail,
     NcclRun,
     RailPair,
@@ -24,41 +23,19 @@ from fabric.verify.gpu_plan import (
     nccl_runs,
     rail_pairs,
 )
-from fabric.verify.mtu import expected_ib_mtu
-from fabric.verify.pairs import ring_pairs
-
-#: umad2sim names every simulated HCA ``ibsim0`` whatever the spec says; match by GUID.
-SIM_DEVICE = "ibsim0"
+from fabric.model.pairs import ring_pairs
+from fabric.model.ports import (
+    HcaPort,
+    declared_graph,
+    expected_graph,
+    expected_ib_mtu,
+    hca_ports,
+)
+from fabric.spec import ClusterSpec
 
 
 class _Model(BaseModel):
     model_config = ConfigDict(frozen=True)
-
-
-class HcaPort(_Model):
-    """One declared HCA port and what it must show."""
-
-    host: str
-    device: str
-    port: int
-    link_layer: str
-    rate_gbps: float
-    width: str
-    node_guid: str | None = None
-    switch: str | None = None
-    switch_port: int | None = None
-    netdev: str | None = None
-
-    @property
-    def id(self) -> str:
-        """Test id: ``gpu01/mlx5_0/1``."""
-        return f"{self.host}/{self.device}/{self.port}"
-
-    @property
-    def where(self) -> str:
-        """Readable location for failure messages: host, HCA, port and its switch port."""
-        peer = f" (cabled to {self.switch} port {self.switch_port})" if self.switch else ""
-        return f"{self.host} HCA {self.device} port {self.port}{peer}"
 
 
 class SubnetManagerExpect(_Model):
@@ -165,38 +142,12 @@ class CheckPlan(_Model):
     @cached_property
     def declared_graph(self) -> FabricGraph | None:
         """The declared fabric, or None when the spec has no topology (clouds)."""
-        from fabric.topology.from_spec import graph_from_spec
-
-        if self.spec.fabric.topology is None:
-            return None
-        try:
-            return graph_from_spec(self.spec)
-        except GraphError:
-            return None
+        return declared_graph(self.spec)
 
     @cached_property
     def expected_graph(self) -> FabricGraph | None:
         """The declared fabric as the target will report it (ibsim speeds in the lab)."""
-        graph = self.declared_graph
-        if graph is None or not self.simulated:
-            return graph
-        from fabric.topology.ibsim import simulated
-
-        return simulated(graph)
-
-    def _ca_links(self) -> dict[tuple[str, str, int], tuple[str, Link, str, int]]:
-        """(host, device, ca port) -> (CA guid, link, switch name, switch port)."""
-        graph = self.expected_graph
-        out: dict[tuple[str, str, int], tuple[str, Link, str, int]] = {}
-        if graph is None:
-            return out
-        for link in graph.links:
-            for ca_end, sw_end in ((link.a, link.b), (link.b, link.a)):
-                ca = graph.cas.get(ca_end.guid)
-                sw = graph.switches.get(sw_end.guid)
-                if ca and sw and ca.host and ca.device:
-                    out[(ca.host, ca.device, ca_end.port)] = (ca.guid, link, sw.name, sw_end.port)
-        return out
+        return expected_graph(self.spec, self.declared_graph)
 
     @cached_property
     def fabric_hosts(self) -> list[str]:
@@ -206,29 +157,7 @@ class CheckPlan(_Model):
     @cached_property
     def hca_ports(self) -> list[HcaPort]:
         """Every declared HCA port of the selected hosts (rate/width as the target reports them)."""
-        links = self._ca_links()
-        ports = []
-        for host in self.fabric_hosts:
-            for hca in self.spec.hosts[host].hcas:
-                for port in range(1, hca.ports + 1):
-                    guid, link, switch, switch_port = links.get(
-                        (host, hca.device, port), (None, None, None, None)
-                    )
-                    ports.append(
-                        HcaPort(
-                            host=host,
-                            device=hca.device,
-                            port=port,
-                            link_layer=hca.link_layer,
-                            rate_gbps=link.rate_gbps if link else hca.rate_gbps,
-                            width=link.width if link else hca.width,
-                            node_guid=guid,
-                            switch=switch,
-                            switch_port=switch_port,
-                            netdev=hca.netdev,
-                        )
-                    )
-        return ports
+        return hca_ports(self.spec, self.hosts, self.expected_graph)
 
     @cached_property
     def rdma_ports(self) -> list[HcaPort]:
@@ -421,7 +350,7 @@ class CheckPlan(_Model):
             known = gcp_machine(group.instance_type or "") if group else None
             if group is None or group.hcas or group.role != "compute" or known is None:
                 continue
-            from fabric.components.gcp import gpu_subnet_cidrs
+            from fabric.model.gcp import gpu_subnet_cidrs
 
             out.append(
                 GpuNicHost(

@@ -16,7 +16,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from fabric.topology.graph import FabricGraph
+from fabric.graph import FabricGraph
 from fabric.verify import picture
 from fabric.verify.causes import Cause, Diagnosis, diagnose, explained, key
 from fabric.verify.results import CheckResult

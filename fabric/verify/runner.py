@@ -12,8 +12,8 @@ from pydantic import BaseModel
 
 from fabric.state import REPO_ROOT, StateLayout
 from fabric.verify import context
-from fabric.verify.causes import Cause
-from fabric.verify.results import CheckResult, read_junit, summary
+from fabric.verify.causes import Cause, summary
+from fabric.verify.results import CheckResult, read_junit
 
 #: Upper bound of one check-suite run (every check has its own, smaller timeouts).
 SUITE_TIMEOUT = 3600

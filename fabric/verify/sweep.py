@@ -51,13 +51,13 @@ from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
+from fabric.graph import FabricGraph
 from fabric.parsers.common import ParseError
 from fabric.parsers.iblinkinfo import IblinkinfoReport
 from fabric.parsers.iblinkinfo import parse as parse_iblinkinfo
 from fabric.parsers.ibnetdiscover import parse as parse_ibnetdiscover
 from fabric.parsers.ibqueryerrors import IbqueryerrorsReport
 from fabric.parsers.ibqueryerrors import parse as parse_ibqueryerrors
-from fabric.topology.graph import FabricGraph
 from fabric.verify import sweep_judge
 from fabric.verify.results import CheckResult
 from fabric.verify.sweep_judge import CounterRead

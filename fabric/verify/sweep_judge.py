@@ -23,10 +23,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from fabric.graph import FabricGraph, Link
 from fabric.parsers.iblinkinfo import IblinkinfoReport
 from fabric.parsers.ibqueryerrors import IbqueryerrorsReport
 from fabric.topology.diff import Discrepancy, diff
-from fabric.topology.graph import FabricGraph, Link
 from fabric.verify import counters
 from fabric.verify.results import CheckResult
 

@@ -11,8 +11,8 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
+from fabric.graph import WIDTH_LANES, FabricGraph
 from fabric.topology.diff import node_key, port_ends
-from fabric.topology.graph import WIDTH_LANES, FabricGraph
 from fabric.verify.facts import keep_255
 from fabric.verify.plan import FAMILIES, CheckPlan
 from fabric.watch.counters import CounterDelta, CounterWatch

@@ -28,9 +28,9 @@ from typing import Any
 
 import yaml
 
+from fabric.state import REPO_ROOT
 from fabric.verify.results import CheckResult
 
-REPO = Path(__file__).resolve().parents[2]
 PULUMI_BIN = Path(
     os.environ.get("RAILYARD_PULUMI_BIN", Path.home() / ".cache/railyard/pulumi/v3.259.0/bin")
 )
@@ -238,18 +238,18 @@ def own_lab(
     work = root / "program"
     work.mkdir()
     for file in ("Pulumi.yaml", "__main__.py"):
-        shutil.copy(REPO / file, work / file)
+        shutil.copy(REPO_ROOT / file, work / file)
     (root / "backend").mkdir()
     env = {
-        "PATH": f"{PULUMI_BIN}:{REPO / '.venv' / 'bin'}:{os.environ['PATH']}",
+        "PATH": f"{PULUMI_BIN}:{REPO_ROOT / '.venv' / 'bin'}:{os.environ['PATH']}",
         "PULUMI_BACKEND_URL": f"file://{root / 'backend'}",
         "PULUMI_CONFIG_PASSPHRASE": run_id,
         "PULUMI_SKIP_UPDATE_CHECK": "true",
         "PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION": "true",
-        "PYTHONPATH": str(REPO),
+        "PYTHONPATH": str(REPO_ROOT),
         "RAILYARD_STATE_DIR": str(root / "state"),
-        "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"),
-        "CONTAINERS_CONF": str(REPO / "scripts" / "containers.conf"),
+        "ANSIBLE_CONFIG": str(REPO_ROOT / "ansible.cfg"),
+        "CONTAINERS_CONF": str(REPO_ROOT / "scripts" / "containers.conf"),
     }
     saved = dict(os.environ)
     os.environ.update(env)

@@ -42,7 +42,8 @@ from fabric.lab.node import state
 from fabric.lab.podman import podman
 from fabric.lab.ssh import connect, host_keys_from, run
 from fabric.redfish import RedfishClient
-from tests.integration.labkit import REPO, OwnLab, own_lab
+from fabric.state import REPO_ROOT
+from tests.integration.labkit import OwnLab, own_lab
 
 pytestmark = pytest.mark.integration
 
@@ -146,7 +147,7 @@ class Metal:
             + ["--spec", str(self.stack_file)],
             capture_output=True,
             text=True,
-            cwd=REPO,
+            cwd=REPO_ROOT,
             timeout=1200,
             env={**os.environ, **self.dc.env, **(extra_env or {})},
             check=False,

@@ -32,21 +32,21 @@ import pytest
 import testinfra
 import yaml
 
+from fabric.handoff.health import health_config
 from fabric.lab import umadshim
 from fabric.spec import ClusterSpec
+from fabric.state import REPO_ROOT
 from fabric.topology.from_spec import graph_from_spec
 from fabric.topology.ibsim import ibsim_limits, render_net, sim_host
 from fabric.verify.facts import Facts
-from fabric.verify.health import config_for
 from fabric.verify.plan import CheckPlan
 
 pytestmark = pytest.mark.integration
 
-ROOT = Path(__file__).resolve().parents[2]
 UMAD2SIM = "/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so"
-HEALTH = ROOT / "fabric" / "verify" / "health.py"
+HEALTH = REPO_ROOT / "fabric" / "verify" / "health.py"
 #: A libibumad client that attaches to ibsim and holds its slot until stdin closes.
-HOLDER = ROOT / "tests" / "unit" / "umad_client.py"
+HOLDER = REPO_ROOT / "tests" / "unit" / "umad_client.py"
 
 
 @dataclass
@@ -106,7 +106,7 @@ class SimHost:
 
 
 def lab_plan() -> CheckPlan:
-    data = yaml.safe_load((ROOT / "Pulumi.lab.yaml").read_text())
+    data = yaml.safe_load((REPO_ROOT / "Pulumi.lab.yaml").read_text())
     spec = ClusterSpec.model_validate(data["config"]["railyard:cluster"])
     spec = spec.model_copy(
         update={"health": spec.health.model_copy(update={"sample_seconds": 1.0})}
@@ -224,7 +224,7 @@ def test_counter_check_names_the_cable_with_symbol_errors_and_no_other(
 def _health(
     sim: Sim, tmp: Path, host: str = "gpu03", preload: str = UMAD2SIM
 ) -> tuple[int, dict[str, Any], float]:
-    config = config_for(sim.plan, host)
+    config = health_config(sim.plan.spec, host, sim.plan.ib_ports, sim.plan.expected_graph)
     env_file = tmp / "environment"
     env_file.write_text(
         f"LD_PRELOAD={preload}\nIBSIM_SOCKNAME={sim.env['IBSIM_SOCKNAME']}\n"

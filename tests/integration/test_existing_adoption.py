@@ -31,7 +31,8 @@ import yaml
 from fabric.parsers.ibnetdiscover import parse
 from fabric.spec import spec_from_mapping
 from fabric.spec.targets import existing_placeholder_problems
-from tests.integration.labkit import PULUMI_BIN, REPO, OwnLab, own_lab
+from fabric.state import REPO_ROOT
+from tests.integration.labkit import PULUMI_BIN, OwnLab, own_lab
 
 pytestmark = pytest.mark.integration
 
@@ -149,7 +150,7 @@ def adoption(lab: OwnLab) -> Iterator[Adoption]:
     work = lab.root / "adopt"
     work.mkdir()
     for file in ("Pulumi.yaml", "__main__.py"):
-        shutil.copy(REPO / file, work / file)
+        shutil.copy(REPO_ROOT / file, work / file)
     addresses = {name: host["address"] for name, host in lab.hosts().items()}
     # xn1's key as the operator would give it (ssh-keyscan's line), the others first contact
     lab_known = (lab.state / "known_hosts").read_text().splitlines()
@@ -187,7 +188,7 @@ def test_import_of_the_running_fabric_becomes_an_adoptable_spec(lab: OwnLab) -> 
     done = subprocess.run(
         [sys.executable, "-m", "fabric", "import", str(capture), "--name", "ryexisting",
          "--output", str(out)],
-        capture_output=True, text=True, timeout=120, cwd=REPO, check=False,
+        capture_output=True, text=True, timeout=120, cwd=REPO_ROOT, check=False,
     )  # fmt: skip
     print(f"\nimport of the lab's capture: {time.monotonic() - started:.2f} s")
     assert done.returncode == 0, done.stderr

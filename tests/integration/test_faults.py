@@ -20,8 +20,9 @@ from typing import Any
 
 import pytest
 
-from fabric.lab.faults import IbsimConsole, set_link_speed, start_sm, stop_sm
-from fabric.lab.ibsim_clients import bound_udp_ports
+from fabric.lab.faults import set_link_speed, start_sm, stop_sm
+from fabric.topology.ibsim_clients import bound_udp_ports
+from fabric.topology.ibsim_console import IbsimConsole
 from fabric.verify.report import RED
 from tests.integration.labkit import OwnLab, own_lab
 

@@ -20,7 +20,8 @@ from typing import Any
 
 import pytest
 
-from tests.integration.labkit import REPO, OwnLab, own_lab
+from fabric.state import REPO_ROOT
+from tests.integration.labkit import OwnLab, own_lab
 
 pytestmark = pytest.mark.integration
 
@@ -95,7 +96,7 @@ def test_second_site_run_changes_nothing(lab: OwnLab) -> None:
         ],
         capture_output=True,
         text=True,
-        cwd=REPO,
+        cwd=REPO_ROOT,
         timeout=900,
         env={**os.environ, **lab.env},
         check=False,
@@ -170,7 +171,7 @@ def test_munge_key_is_the_stacks_secret_on_every_node(lab: OwnLab) -> None:
 
 def test_munge_key_is_in_no_file_on_the_controller(lab: OwnLab) -> None:
     key = lab.outputs["munge_key"].value.encode()
-    roots = [lab.state, REPO / "artifacts" / lab.name]
+    roots = [lab.state, REPO_ROOT / "artifacts" / lab.name]
     files = [p for root in roots if root.exists() for p in root.rglob("*") if p.is_file()]
     assert files, "neither the stack's state nor its run artifacts were found"
     assert [str(p) for p in files if key in p.read_bytes()] == []

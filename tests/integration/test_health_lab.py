@@ -34,8 +34,9 @@ from typing import Any
 
 import pytest
 
-from fabric.lab.faults import IbsimConsole
-from tests.integration.labkit import REPO, OwnLab, own_lab
+from fabric.state import REPO_ROOT
+from fabric.topology.ibsim_console import IbsimConsole
+from tests.integration.labkit import OwnLab, own_lab
 
 pytestmark = pytest.mark.integration
 
@@ -193,7 +194,7 @@ def _upgrade(lab: OwnLab) -> subprocess.CompletedProcess[str]:
         ],
         capture_output=True,
         text=True,
-        cwd=REPO,
+        cwd=REPO_ROOT,
         timeout=1200,
         env={**os.environ, **lab.env},
         check=False,

@@ -15,14 +15,14 @@ from pathlib import Path
 import pytest
 import yaml
 
+from fabric.graph import FabricGraph
 from fabric.spec import ClusterSpec
+from fabric.state import REPO_ROOT
 from fabric.topology.from_spec import graph_from_spec
-from fabric.topology.graph import FabricGraph
 from fabric.topology.ibsim import ibsim_limits, render_net, sim_host, simulated
 
 pytestmark = pytest.mark.integration
 
-ROOT = Path(__file__).resolve().parents[2]
 UMAD2SIM = "/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so"
 
 
@@ -43,7 +43,7 @@ class SimFabric:
 
 
 def lab_spec() -> ClusterSpec:
-    data = yaml.safe_load((ROOT / "Pulumi.lab.yaml").read_text())
+    data = yaml.safe_load((REPO_ROOT / "Pulumi.lab.yaml").read_text())
     return ClusterSpec.model_validate(data["config"]["railyard:cluster"])
 
 

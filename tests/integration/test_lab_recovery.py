@@ -31,12 +31,14 @@ from typing import Any
 
 import pytest
 
-from fabric.lab.faults import IbsimConsole, stop_sm
-from fabric.lab.ibsim_clients import bound_udp_ports
-from tests.integration.labkit import REPO, OwnLab, own_lab
+from fabric.lab.faults import stop_sm
+from fabric.state import REPO_ROOT
+from fabric.topology.ibsim_clients import bound_udp_ports
+from fabric.topology.ibsim_console import IbsimConsole
+from tests.integration.labkit import OwnLab, own_lab
 
 #: a libibumad client (ctypes) whose ``hold`` mode attaches to ibsim and stays until stdin ends
-UMAD_CLIENT = REPO / "tests" / "unit" / "umad_client.py"
+UMAD_CLIENT = REPO_ROOT / "tests" / "unit" / "umad_client.py"
 #: clients held at once on each node: with 5 nodes, 15 plus the 2 OpenSMs, past ibsim's 10
 HOLDERS_PER_NODE = 3
 
@@ -101,7 +103,7 @@ def _fabric_run(lab: OwnLab, playbook: str) -> subprocess.CompletedProcess[str]:
         + ["--spec", str(lab.stack_file)],
         capture_output=True,
         text=True,
-        cwd=REPO,
+        cwd=REPO_ROOT,
         timeout=900,
         env={**os.environ, **lab.env},
         check=False,

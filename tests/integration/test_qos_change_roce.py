@@ -32,7 +32,8 @@ from typing import Any
 import pytest
 
 from fabric.lab.switch import veth_names
-from tests.integration.labkit import REPO, OwnLab, own_lab
+from fabric.state import REPO_ROOT
+from tests.integration.labkit import OwnLab, own_lab
 
 pytestmark = pytest.mark.integration
 
@@ -129,7 +130,7 @@ def _qos_change(lab: OwnLab) -> subprocess.CompletedProcess[str]:
         ],
         capture_output=True,
         text=True,
-        cwd=REPO,
+        cwd=REPO_ROOT,
         timeout=900,
         env={**os.environ, **lab.env},
         check=False,

@@ -13,19 +13,18 @@ import pytest
 import yaml
 
 from bench.slurm_topology.slurmctld import available, load, munged, parse_show_topology
+from fabric.graph import FabricGraph
 from fabric.hostlist import compress, expand
 from fabric.spec import ClusterSpec
+from fabric.state import REPO_ROOT
 from fabric.topology.from_spec import graph_from_spec
-from fabric.topology.graph import FabricGraph
 from fabric.topology.slurm import SlurmTree, slurm_tree, tree_conf
 
 pytestmark = pytest.mark.integration
 
-ROOT = Path(__file__).resolve().parents[2]
-
 
 def lab_graph() -> FabricGraph:
-    data = yaml.safe_load((ROOT / "Pulumi.lab.yaml").read_text())
+    data = yaml.safe_load((REPO_ROOT / "Pulumi.lab.yaml").read_text())
     return graph_from_spec(ClusterSpec.model_validate(data["config"]["railyard:cluster"]))
 
 
@@ -169,7 +168,7 @@ def test_disjoint_planes_are_said_and_slurm_warns(munge: Path, tmp_path: Path) -
     loads the file and logs that no switch reaches all nodes."""
     from fabric.parsers.ibnetdiscover import parse
 
-    fixtures = ROOT / "tests/fixtures"
+    fixtures = REPO_ROOT / "tests/fixtures"
     graph = parse(
         (fixtures / "ibnetdiscover__ibsim_lab__1.txt").read_text()
         + (fixtures / "ibnetdiscover__ibtopotool__2.txt").read_text()

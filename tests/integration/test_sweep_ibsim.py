@@ -14,9 +14,8 @@ import testinfra
 
 from fabric.lab.simfabric import Faults, SimFabric, fat_tree
 from fabric.topology.ibsim import ibsim_limits, render_net, sim_host, simulated
-from fabric.verify.causes import diagnose
+from fabric.verify.causes import diagnose, summary
 from fabric.verify.facts import keep_255
-from fabric.verify.results import summary
 from fabric.verify.sweep import SweepConfig, local_runner, shell_runner, sweep
 
 pytestmark = pytest.mark.integration

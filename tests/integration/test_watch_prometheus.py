@@ -29,8 +29,9 @@ from typing import Any
 
 import pytest
 
-from fabric.lab.faults import IbsimConsole
-from tests.integration.labkit import REPO, OwnLab, own_lab
+from fabric.state import REPO_ROOT
+from fabric.topology.ibsim_console import IbsimConsole
+from tests.integration.labkit import OwnLab, own_lab
 
 pytestmark = pytest.mark.integration
 
@@ -180,7 +181,7 @@ def watched(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Watched]:
         lab.watch = subprocess.Popen(
             [sys.executable, "-m", "fabric", "watch", "--stack", own.name]
             + ["--spec", str(own.stack_file), "--port", str(watch_port), "--interval", "2"],
-            cwd=REPO,
+            cwd=REPO_ROOT,
             env=dict(os.environ),
             stdout=log,
             stderr=subprocess.STDOUT,

@@ -13,8 +13,9 @@ from conftest import Mocks, build_component, mock_stack
 from fabric.cli import main
 from fabric.components.aws import AwsCluster
 from fabric.spec import SKIP_RULES, ClusterSpec, SpecError
+from fabric.state import REPO_ROOT
 
-EXAMPLE = Path(__file__).parents[2] / "Pulumi.aws-efa.example.yaml"
+EXAMPLE = REPO_ROOT / "Pulumi.aws-efa.example.yaml"
 SPECS = Path(__file__).parent / "specs"
 
 
@@ -375,7 +376,7 @@ def refusals(data: dict[str, Any], tmp_path: Path, capsys: pytest.CaptureFixture
     """The problems ``python -m fabric validate`` reports for ``data``, and the component's."""
     path = tmp_path / "spec.yaml"
     path.write_text(yaml.safe_dump(data))
-    code = main(["validate", "--json", str(path)])
+    code = main(["validate", "--json", "--spec", str(path)])
     found = [(p["path"], p["message"]) for p in json.loads(capsys.readouterr().out)["problems"]]
     mock_stack("awstest")
     with pytest.raises(SpecError) as error:

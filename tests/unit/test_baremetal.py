@@ -24,8 +24,9 @@ from fabric.spec import (
     baremetal_settings_problems,
     provision_problems,
 )
+from fabric.state import REPO_ROOT
 
-EXAMPLE = Path(__file__).parents[2] / "Pulumi.baremetal-ib.example.yaml"
+EXAMPLE = REPO_ROOT / "Pulumi.baremetal-ib.example.yaml"
 SPECS = Path(__file__).parent / "specs"
 
 
@@ -227,7 +228,7 @@ def refusals(data: dict[str, Any], tmp_path: Path, capsys: pytest.CaptureFixture
     """The problems ``python -m fabric validate`` reports for ``data``, and the component's."""
     path = tmp_path / "spec.yaml"
     path.write_text(yaml.safe_dump(data))
-    code = main(["validate", "--json", str(path)])
+    code = main(["validate", "--json", "--spec", str(path)])
     found = [(p["path"], p["message"]) for p in json.loads(capsys.readouterr().out)["problems"]]
     mock_stack("bmtest")
     with pytest.raises(SpecError) as error:

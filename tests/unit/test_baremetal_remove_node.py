@@ -5,13 +5,13 @@ from __future__ import annotations
 import importlib.util
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
+from fabric.state import REPO_ROOT
+
 _SPEC = importlib.util.spec_from_file_location(
-    "remove_nodes", REPO / "playbooks" / "filter_plugins" / "remove_nodes.py"
+    "remove_nodes", REPO_ROOT / "playbooks" / "filter_plugins" / "remove_nodes.py"
 )
 assert _SPEC is not None and _SPEC.loader is not None
 remove_nodes = importlib.util.module_from_spec(_SPEC)
@@ -21,11 +21,11 @@ _SPEC.loader.exec_module(remove_nodes)
 def rendered(nodes: str) -> str:
     """topology.conf of the lab stack's fabric for ``nodes`` (``python -m fabric topology``)."""
     proc = subprocess.run(
-        [sys.executable, "-m", "fabric", "topology", "--from-spec", "Pulumi.lab.yaml"]
+        [sys.executable, "-m", "fabric", "topology", "--spec", "Pulumi.lab.yaml"]
         + ["--nodes", nodes],
         capture_output=True,
         text=True,
-        cwd=REPO,
+        cwd=REPO_ROOT,
         timeout=60,
         check=True,
     )

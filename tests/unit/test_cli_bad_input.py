@@ -14,9 +14,9 @@ import pytest
 from fabric.cli import main
 from fabric.parsers import PARSERS
 from fabric.parsers.text import MIB, InputError, read_text
+from fabric.state import REPO_ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
-FIXTURES = ROOT / "tests" / "fixtures"
+FIXTURES = REPO_ROOT / "tests" / "fixtures"
 SPECS = Path(__file__).parent / "specs"
 
 
@@ -73,7 +73,7 @@ def test_binary_stdin_is_2_without_traceback() -> None:
         [sys.executable, "-m", "fabric", "parse", "ibstat", "-"],
         input=bytes(range(256)) * 64,
         capture_output=True,
-        cwd=ROOT,
+        cwd=REPO_ROOT,
         timeout=60,
         check=False,
     )
@@ -195,7 +195,7 @@ def test_closed_stdout_is_a_quiet_exit(tmp_path: Path) -> None:
         [sys.executable, "-m", "fabric", "parse", "ibstat", str(path)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
-        cwd=ROOT,
+        cwd=REPO_ROOT,
     ) as proc:
         assert proc.stdout is not None and proc.stderr is not None
         assert proc.stdout.read(10) == b'{\n  "devic'
@@ -211,7 +211,7 @@ def test_closed_stdout_keeps_the_error_code_quietly() -> None:
         [sys.executable, "-m", "fabric", "check", "--stack", "nosuchstack", "--json"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
-        cwd=ROOT,
+        cwd=REPO_ROOT,
     ) as proc:
         assert proc.stdout is not None and proc.stderr is not None
         proc.stdout.close()

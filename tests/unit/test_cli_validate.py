@@ -9,8 +9,8 @@ import pytest
 import yaml
 
 from fabric.cli import main
+from fabric.state import REPO_ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 SPECS = Path(__file__).parent / "specs"
 
 
@@ -46,36 +46,36 @@ MIXED_PATHS = [
 
 
 def test_validate_lab_stack_exits_zero(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["validate", str(ROOT / "Pulumi.lab.yaml")]) == 0
+    assert main(["validate", "--spec", str(REPO_ROOT / "Pulumi.lab.yaml")]) == 0
 
 
 def test_validate_lab_stack_prints_summary(capsys: pytest.CaptureFixture[str]) -> None:
-    main(["validate", str(ROOT / "Pulumi.lab.yaml")])
+    main(["validate", "--spec", str(REPO_ROOT / "Pulumi.lab.yaml")])
     assert capsys.readouterr().out == (
         "lab: valid — 11 hosts, infiniband fat-tree 2 leaves/1 spine, 2 subnet managers\n"
     )
 
 
 def test_validate_roce_summary_names_qos(capsys: pytest.CaptureFixture[str]) -> None:
-    main(["validate", str(SPECS / "valid" / "roce.yaml")])
+    main(["validate", "--spec", str(SPECS / "valid" / "roce.yaml")])
     out = capsys.readouterr().out
     assert "roce rail-optimized fat-tree 8 leaves/4 spines, PFC priority 3" in out
 
 
 def test_validate_cloud_summary_names_instance_type(capsys: pytest.CaptureFixture[str]) -> None:
-    main(["validate", str(SPECS / "valid" / "aws.yaml")])
+    main(["validate", "--spec", str(SPECS / "valid" / "aws.yaml")])
     assert "efa on aws (p5.48xlarge)" in capsys.readouterr().out
 
 
 def test_validate_broken_exits_one(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["validate", str(write_broken_lab(tmp_path))]) == 1
+    assert main(["validate", "--spec", str(write_broken_lab(tmp_path))]) == 1
 
 
 def test_validate_broken_lists_every_problem(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     path = write_broken_lab(tmp_path)
-    main(["validate", str(path)])
+    main(["validate", "--spec", str(path)])
     lines = capsys.readouterr().out.splitlines()
     assert lines[0] == f"{path}: 3 problems"
     assert [line.split(": ")[0].strip() for line in lines[1:]] == [
@@ -88,7 +88,7 @@ def test_validate_broken_lists_every_problem(
 def test_validate_problem_line_has_value_and_fix(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    main(["validate", str(write_broken_lab(tmp_path))])
+    main(["validate", "--spec", str(write_broken_lab(tmp_path))])
     assert "  fabric.mtu: 9000 is not an InfiniBand MTU; use one of 256, 512, 1024, 2048, 4096" in (
         capsys.readouterr().out.splitlines()
     )
@@ -98,7 +98,7 @@ def test_validate_mixed_lists_field_and_rule_problems(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     path = write_mixed_lab(tmp_path)
-    code = main(["validate", str(path)])
+    code = main(["validate", "--spec", str(path)])
     lines = capsys.readouterr().out.splitlines()
     assert (code, lines[0]) == (1, f"{path}: 4 problems")
     assert [line.split(": ")[0].strip() for line in lines[1:]] == MIXED_PATHS
@@ -107,7 +107,7 @@ def test_validate_mixed_lists_field_and_rule_problems(
 def test_validate_mixed_problem_lines_explain(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    main(["validate", str(write_mixed_lab(tmp_path))])
+    main(["validate", "--spec", str(write_mixed_lab(tmp_path))])
     out = capsys.readouterr().out
     assert "  name: use lowercase letters, digits and hyphens" in out
     assert "  fabric.topology.spine: unknown key 'spine'; allowed keys: kind, leaves" in out
@@ -115,7 +115,7 @@ def test_validate_mixed_problem_lines_explain(
 
 
 def test_validate_json_mixed(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["validate", "--json", str(write_mixed_lab(tmp_path))]) == 1
+    assert main(["validate", "--json", "--spec", str(write_mixed_lab(tmp_path))]) == 1
     result = json.loads(capsys.readouterr().out)
     assert (result["valid"], [p["path"] for p in result["problems"]]) == (False, MIXED_PATHS)
 
@@ -123,7 +123,7 @@ def test_validate_json_mixed(tmp_path: Path, capsys: pytest.CaptureFixture[str])
 def test_validate_missing_file_is_bad_input(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert main(["validate", str(tmp_path / "none.yaml")]) == 2
+    assert main(["validate", "--spec", str(tmp_path / "none.yaml")]) == 2
     captured = capsys.readouterr()
     assert captured.out == ""
     assert captured.err == (
@@ -135,14 +135,14 @@ def test_validate_missing_file_is_bad_input(
 def test_validate_directory_is_bad_input(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert main(["validate", str(tmp_path)]) == 2
+    assert main(["validate", "--spec", str(tmp_path)]) == 2
     assert "Is a directory" in capsys.readouterr().err
 
 
 def test_validate_json_missing_file_is_a_json_error(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert main(["validate", "--json", str(tmp_path / "none.yaml")]) == 2
+    assert main(["validate", "--json", "--spec", str(tmp_path / "none.yaml")]) == 2
     captured = capsys.readouterr()
     doc = json.loads(captured.out)
     assert (doc["exit_code"], "cannot read" in doc["error"], captured.err) == (2, True, "")
@@ -153,18 +153,18 @@ def test_validate_invalid_yaml_is_a_problem(
 ) -> None:
     path = tmp_path / "bad.yaml"
     path.write_text("name: [lab\n")
-    assert main(["validate", str(path)]) == 1
+    assert main(["validate", "--spec", str(path)]) == 1
     assert "invalid YAML" in capsys.readouterr().out
 
 
 def test_validate_json_reports_problems(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    main(["validate", "--json", str(write_broken_lab(tmp_path))])
+    main(["validate", "--json", "--spec", str(write_broken_lab(tmp_path))])
     result = json.loads(capsys.readouterr().out)
     assert (result["valid"], result["problems"][2]["path"]) == (False, "slurm.controller")
 
 
 def test_validate_json_valid(capsys: pytest.CaptureFixture[str]) -> None:
-    main(["validate", "--json", str(ROOT / "Pulumi.lab.yaml")])
+    main(["validate", "--json", "--spec", str(REPO_ROOT / "Pulumi.lab.yaml")])
     assert json.loads(capsys.readouterr().out)["valid"] is True
 
 
@@ -188,15 +188,14 @@ def test_schema_output_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
 def test_validate_help_shows_examples(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit):
         main(["validate", "--help"])
-    assert "python -m fabric validate Pulumi.lab.yaml" in capsys.readouterr().out
+    assert "python -m fabric validate --spec examples/roce-rail.yaml" in capsys.readouterr().out
 
 
-def test_validate_requires_spec(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["validate"]) == 2
-    assert capsys.readouterr().err == (
-        "python -m fabric validate: error: the following arguments are required: SPEC; "
-        "see python -m fabric validate --help\n"
-    )
+def test_validate_without_a_spec_takes_the_stacks(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["validate"]) == 0  # Pulumi.lab.yaml: --stack defaults to lab
+    assert capsys.readouterr().out.startswith("lab: valid")
+    assert main(["validate", "--stack", "nosuch"]) == 2
+    assert "no stack named 'nosuch'" in capsys.readouterr().err
 
 
 def test_schema_unwritable_output_is_bad_input(

@@ -15,6 +15,7 @@ import pytest
 
 from fabric.parsers.perfquery import parse
 from fabric.spec import load_spec
+from fabric.state import REPO_ROOT
 from fabric.topology.from_spec import graph_from_spec
 from fabric.verify import counters
 from fabric.verify.causes import diagnose
@@ -22,8 +23,7 @@ from fabric.verify.plan import FAMILIES, CheckPlan
 from fabric.verify.report import ORANGE, RED, fabric_dot
 from fabric.verify.results import CheckResult
 
-REPO = Path(__file__).resolve().parents[2]
-FIXTURES = REPO / "tests" / "fixtures"
+FIXTURES = REPO_ROOT / "tests" / "fixtures"
 CLEAN = (FIXTURES / "perfquery__ibsimparse__1.txt").read_text()
 ERRORS = (FIXTURES / "perfquery__ibsimparse__2.txt").read_text()
 
@@ -99,7 +99,7 @@ def test_congestion_is_reported_not_failed() -> None:
 
 
 def _lab_plan() -> CheckPlan:
-    spec = load_spec(REPO / "Pulumi.lab.yaml")
+    spec = load_spec(REPO_ROOT / "Pulumi.lab.yaml")
     return CheckPlan(spec=spec, hosts=list(spec.hosts))
 
 
@@ -163,7 +163,7 @@ def test_picture_draws_a_cable_with_errors_in_its_own_colour() -> None:
 
 def test_spec_health_defaults() -> None:
     """Defaults of the spec's health section (bad values: tests/unit/specs/invalid.yaml)."""
-    health = load_spec(REPO / "Pulumi.lab.yaml").health
+    health = load_spec(REPO_ROOT / "Pulumi.lab.yaml").health
     assert health.interval == 60 and health.node_state == ["ANY"]
     assert health.counters.model_dump(exclude_none=True) == {}
 
@@ -173,7 +173,7 @@ def test_phy_scan_runs_from_the_discovery_host_off_the_lab() -> None:
     once from the discovery host on a real fabric."""
     lab = _lab_plan()
     assert "ibsim" in lab.not_generated()["phy"]
-    spec = load_spec(REPO / "Pulumi.baremetal-ib.example.yaml")
+    spec = load_spec(REPO_ROOT / "Pulumi.baremetal-ib.example.yaml")
     plan = CheckPlan(spec=spec, hosts=list(spec.hosts))
     assert "phy" not in plan.not_generated()
     assert plan.phy_hosts == [plan.discovery_host] and plan.discovery_host

@@ -24,9 +24,10 @@ from fabric.components.existing import ExistingCluster, ExistingNodeProvider
 from fabric.hostkeys import HostKeyError, pin, pinned_keys, trust_authorities
 from fabric.spec import SpecError, spec_from_mapping
 from fabric.spec.targets import cert_authorities, known_hosts_keys, ssh_target
+from fabric.state import REPO_ROOT
 
-EXAMPLE = Path(__file__).parents[2] / "Pulumi.existing.example.yaml"
-FIXTURES = Path(__file__).parents[1] / "fixtures"
+EXAMPLE = REPO_ROOT / "Pulumi.existing.example.yaml"
+FIXTURES = REPO_ROOT / "tests" / "fixtures"
 #: A real ed25519 public key (ssh-keygen), the one the example stack pins for gpu01.
 KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIG7b8VmZRB1Cmz1rOJEKIl3XkAIyVcR7AcRW5oGv/+vZ"
 
@@ -51,7 +52,7 @@ def problems(spec: dict[str, Any]) -> dict[str, str]:
 
 
 def test_example_validates(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["validate", str(EXAMPLE)]) == 0
+    assert main(["validate", "--spec", str(EXAMPLE)]) == 0
     assert "ib-running: valid" in capsys.readouterr().out
 
 
@@ -195,7 +196,7 @@ def test_imported_spec_validates_but_pulumi_up_refuses_its_placeholders(
         "PLACEHOLDER existing.ssh: the capture has no SSH addresses; set each node's "
         "[user@]address[:port] (gpu[01-08],sm[1-2]) before pulumi up" in err
     )
-    assert main(["validate", str(out)]) == 0  # the issue: it validates as written
+    assert main(["validate", "--spec", str(out)]) == 0  # the issue: it validates as written
     spec = spec_from_mapping(yaml.safe_load(out.read_text()))
     assert set(spec.existing.ssh) == set(spec.hosts) if spec.existing else False
     mocks: Mocks = mock_pulumi("adopt")

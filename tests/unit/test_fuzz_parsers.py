@@ -21,8 +21,9 @@ from hypothesis import strategies as st
 
 from fabric.cli import main
 from fabric.parsers import PARSERS, Parsed, ParseError
+from fabric.state import REPO_ROOT
 
-FIXTURES = Path(__file__).parents[1] / "fixtures"
+FIXTURES = REPO_ROOT / "tests" / "fixtures"
 
 #: Tool name -> its real captures (``ibv_devinfo_v__*`` are ibv_devinfo's too).
 CAPTURES: dict[str, list[str]] = {

@@ -15,8 +15,9 @@ from fabric.cli import main
 from fabric.components.gcp import GcpCluster
 from fabric.components.target import TARGET_OUTPUTS
 from fabric.spec import SKIP_RULES, ClusterSpec, SpecError
+from fabric.state import REPO_ROOT
 
-EXAMPLE = Path(__file__).parents[2] / "Pulumi.gcp-a3-high.example.yaml"
+EXAMPLE = REPO_ROOT / "Pulumi.gcp-a3-high.example.yaml"
 SPECS = Path(__file__).parent / "specs"
 INSTANCE = "gcp:compute/instance:Instance"
 NETWORK = "gcp:compute/network:Network"
@@ -257,7 +258,7 @@ def refusals(data: dict[str, Any], tmp_path: Path, capsys: pytest.CaptureFixture
     """The problems ``python -m fabric validate`` reports for ``data``, and the component's."""
     path = tmp_path / "spec.yaml"
     path.write_text(yaml.safe_dump(data))
-    code = main(["validate", "--json", str(path)])
+    code = main(["validate", "--json", "--spec", str(path)])
     found = [(p["path"], p["message"]) for p in json.loads(capsys.readouterr().out)["problems"]]
     mock_stack("gcptest")
     with pytest.raises(SpecError) as error:

@@ -3,7 +3,6 @@ variable is one a role declares."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,15 +15,14 @@ from fabric.handoff.vars import (
     write_group_vars,
 )
 from fabric.spec import SKIP_RULES, ClusterSpec, SpecError, load_spec, spec_from_mapping
+from fabric.state import REPO_ROOT
 from fabric.topology.from_spec import graph_from_spec
 from fabric.topology.render import render
-
-REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
 def lab_spec():
-    return load_spec(REPO / "Pulumi.lab.yaml")
+    return load_spec(REPO_ROOT / "Pulumi.lab.yaml")
 
 
 def _mapping(lab_spec, **changes):
@@ -208,7 +206,7 @@ def test_roce_fabric_sets_roce_qos_and_no_opensm():
 
 
 def _declared(role: str) -> set[str]:
-    path = REPO / "roles" / role / "defaults" / "main.yml"
+    path = REPO_ROOT / "roles" / role / "defaults" / "main.yml"
     return set(yaml.safe_load(path.read_text()) or {})
 
 
@@ -228,7 +226,7 @@ ROLES = (
     "stack", ["Pulumi.lab.yaml", "Pulumi.aws-efa.example.yaml", "Pulumi.gcp-a3-high.example.yaml"]
 )
 def test_every_variable_is_declared_by_its_role(stack):
-    out = role_vars_from_spec(load_spec(REPO / stack))
+    out = role_vars_from_spec(load_spec(REPO_ROOT / stack))
     per_host = {k for hosts in out.get("railyard_gcp_gpudirect", {}).values() for k in hosts}
     for key in set(out) | per_host:
         if key.startswith("railyard_"):
@@ -247,7 +245,7 @@ def test_group_vars_file_round_trips_and_is_rewritten_only_on_change(lab_spec, t
 
 
 def _cloud(stack: str, **changes: Any):
-    data = load_spec(REPO / stack).model_dump(mode="json", exclude_none=True)
+    data = load_spec(REPO_ROOT / stack).model_dump(mode="json", exclude_none=True)
     for dotted, value in changes.items():
         node = data
         *path, last = dotted.split("__")

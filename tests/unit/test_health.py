@@ -15,14 +15,16 @@ from pathlib import Path
 
 import pytest
 
+from fabric.handoff.health import health_configs
 from fabric.handoff.vars import HEALTH_PROGRAM, role_vars_from_spec
+from fabric.model.cluster import ClusterModel
 from fabric.spec import load_spec
+from fabric.state import REPO_ROOT
 from fabric.verify import health
 from fabric.verify.plan import CheckPlan
 
-REPO = Path(__file__).resolve().parents[2]
-FIXTURES = REPO / "tests" / "fixtures"
-PROGRAM = REPO / "fabric" / "verify" / "health.py"
+FIXTURES = REPO_ROOT / "tests" / "fixtures"
+PROGRAM = REPO_ROOT / "fabric" / "verify" / "health.py"
 
 
 def test_portinfo_fields_and_speed_from_real_smpquery() -> None:
@@ -33,10 +35,10 @@ def test_portinfo_fields_and_speed_from_real_smpquery() -> None:
     assert health.speed_name({"LinkSpeedActive": "10.0 Gbps"}) == "QDR"
 
 
-def test_config_for_names_each_port_and_its_cable() -> None:
-    spec = load_spec(REPO / "Pulumi.lab.yaml")
+def test_health_config_names_each_port_and_its_cable() -> None:
+    spec = load_spec(REPO_ROOT / "Pulumi.lab.yaml")
     plan = CheckPlan(spec=spec, hosts=list(spec.hosts))
-    config = health.config_for(plan, "gpu03")
+    config = health_configs(ClusterModel(spec))["gpu03"]
     (port,) = config["ports"]
     want = next(p for p in plan.ib_ports if p.host == "gpu03")
     assert port["cable"] == f"{want.switch} p{want.switch_port}"
@@ -55,7 +57,7 @@ def test_reason_names_the_first_failure_and_counts_the_rest() -> None:
 
 
 def test_handoff_sets_slurm_health_settings_from_the_spec() -> None:
-    spec = load_spec(REPO / "Pulumi.lab.yaml")
+    spec = load_spec(REPO_ROOT / "Pulumi.lab.yaml")
     out = role_vars_from_spec(spec)
     extra = out["slurm_extra_config"]
     assert extra["HealthCheckProgram"] == HEALTH_PROGRAM
@@ -66,8 +68,8 @@ def test_handoff_sets_slurm_health_settings_from_the_spec() -> None:
 
 
 def _config(tmp_path: Path) -> Path:
-    spec = load_spec(REPO / "Pulumi.lab.yaml")
-    config = health.config_for(CheckPlan(spec=spec, hosts=list(spec.hosts)), "gpu03")
+    spec = load_spec(REPO_ROOT / "Pulumi.lab.yaml")
+    config = health_configs(ClusterModel(spec))["gpu03"]
     del config["env_file"]
     path = tmp_path / "health.json"
     path.write_text(json.dumps(config))

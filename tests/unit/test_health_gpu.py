@@ -10,11 +10,12 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from fabric.handoff.health import health_configs
+from fabric.model.cluster import ClusterModel
 from fabric.spec import load_spec
+from fabric.state import REPO_ROOT as REPO
 from fabric.verify import health, health_gpu
-from fabric.verify.plan import CheckPlan
 
-REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "tests" / "fixtures"
 PROGRAM = REPO / "fabric" / "verify" / "health.py"
 
@@ -87,7 +88,7 @@ def test_missing_binary_is_a_harness_error_not_a_failure() -> None:
 
 def test_slow_config_for_an_8_rail_dgx_h100_node() -> None:
     spec = load_spec(REPO / "examples/dgx-h100-ib.yaml")
-    config = health.config_for(CheckPlan(spec=spec, hosts=list(spec.hosts)), "dgx02")
+    config = health_configs(ClusterModel(spec))["dgx02"]
     slow = config["slow"]
     assert slow["nccl"] | {"source": ""} == NCCL | {"source": ""}
     assert "nd96isr_h100_v5.conf" in slow["nccl"]["source"]
@@ -95,7 +96,7 @@ def test_slow_config_for_an_8_rail_dgx_h100_node() -> None:
         (f"mlx5_{k}", k, 380.0) for k in range(8)
     ]
     lab = load_spec(REPO / "Pulumi.lab.yaml")
-    assert "slow" not in health.config_for(CheckPlan(spec=lab, hosts=list(lab.hosts)), "gpu01")
+    assert "slow" not in health_configs(ClusterModel(lab))["gpu01"]
 
 
 def test_program_slow_without_a_slow_section_is_exit_2(tmp_path: Path) -> None:

@@ -21,9 +21,9 @@ from fabric.hostkeys import (
     pinned_keys,
     ssh_common_args,
 )
+from fabric.state import REPO_ROOT
 
-REPO = Path(__file__).parents[2]
-CONSOLE = (REPO / "tests/fixtures/ec2_console__gremlinchaosmonkey__1.txt").read_text()
+CONSOLE = (REPO_ROOT / "tests/fixtures/ec2_console__gremlinchaosmonkey__1.txt").read_text()
 
 
 def md5_fingerprint(key: str) -> str:
@@ -130,7 +130,7 @@ def test_host_key_checking_is_never_turned_off() -> None:
 def test_no_file_of_the_project_turns_host_key_checking_off() -> None:
     offenders = []
     for top in ("fabric", "playbooks", "roles", "molecule", "scripts", "docs", "tests"):
-        for path in (REPO / top).rglob("*"):
+        for path in (REPO_ROOT / top).rglob("*"):
             if not path.is_file() or path.suffix not in {
                 ".py",
                 ".yml",
@@ -143,9 +143,9 @@ def test_no_file_of_the_project_turns_host_key_checking_off() -> None:
                 continue
             text = path.read_text(errors="replace")
             if re.search(r"StrictHostKeyChecking[= ]+no\b", text) and path != Path(__file__):
-                offenders.append(str(path.relative_to(REPO)))
+                offenders.append(str(path.relative_to(REPO_ROOT)))
     for name in ("ansible.cfg", "Makefile", "README.md"):
-        if re.search(r"StrictHostKeyChecking[= ]+no\b", (REPO / name).read_text()):
+        if re.search(r"StrictHostKeyChecking[= ]+no\b", (REPO_ROOT / name).read_text()):
             offenders.append(name)
     assert offenders == []
 

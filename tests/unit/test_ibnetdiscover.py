@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
+from fabric.graph import FabricGraph, GraphError
 from fabric.parsers.common import ParseError
 from fabric.parsers.ibnetdiscover import IbnetdiscoverError, parse
-from fabric.topology.graph import FabricGraph, GraphError
+from fabric.state import REPO_ROOT
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+FIXTURES = REPO_ROOT / "tests" / "fixtures"
 
 
 def load(name: str) -> FabricGraph:

@@ -7,15 +7,15 @@ ibnetdiscover fixture (tests/fixtures/SOURCES.md) and on seeded random mutations
 from __future__ import annotations
 
 import random
-from pathlib import Path
 
 import pytest
 
 from fabric.parsers.ibnetdiscover import fast, parse
 from fabric.parsers.ibnetdiscover.fast import _SPEEDS, _WIDTHS, _scan_regex
 from fabric.parsers.ibnetdiscover.lines import _parse
+from fabric.state import REPO_ROOT
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+FIXTURES = REPO_ROOT / "tests" / "fixtures"
 TEXTS = {path.name: path.read_text() for path in sorted(FIXTURES.glob("ibnetdiscover__*.txt"))}
 
 #: What a mutation inserts or substitutes: the characters and words the grammar turns on.

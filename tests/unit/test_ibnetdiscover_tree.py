@@ -21,17 +21,18 @@ from test_topology_three_level import graph as three_level_graph
 from bench.topology.fabric import graph as bench_graph
 from bench.topology.fabric import render_ibnetdiscover
 from fabric.cli import main
+from fabric.graph import LANE_GBPS, WIDTH_LANES, GraphError
 from fabric.parsers import ParseError
 from fabric.parsers.ibnetdiscover import parse, tree
 from fabric.parsers.ibnetdiscover.fast import _parse_fast
-from fabric.topology.graph import LANE_GBPS, WIDTH_LANES, GraphError
+from fabric.state import REPO_ROOT
 from fabric.topology.slurm import tree_conf as reference_conf
 
 LAB = TEXTS["ibnetdiscover__ibsim_lab__1.txt"]
 
 
 def compiled(text: str) -> str | None:
-    """The compiled writer, as ``tree.tree_conf`` calls it (fails when it was not built)."""
+    """The compiled writer, as ``tree.compiled_tree_conf`` calls it (fails when it was not built)."""
     assert tree._tree_compiled is not None, (
         "fabric/parsers/ibnetdiscover/_ibnetdiscover_tree.c was not built: scripts/bootstrap.sh "
         "installs gcc and builds it with `pip install -e .`; rerun `make bootstrap`"
@@ -221,7 +222,7 @@ def test_the_command_without_the_compiled_writer(
     name: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The fallback install (no C compiler): the command prints the same text."""
-    path = str(Path(__file__).resolve().parents[1] / "fixtures" / name)
+    path = str(REPO_ROOT / "tests" / "fixtures" / name)
     with_writer = run(capsys, "--from-ibnetdiscover", path)
     monkeypatch.setattr(tree, "_tree_compiled", None)
     assert run(capsys, "--from-ibnetdiscover", path) == with_writer

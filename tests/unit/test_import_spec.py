@@ -13,11 +13,12 @@ from fabric.cli.import_ import ssh_argv
 from fabric.parsers.ibnetdiscover import parse
 from fabric.parsers.sminfo import parse as parse_sminfo
 from fabric.spec import spec_from_mapping
+from fabric.state import REPO_ROOT
 from fabric.topology.diff import diff
 from fabric.topology.from_spec import graph_from_spec
 from fabric.topology.importer import CaptureError, import_fabric
 
-FIXTURES = Path(__file__).parents[1] / "fixtures"
+FIXTURES = REPO_ROOT / "tests" / "fixtures"
 #: Every ibnetdiscover capture that names hosts (ibtopotool__1's CAs have no description).
 CAPTURES = sorted(
     p for p in FIXTURES.glob("ibnetdiscover__*.txt") if p.name != "ibnetdiscover__ibtopotool__1.txt"
@@ -110,7 +111,7 @@ def test_cli_writes_a_spec_that_validates(
     capture = FIXTURES / "ibnetdiscover__superbench__1.txt"
     assert main(["import", str(capture), "--output", str(out)]) == 0
     assert "PLACEHOLDER management.subnet" in capsys.readouterr().err
-    assert main(["validate", str(out)]) == 0
+    assert main(["validate", "--spec", str(out)]) == 0
 
 
 @pytest.mark.parametrize(

@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 import yaml
 
 from fabric.inventory import InventoryError, build_inventory
 from fabric.spec import ClusterSpec
+from fabric.state import REPO_ROOT
 
-LAB = yaml.safe_load((Path(__file__).parents[2] / "Pulumi.lab.yaml").read_text())["config"][
-    "railyard:cluster"
-]
+LAB = yaml.safe_load((REPO_ROOT / "Pulumi.lab.yaml").read_text())["config"]["railyard:cluster"]
 
 
 @pytest.fixture

@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 from fabric.lab.faults import FaultError, parse_container_pid, parse_link_mtu
+from fabric.state import REPO_ROOT
 
-INSPECT = Path(__file__).resolve().parents[1] / "fixtures" / "podman_inspect__lab_node__1.json"
+INSPECT = REPO_ROOT / "tests" / "fixtures" / "podman_inspect__lab_node__1.json"
 
 
 def _inspect(change: dict[str, dict[str, object]] | None = None) -> str:

@@ -8,12 +8,12 @@ from typing import Any
 import pytest
 import yaml
 
-from fabric.lab.hardware import simulated_device, with_hca_guids
+from fabric.graph import GraphError
+from fabric.lab.hardware import with_hca_guids
 from fabric.spec import SpecError, spec_from_mapping
 from fabric.state import REPO_ROOT
 from fabric.topology.from_spec import graph_from_spec
-from fabric.topology.graph import GraphError
-from fabric.topology.ibsim import render_net
+from fabric.topology.ibsim import render_net, simulated_device
 
 NEW = "0x0002c903fe000010"
 

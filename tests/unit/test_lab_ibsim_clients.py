@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from fabric.lab.ibsim_clients import SimClient, bound_udp_ports, dead_clients, parse_attached
+from fabric.topology.ibsim_clients import SimClient, bound_udp_ports, dead_clients, parse_attached
 
 ATTACHED = (
     'Client 0: pid 35402 connected at "sm2:mlx5_0" port 0x2c90302000025, lid 1, qp 0 SM\n'

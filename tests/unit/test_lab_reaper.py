@@ -23,11 +23,11 @@ from pathlib import Path
 import pytest
 
 from fabric.lab import reaper, umadshim
-from fabric.lab.faults import IbsimConsole
 from fabric.lab.ibsim import console_path, start_ibsim
-from fabric.lab.ibsim_clients import parse_attached
 from fabric.lab.node import UMAD2SIM
 from fabric.lab.process import stop
+from fabric.topology.ibsim_clients import parse_attached
+from fabric.topology.ibsim_console import IbsimConsole
 from tests.unit.test_lab_ibsim_clients import ATTACHED
 from tests.unit.test_umadshim import CLIENT, NET, TO_SWITCH, _free_udp_range
 

@@ -35,9 +35,8 @@ from fabric.components.dynamic_redfish import provision
 from fabric.lab.ssh import SshError, connect
 from fabric.redfish import RedfishClient, RedfishError
 from fabric.spec import SpecError, load_spec, spec_from_mapping
-from fabric.state import ARTIFACTS_ROOT
+from fabric.state import ARTIFACTS_ROOT, REPO_ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 SPECS = Path(__file__).parent / "specs" / "valid"
 MARK = f"S3CRET-MARK-{uuid.uuid4()}"
 #: Tasks using a variable whose name contains one of these handle a secret.
@@ -141,16 +140,16 @@ def fabric_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.Comp
         text=True,
         timeout=180,
         check=False,
-        cwd=ROOT,
+        cwd=REPO_ROOT,
         env={**os.environ, **(env or {})},
     )
 
 
 COMMANDS: dict[str, list[str]] = {
-    "validate": ["validate", "{file}"],
-    "validate-json": ["validate", "--json", "{file}"],
-    "topology": ["topology", "--from-spec", "{file}"],
-    "check-plan": ["check", "--plan", "{file}"],
+    "validate": ["validate", "--spec", "{file}"],
+    "validate-json": ["validate", "--json", "--spec", "{file}"],
+    "topology": ["topology", "--spec", "{file}"],
+    "check-plan": ["check", "--plan", "--spec", "{file}"],
     "check-json": ["check", "--stack", "marked", "--spec", "{file}", "--json"],
     "run": ["run", "playbooks/site.yml", "--stack", "marked", "--spec", "{file}"],
     "run-json": ["run", "site.yml", "--stack", "marked", "--spec", "{file}", "--json"],
@@ -178,7 +177,7 @@ def test_command_given_marked_spec_never_prints_it(
 
 
 def test_validate_json_names_every_secret_field(marked_files: dict[str, Path]) -> None:
-    done = fabric_cli("validate", "--json", str(marked_files["spec"]))
+    done = fabric_cli("validate", "--json", "--spec", str(marked_files["spec"]))
     paths = {p["path"] for p in json.loads(done.stdout)["problems"]}
     assert {"bmc.password", "slurm.munge_key", "bmc.endpoints.gpu2.url"} <= paths
 
@@ -444,12 +443,12 @@ def _tasks(node: Any) -> Iterator[dict[str, Any]]:
 #: Every file of tasks: the roles' tasks and handlers, their molecule plays, the playbooks.
 TASK_FILES = sorted(
     {
-        *ROOT.glob("roles/*/tasks/**/*.yml"),
-        *ROOT.glob("roles/*/handlers/**/*.yml"),
-        *ROOT.glob("roles/*/molecule/*/*.yml"),
-        *ROOT.glob("playbooks/**/*.yml"),
+        *REPO_ROOT.glob("roles/*/tasks/**/*.yml"),
+        *REPO_ROOT.glob("roles/*/handlers/**/*.yml"),
+        *REPO_ROOT.glob("roles/*/molecule/*/*.yml"),
+        *REPO_ROOT.glob("playbooks/**/*.yml"),
     }
-    - set(ROOT.glob("roles/*/molecule/*/molecule.yml"))
+    - set(REPO_ROOT.glob("roles/*/molecule/*/molecule.yml"))
 )
 
 
@@ -475,6 +474,8 @@ def test_every_task_handling_a_secret_has_no_log() -> None:
     ]
     assert len(handling) >= 3, "no task handling a secret found: the audit reads nothing"
     missing = [
-        f"{p.relative_to(ROOT)}: {t['name']}" for p, t in handling if t.get("no_log") is not True
+        f"{p.relative_to(REPO_ROOT)}: {t['name']}"
+        for p, t in handling
+        if t.get("no_log") is not True
     ]
     assert missing == []

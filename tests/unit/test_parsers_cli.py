@@ -7,8 +7,9 @@ from pathlib import Path
 import pytest
 
 from fabric.cli import main
+from fabric.state import REPO_ROOT
 
-FIXTURES = Path(__file__).parents[1] / "fixtures"
+FIXTURES = REPO_ROOT / "tests" / "fixtures"
 
 
 def test_prints_json_and_exits_0(capsys: pytest.CaptureFixture[str]) -> None:

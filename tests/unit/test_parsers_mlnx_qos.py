@@ -1,13 +1,12 @@
 """mlnx_qos parser, on every mlnx_qos fixture."""
 
-from pathlib import Path
-
 import pytest
 
 from fabric.parsers import ParseError
 from fabric.parsers.mlnx_qos import parse
+from fabric.state import REPO_ROOT
 
-FIXTURES = Path(__file__).parents[1] / "fixtures"
+FIXTURES = REPO_ROOT / "tests" / "fixtures"
 
 
 def read(name: str) -> str:

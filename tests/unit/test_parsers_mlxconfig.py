@@ -1,13 +1,12 @@
 """mlxconfig parser, on every mlxconfig fixture."""
 
-from pathlib import Path
-
 import pytest
 
 from fabric.parsers import ParseError
 from fabric.parsers.mlxconfig import diff, parse, value_matches
+from fabric.state import REPO_ROOT
 
-FIXTURES = Path(__file__).parents[1] / "fixtures"
+FIXTURES = REPO_ROOT / "tests" / "fixtures"
 
 
 def read(name: str) -> str:

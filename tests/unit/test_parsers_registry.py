@@ -1,15 +1,15 @@
 """The PARSERS registry: every fixture of every registered tool parses or fails typed."""
 
 import json
-from pathlib import Path
 
 import pytest
 from pydantic import BaseModel
 
+from fabric.graph import FabricGraph
 from fabric.parsers import PARSERS, Parsed, ParseError, UnknownToolError, parse
-from fabric.topology.graph import FabricGraph
+from fabric.state import REPO_ROOT
 
-FIXTURES = Path(__file__).parents[1] / "fixtures"
+FIXTURES = REPO_ROOT / "tests" / "fixtures"
 
 #: Fixture file prefix -> registered tool name.
 PREFIX_TOOL = {"ibv_devinfo_v": "ibv_devinfo"}

@@ -1,13 +1,12 @@
 """show_gids parser, on every show_gids fixture."""
 
-from pathlib import Path
-
 import pytest
 
 from fabric.parsers import ParseError
 from fabric.parsers.show_gids import parse
+from fabric.state import REPO_ROOT
 
-FIXTURES = Path(__file__).parents[1] / "fixtures"
+FIXTURES = REPO_ROOT / "tests" / "fixtures"
 
 
 def read(name: str) -> str:

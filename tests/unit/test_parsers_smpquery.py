@@ -10,14 +10,13 @@ with ``SIM_HOST=gpu01:mlx5_0``:
 * ``smpquery__ibsim_lab__3.txt``: ``smpquery portinfo 999 1`` (no such LID; exit 255)
 """
 
-from pathlib import Path
-
 import pytest
 
 from fabric.parsers import PARSERS, ParseError
 from fabric.parsers.smpquery import parse
+from fabric.state import REPO_ROOT
 
-FIXTURES = Path(__file__).parents[1] / "fixtures"
+FIXTURES = REPO_ROOT / "tests" / "fixtures"
 
 
 def read(n: int) -> str:

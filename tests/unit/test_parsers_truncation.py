@@ -6,13 +6,12 @@ is ok; the same capture cut short keeps what parsed and reports ``ok=False`` wit
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from fabric.parsers import PARSERS
+from fabric.state import REPO_ROOT
 
-FIXTURES = Path(__file__).parents[1] / "fixtures"
+FIXTURES = REPO_ROOT / "tests" / "fixtures"
 
 
 def _until(text: str, marker: str, nth: int = 1) -> str:

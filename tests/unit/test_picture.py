@@ -12,15 +12,15 @@ from typing import Any
 
 import pytest
 
+from fabric.graph import FabricGraph
 from fabric.parsers.ibnetdiscover import parse as parse_ibnetdiscover
 from fabric.spec import spec_from_mapping
+from fabric.state import REPO_ROOT
 from fabric.topology.from_spec import graph_from_spec
-from fabric.topology.graph import FabricGraph
 from fabric.verify.picture import MAX_PAIRS, RED, SUMMARY_HOSTS, Marks, fabric_dot, layers
 from fabric.verify.report import DOT_TIMEOUT, render_picture
 
-REPO = Path(__file__).resolve().parents[2]
-FIXTURES = REPO / "tests" / "fixtures"
+FIXTURES = REPO_ROOT / "tests" / "fixtures"
 
 
 def discovered(name: str) -> FabricGraph:

@@ -14,10 +14,9 @@ from conftest import Mocks
 from fabric.components.target import TARGET_OUTPUTS
 from fabric.inventory import inventory_text
 from fabric.spec import ClusterSpec
+from fabric.state import REPO_ROOT
 
-LAB = yaml.safe_load((Path(__file__).parents[2] / "Pulumi.lab.yaml").read_text())["config"][
-    "railyard:cluster"
-]
+LAB = yaml.safe_load((REPO_ROOT / "Pulumi.lab.yaml").read_text())["config"]["railyard:cluster"]
 
 
 @pytest.fixture
@@ -78,9 +77,7 @@ def test_handoff_and_verification_can_be_switched_off(mocks: Mocks) -> pulumi.Ou
     return cluster.inventory.apply(check)
 
 
-AWS_EXAMPLE = yaml.safe_load(
-    (Path(__file__).parents[2] / "Pulumi.aws-efa.example.yaml").read_text()
-)["config"]
+AWS_EXAMPLE = yaml.safe_load((REPO_ROOT / "Pulumi.aws-efa.example.yaml").read_text())["config"]
 
 
 def test_pulumi_up_refuses_the_stack_config_validate_refuses(

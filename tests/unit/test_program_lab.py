@@ -15,10 +15,9 @@ from conftest import Mocks
 from fabric.components.dynamic_lab import AddressPoolProvider
 from fabric.lab.plan import LabPlanError, allocate, plan_lab
 from fabric.spec import SKIP_RULES, ClusterSpec, SpecError, spec_from_mapping
+from fabric.state import REPO_ROOT
 
-LAB = yaml.safe_load((Path(__file__).parents[2] / "Pulumi.lab.yaml").read_text())["config"][
-    "railyard:cluster"
-]
+LAB = yaml.safe_load((REPO_ROOT / "Pulumi.lab.yaml").read_text())["config"]["railyard:cluster"]
 
 
 @pytest.fixture

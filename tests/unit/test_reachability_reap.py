@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from fabric.lab.faults import IbsimConsole
+from fabric.topology.ibsim_console import IbsimConsole
 from fabric.verify import harness
 
 ATTACHED = (

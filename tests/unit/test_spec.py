@@ -23,8 +23,8 @@ from fabric.spec import (
     spec_from_mapping,
 )
 from fabric.spec.rules import Checker, path_parts
+from fabric.state import REPO_ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 SPECS = Path(__file__).parent / "specs"
 VALID = sorted((SPECS / "valid").glob("*.yaml"))
 INVALID = yaml.safe_load((SPECS / "invalid.yaml").read_text())
@@ -88,11 +88,11 @@ def test_valid_spec_loads(path: Path) -> None:
 
 
 def test_lab_stack_validates() -> None:
-    spec = load_spec(ROOT / "Pulumi.lab.yaml")
+    spec = load_spec(REPO_ROOT / "Pulumi.lab.yaml")
     assert (spec.name, len(spec.hosts)) == ("lab", 11)
 
 
-EXAMPLES = sorted((ROOT / "examples").glob("*.yaml"))
+EXAMPLES = sorted((REPO_ROOT / "examples").glob("*.yaml"))
 
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=[p.stem for p in EXAMPLES])

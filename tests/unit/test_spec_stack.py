@@ -9,13 +9,12 @@ import pytest
 import yaml
 
 from fabric.spec import SpecError, load_spec
-
-ROOT = Path(__file__).resolve().parents[2]
+from fabric.state import REPO_ROOT
 
 
 def stack(tmp_path: Path, example: str, **config: Any) -> Path:
     """A copy of ``Pulumi.<example>.example.yaml`` with ``config`` keys set (None deletes)."""
-    data = yaml.safe_load((ROOT / f"Pulumi.{example}.example.yaml").read_text())
+    data = yaml.safe_load((REPO_ROOT / f"Pulumi.{example}.example.yaml").read_text())
     for key, value in config.items():
         key = key.replace("__", ":")
         if value is None:

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from fabric.graph import FabricGraph
 from fabric.parsers.iblinkinfo import parse as parse_iblinkinfo
 from fabric.parsers.ibnetdiscover import parse as parse_ibnetdiscover
 from fabric.parsers.ibqueryerrors import parse as parse_ibqueryerrors
-from fabric.topology.graph import FabricGraph
 from fabric.verify.causes import diagnose
 from fabric.verify.results import CheckResult
 from fabric.verify.sweep import Completed, SweepConfig, sweep

@@ -3,17 +3,16 @@ variable the hand-off derives from fabric.roce is one the roles declare."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 import yaml
 
 from fabric.handoff.vars import roce_qos_vars, switch_qos_vars
 from fabric.spec import spec_from_mapping
+from fabric.state import REPO_ROOT
 from tests.unit.test_role_interfaces import _readme_variables
 from tests.unit.test_spec import base
 
-ROLES = Path(__file__).resolve().parents[2] / "roles"
+ROLES = REPO_ROOT / "roles"
 
 
 @pytest.mark.parametrize("role", ["roce_qos", "switch_qos"])

@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import importlib.util
 import json
-from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-ROLE = Path(__file__).resolve().parents[2] / "roles" / "switch_qos"
+from fabric.state import REPO_ROOT
+
+ROLE = REPO_ROOT / "roles" / "switch_qos"
 
 
 def script() -> ModuleType:

@@ -22,9 +22,8 @@ from fabric.components.target import TARGET_OUTPUTS
 from fabric.handoff import runner
 from fabric.inventory import inventory_text
 from fabric.spec import ClusterSpec
-from fabric.state import StateLayout
+from fabric.state import REPO_ROOT, StateLayout
 
-ROOT = Path(__file__).resolve().parents[2]
 SPECS = Path(__file__).parent / "specs" / "valid"
 ANSIBLE_INVENTORY = Path(sys.executable).parent / "ansible-inventory"
 BMC_PASSWORD = {"railyard:bmcPassword": "bmc-pw-123"}
@@ -63,7 +62,7 @@ def _existing(spec: ClusterSpec) -> Any:
 TARGETS: dict[str, tuple[Path, Callable[[ClusterSpec], Any], dict[str, str]]] = {
     "baremetal-roce": (SPECS / "roce.yaml", _baremetal, BMC_PASSWORD),
     "baremetal-ib": (
-        ROOT / "Pulumi.baremetal-ib.example.yaml",
+        REPO_ROOT / "Pulumi.baremetal-ib.example.yaml",
         _baremetal,
         {
             **BMC_PASSWORD,
@@ -73,7 +72,7 @@ TARGETS: dict[str, tuple[Path, Callable[[ClusterSpec], Any], dict[str, str]]] = 
     ),
     "aws": (SPECS / "aws.yaml", _aws, {}),
     "existing": (
-        ROOT / "Pulumi.existing.example.yaml",
+        REPO_ROOT / "Pulumi.existing.example.yaml",
         _existing,
         {"railyard:sshPrivateKeyFile": "~/.ssh/railyard"},
     ),

@@ -2,16 +2,15 @@
 refuses to collect two modules of the same name ("import file mismatch")."""
 
 from collections import Counter
-from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
+from fabric.state import REPO_ROOT
 
 
 def test_no_two_test_modules_share_a_basename() -> None:
     modules = [
         p
         for root in ("tests", "roles")
-        for p in (REPO / root).rglob("test_*.py")
+        for p in (REPO_ROOT / root).rglob("test_*.py")
         if "molecule" not in p.parts
     ]
     assert len(modules) > 100

@@ -8,9 +8,9 @@ import pytest
 import yaml
 
 from fabric.cli import main
+from fabric.state import REPO_ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
-FIXTURES = ROOT / "tests/fixtures"
+FIXTURES = REPO_ROOT / "tests/fixtures"
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
@@ -20,7 +20,7 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
 
 
 def test_from_spec_tree(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = run(capsys, "--from-spec", str(ROOT / "Pulumi.lab.yaml"))
+    code, out, _ = run(capsys, "--spec", str(REPO_ROOT / "Pulumi.lab.yaml"))
     assert code == 0 and "SwitchName=spine01 Switches=leaf[01-02]\n" in out
 
 
@@ -56,12 +56,12 @@ def test_from_ibnetdiscover_yaml(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_oversubscription(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = run(capsys, "--from-spec", str(ROOT / "Pulumi.lab.yaml"), "--oversubscription")
+    code, out, _ = run(capsys, "--spec", str(REPO_ROOT / "Pulumi.lab.yaml"), "--oversubscription")
     assert code == 0 and out.splitlines()[0] == "leaf01\tdown 2000 Gb/s\tup 1600 Gb/s\t1.25:1"
 
 
 def test_ibsim_net(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = run(capsys, "--from-spec", str(ROOT / "Pulumi.lab.yaml"), "--ibsim-net")
+    code, out, _ = run(capsys, "--spec", str(REPO_ROOT / "Pulumi.lab.yaml"), "--ibsim-net")
     assert code == 0 and 'Ca\t1 "gpu01:mlx5_0"\t# "gpu01 mlx5_0"' in out
 
 
@@ -76,8 +76,8 @@ def test_bad_ibnetdiscover_reports_the_line(capsys: pytest.CaptureFixture[str]) 
 def test_block_size_too_big_names_the_fix(capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = run(
         capsys,
-        "--from-spec",
-        str(ROOT / "Pulumi.lab.yaml"),
+        "--spec",
+        str(REPO_ROOT / "Pulumi.lab.yaml"),
         "--plugin",
         "block",
         "--block-size",
@@ -103,7 +103,7 @@ def test_nodes_keeps_only_the_slurm_hosts(capsys: pytest.CaptureFixture[str]) ->
 
 
 def test_nodes_bad_hostlist_names_it(capsys: pytest.CaptureFixture[str]) -> None:
-    code, _, err = run(capsys, "--from-spec", str(ROOT / "Pulumi.lab.yaml"), "--nodes", "gpu[01-")
+    code, _, err = run(capsys, "--spec", str(REPO_ROOT / "Pulumi.lab.yaml"), "--nodes", "gpu[01-")
     assert (
         code == 2
         and err.startswith("python -m fabric topology: error: --nodes: ")
@@ -114,8 +114,8 @@ def test_nodes_bad_hostlist_names_it(capsys: pytest.CaptureFixture[str]) -> None
 def test_block_size_below_one(capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = run(
         capsys,
-        "--from-spec",
-        str(ROOT / "Pulumi.lab.yaml"),
+        "--spec",
+        str(REPO_ROOT / "Pulumi.lab.yaml"),
         "--plugin",
         "block",
         "--block-size",
@@ -127,21 +127,21 @@ def test_block_size_below_one(capsys: pytest.CaptureFixture[str]) -> None:
 def test_bad_spec_is_bad_input_in_one_line(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    data = yaml.safe_load((ROOT / "tests/unit/specs/valid/lab.yaml").read_text())
+    data = yaml.safe_load((REPO_ROOT / "tests/unit/specs/valid/lab.yaml").read_text())
     data["fabric"]["mtu"] = 9000
     data["slurm"]["controller"] = "ctl9"
     spec = tmp_path / "broken.yaml"
     spec.write_text(yaml.safe_dump(data))
-    code, out, err = run(capsys, "--from-spec", str(spec))
+    code, out, err = run(capsys, "--spec", str(spec))
     assert (code, out, err.count("\n")) == (2, "", 1)
     assert err.startswith(
         f"python -m fabric topology: error: {spec}: fabric.mtu: 9000 is not an InfiniBand MTU"
     )
-    assert f"(and 1 more problem: python -m fabric validate {spec} lists them all)" in err
+    assert f"(and 1 more problem: python -m fabric validate --spec {spec} lists them all)" in err
 
 
 def test_missing_spec_is_bad_input(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    code, _, err = run(capsys, "--from-spec", str(tmp_path / "none.yaml"))
+    code, _, err = run(capsys, "--spec", str(tmp_path / "none.yaml"))
     assert code == 2 and "none.yaml: no such file" in err
 
 
@@ -249,14 +249,14 @@ def test_the_ibnetdiscover_path_imports_no_heavy_module() -> None:
         "heavy = {'pydantic', 'pulumi', 'rich', 'yaml', 'networkx'}\n"
         "print(code, sorted(m for m in sys.modules if m.split('.')[0] in heavy"
         " or m.startswith('fabric.parsers.') and not m.startswith(('fabric.parsers.ibnetdiscover',"
-        " 'fabric.parsers.text'))))\n"
+        " 'fabric.parsers.text', 'fabric.parsers.errors'))))\n"
     )
     done = subprocess.run(
         [sys.executable, "-c", probe],
         capture_output=True,
         text=True,
         timeout=60,
-        cwd=ROOT,
+        cwd=REPO_ROOT,
         check=True,
     )
     assert done.stdout.splitlines()[-1] == "0 []", done.stdout[-500:]
@@ -281,11 +281,12 @@ def test_the_tree_path_builds_no_graph() -> None:
         capture_output=True,
         text=True,
         timeout=60,
-        cwd=ROOT,
+        cwd=REPO_ROOT,
         check=True,
     )
     assert done.stdout.splitlines()[-1] == (
-        "0 ['fabric', 'fabric.cli', 'fabric.cli.errors', 'fabric.cli.topology', 'fabric.parsers',"
+        "0 ['fabric', 'fabric.cli', 'fabric.cli.errors', 'fabric.cli.options',"
+        " 'fabric.cli.topology', 'fabric.parsers', 'fabric.parsers.errors',"
         " 'fabric.parsers.ibnetdiscover', 'fabric.parsers.ibnetdiscover._ibnetdiscover_scan',"
         " 'fabric.parsers.ibnetdiscover.tree', 'fabric.parsers.text'] []"
     ), done.stdout[-800:]
@@ -344,7 +345,7 @@ def _process(
         stdin=subprocess.DEVNULL,
         capture_output="stdout" not in kwargs,
         timeout=120,
-        cwd=ROOT,
+        cwd=REPO_ROOT,
         env=env,
         check=False,
         **kwargs,  # type: ignore[arg-type]
@@ -412,7 +413,7 @@ def test_the_shortcut_gives_the_clis_bytes_on_every_fixture(
         ["topology", "--from-ibnetdiscover=LAB"],
         ["topology", "--from-ib", "LAB"],
         ["topology", "--plugin", "tree", "--from-ibnetdiscover", "LAB"],
-        ["topology", "--from-spec", "LAB"],
+        ["topology", "--spec", "LAB"],
         ["topology", "--from-ibnetdiscover", "-"],
         ["topology", "--from-ibnetdiscover", "--nodes"],
         ["topology", "--from-ibnetdiscover", ""],
@@ -508,7 +509,10 @@ def test_missing_files_directories_and_fifos_get_the_clis_answer(
     argv = ["topology", "--from-ibnetdiscover", str(fifo)]
     text = (FIXTURES / "ibnetdiscover__ibtopotool__3.txt").read_bytes()
     with subprocess.Popen(
-        [sys.executable, *ENTRY, *argv], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        [sys.executable, *ENTRY, *argv],
+        cwd=REPO_ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
     ) as child:
         try:
             deadline = time.monotonic() + 60
@@ -578,11 +582,12 @@ def test_the_shortcut_loads_neither_argparse_nor_the_cli() -> None:
         capture_output=True,
         text=True,
         timeout=60,
-        cwd=ROOT,
+        cwd=REPO_ROOT,
         check=True,
     )
     assert done.stdout.splitlines()[-1] == (
-        "0 ['fabric', 'fabric.__main__', 'fabric.parsers', 'fabric.parsers.ibnetdiscover',"
+        "0 ['fabric', 'fabric.__main__', 'fabric.parsers', 'fabric.parsers.errors',"
+        " 'fabric.parsers.ibnetdiscover',"
         " 'fabric.parsers.ibnetdiscover._ibnetdiscover_scan',"
         " 'fabric.parsers.ibnetdiscover.tree'] []"
     ), done.stdout[-800:]

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from fabric.graph import GraphError
 from fabric.topology.cloud import aws_topology_graph, gce_topology_graph
-from fabric.topology.graph import GraphError
 from fabric.topology.slurm import block_conf, slurm_tree, tree_conf
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"

@@ -2,29 +2,26 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import yaml
 
+from fabric.graph import FabricGraph
 from fabric.parsers.ibnetdiscover import parse
 from fabric.spec import ClusterSpec
+from fabric.state import REPO_ROOT
 from fabric.topology.diff import Discrepancy, diff
 from fabric.topology.from_spec import graph_from_spec
-from fabric.topology.graph import FabricGraph
 from fabric.topology.ibsim import simulated
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def declared() -> FabricGraph:
-    data = yaml.safe_load((ROOT / "Pulumi.lab.yaml").read_text())
+    data = yaml.safe_load((REPO_ROOT / "Pulumi.lab.yaml").read_text())
     return simulated(
         graph_from_spec(ClusterSpec.model_validate(data["config"]["railyard:cluster"]))
     )
 
 
 def discovered(n: int) -> FabricGraph:
-    return parse((ROOT / f"tests/fixtures/ibnetdiscover__ibsim_lab__{n}.txt").read_text())
+    return parse((REPO_ROOT / f"tests/fixtures/ibnetdiscover__ibsim_lab__{n}.txt").read_text())
 
 
 def by_host(found: list[Discrepancy]) -> dict[str | None, list[Discrepancy]]:
@@ -39,7 +36,7 @@ def test_healthy_fabric_has_no_discrepancies() -> None:
 
 
 def test_declared_ndr_against_ibsim_hdr_is_wrong_speed_everywhere() -> None:
-    data = yaml.safe_load((ROOT / "Pulumi.lab.yaml").read_text())
+    data = yaml.safe_load((REPO_ROOT / "Pulumi.lab.yaml").read_text())
     raw = graph_from_spec(ClusterSpec.model_validate(data["config"]["railyard:cluster"]))
     found = diff(raw, discovered(1))
     assert {d.kind for d in found} == {"wrong_speed"} and len(found) == len(raw.links)

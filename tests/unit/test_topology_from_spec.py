@@ -2,23 +2,21 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 from conftest import bare_metal_access
 
+from fabric.graph import FabricGraph, GraphError
 from fabric.hostlist import expand
 from fabric.spec import ClusterSpec
+from fabric.state import REPO_ROOT
 from fabric.topology.from_spec import CA_GUID_BASE, graph_from_spec, guid_str
-from fabric.topology.graph import FabricGraph, GraphError
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def lab() -> ClusterSpec:
-    data = yaml.safe_load((ROOT / "Pulumi.lab.yaml").read_text())
+    data = yaml.safe_load((REPO_ROOT / "Pulumi.lab.yaml").read_text())
     return ClusterSpec.model_validate(data["config"]["railyard:cluster"])
 
 

@@ -2,21 +2,18 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import yaml
 
+from fabric.graph import FabricGraph
 from fabric.parsers.ibnetdiscover import parse
 from fabric.spec import ClusterSpec
+from fabric.state import REPO_ROOT
 from fabric.topology.from_spec import graph_from_spec
-from fabric.topology.graph import FabricGraph
 from fabric.topology.ibsim import render_net, sim_host, sim_speed, simulated
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def lab() -> FabricGraph:
-    data = yaml.safe_load((ROOT / "Pulumi.lab.yaml").read_text())
+    data = yaml.safe_load((REPO_ROOT / "Pulumi.lab.yaml").read_text())
     return graph_from_spec(ClusterSpec.model_validate(data["config"]["railyard:cluster"]))
 
 
@@ -52,7 +49,7 @@ def test_ndr_is_simulated_as_hdr() -> None:
 def test_discovered_lab_fixture_matches_the_rendered_net() -> None:
     """The captured ibnetdiscover output of this net has the same GUIDs, ports and descriptions."""
     declared = simulated(lab())
-    found = parse((ROOT / "tests/fixtures/ibnetdiscover__ibsim_lab__1.txt").read_text())
+    found = parse((REPO_ROOT / "tests/fixtures/ibnetdiscover__ibsim_lab__1.txt").read_text())
     assert found.cas.keys() == declared.cas.keys()
     assert {c.description for c in found.cas.values()} == {
         c.description for c in declared.cas.values()

@@ -2,25 +2,23 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 import yaml
 from conftest import bare_metal_access
 
+from fabric.graph import FabricGraph, GraphError
 from fabric.hostlist import expand
 from fabric.parsers.ibnetdiscover import parse
 from fabric.spec import ClusterSpec
+from fabric.state import REPO_ROOT
 from fabric.topology.from_spec import graph_from_spec
-from fabric.topology.graph import FabricGraph, GraphError
 from fabric.topology.slurm import block_conf, natural_key, slurm_tree, topology_yaml, tree_conf
 
-ROOT = Path(__file__).resolve().parents[2]
-FIXTURES = ROOT / "tests/fixtures"
+FIXTURES = REPO_ROOT / "tests/fixtures"
 
 
 def lab() -> FabricGraph:
-    data = yaml.safe_load((ROOT / "Pulumi.lab.yaml").read_text())
+    data = yaml.safe_load((REPO_ROOT / "Pulumi.lab.yaml").read_text())
     return graph_from_spec(ClusterSpec.model_validate(data["config"]["railyard:cluster"]))
 
 

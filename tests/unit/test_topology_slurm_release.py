@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
+from fabric.state import REPO_ROOT
 
 PLAY = """\
 - name: The slurm role's topology check, on this machine
@@ -48,10 +48,10 @@ def gate(tmp_path: Path, plugin: str) -> subprocess.CompletedProcess[str]:
         text=True,
         timeout=120,
         check=False,
-        cwd=REPO,
+        cwd=REPO_ROOT,
         env={
             "PATH": f"{Path(sys.executable).parent}:/usr/sbin:/usr/bin:/sbin:/bin",
-            "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"),
+            "ANSIBLE_CONFIG": str(REPO_ROOT / "ansible.cfg"),
             "HOME": str(tmp_path),
         },
     )

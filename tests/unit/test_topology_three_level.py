@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
+from fabric.graph import FabricGraph
 from fabric.spec import SpecError, spec_from_mapping
 from fabric.topology.diff import diff
 from fabric.topology.from_spec import graph_from_spec
-from fabric.topology.graph import FabricGraph
 from fabric.topology.ibsim import render_net, simulated
 from fabric.topology.slurm import slurm_tree, tree_conf
 

@@ -22,8 +22,8 @@ from typing import IO
 import pytest
 
 from fabric.lab import umadshim
-from fabric.lab.ibsim_clients import parse_attached
 from fabric.lab.node import UMAD2SIM
+from fabric.topology.ibsim_clients import parse_attached
 
 CLIENT = Path(__file__).with_name("umad_client.py")
 SLOW_WRITE = Path(__file__).with_name("slow_umad_write.c")

@@ -24,13 +24,13 @@ from conftest import junit_of
 from rich.console import Console
 
 from fabric.spec import load_spec
+from fabric.state import REPO_ROOT
 from fabric.topology.from_spec import graph_from_spec
-from fabric.verify.causes import Diagnosis, diagnose, key
+from fabric.verify.causes import Diagnosis, diagnose, key, summary
 from fabric.verify.report import annotate_junit, markdown, terminal_table
-from fabric.verify.results import CheckResult, read_junit, summary
+from fabric.verify.results import CheckResult, read_junit
 
-REPO = Path(__file__).resolve().parents[2]
-LAB = REPO / "Pulumi.lab.yaml"
+LAB = REPO_ROOT / "Pulumi.lab.yaml"
 
 CONFTEST = """
 from fabric.verify.harness import pytest_runtest_makereport  # noqa: F401  (the real hook)
@@ -44,14 +44,14 @@ from pathlib import Path
 import pytest
 import testinfra
 
-from fabric.lab.faults import IbsimConsole
+from fabric.topology.ibsim_console import IbsimConsole
 from fabric.spec import load_spec
 from fabric.topology.diff import diff
 from fabric.topology.from_spec import graph_from_spec
-from fabric.topology.graph import FabricGraph
+from fabric.graph import FabricGraph
 from fabric.verify.discovery import describe, group
 from fabric.verify.harness import HarnessError
-from fabric.verify.pairs import ring_pairs
+from fabric.model.pairs import ring_pairs
 from fabric.verify.plan import CheckPlan
 
 FAULT = json.loads(os.environ["RAILYARD_FAKE_FAULT"])
@@ -261,7 +261,7 @@ def _run(tmp_path: Path, fault: dict[str, object]) -> list[CheckResult]:
     (tmp_path / "test_stand_in_checks.py").write_text(CHECKS)
     env = {
         **os.environ,
-        "PYTHONPATH": str(REPO),
+        "PYTHONPATH": str(REPO_ROOT),
         "RAILYARD_FAKE_FAULT": json.dumps(fault),
         "RAILYARD_FAKE_SPEC": str(LAB),
     }

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from fabric.parsers import PARSERS
+from fabric.state import REPO_ROOT
 from fabric.verify.cloud import (
     EFA_PCI_SCAN,
     driver_problems,
@@ -19,7 +20,7 @@ from fabric.verify.cloud import (
 )
 from fabric.verify.harness import HarnessError
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+FIXTURES = REPO_ROOT / "tests" / "fixtures"
 A3_SUBNETS = ["198.19.0.0/20", "198.19.16.0/20", "198.19.32.0/20", "198.19.48.0/20"]
 
 

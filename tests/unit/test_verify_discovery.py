@@ -3,26 +3,23 @@ tests/fixtures/ibnetdiscover__ibsim_lab__*.txt) diffed and filed per declared ca
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from fabric.parsers.ibnetdiscover import parse
 from fabric.spec import load_spec
+from fabric.state import REPO_ROOT
 from fabric.topology.diff import Discrepancy
 from fabric.verify.discovery import EXTRA, describe, findings_for
 from fabric.verify.plan import CheckPlan
 
-REPO = Path(__file__).resolve().parents[2]
-
 
 def _plan() -> CheckPlan:
-    spec = load_spec(REPO / "Pulumi.lab.yaml")
+    spec = load_spec(REPO_ROOT / "Pulumi.lab.yaml")
     return CheckPlan(spec=spec, hosts=list(spec.hosts))
 
 
 def _findings(n: int) -> dict[str, list[Discrepancy]]:
-    text = (REPO / f"tests/fixtures/ibnetdiscover__ibsim_lab__{n}.txt").read_text()
+    text = (REPO_ROOT / f"tests/fixtures/ibnetdiscover__ibsim_lab__{n}.txt").read_text()
     return findings_for(_plan(), parse(text))
 
 
@@ -61,10 +58,10 @@ def test_undeclared_cable_is_an_extra_finding_naming_both_switch_ports() -> None
 
 
 def test_no_topology_is_refused() -> None:
-    lab = load_spec(REPO / "Pulumi.lab.yaml")
+    lab = load_spec(REPO_ROOT / "Pulumi.lab.yaml")
     spec = lab.model_copy(update={"fabric": lab.fabric.model_copy(update={"topology": None})})
     with pytest.raises(ValueError, match="no fabric topology"):
         findings_for(
             CheckPlan(spec=spec, hosts=list(spec.hosts)),
-            parse((REPO / "tests/fixtures/ibnetdiscover__ibsim_lab__1.txt").read_text()),
+            parse((REPO_ROOT / "tests/fixtures/ibnetdiscover__ibsim_lab__1.txt").read_text()),
         )

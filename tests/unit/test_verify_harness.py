@@ -9,10 +9,9 @@ from pathlib import Path
 
 import yaml
 
+from fabric.state import REPO_ROOT
 from fabric.verify.results import read_junit
 from fabric.verify.runner import pytest_args
-
-REPO = Path(__file__).resolve().parents[2]
 
 
 def test_harness_error_is_an_error_and_an_assertion_a_failure(tmp_path: Path) -> None:
@@ -74,10 +73,12 @@ def test_efa_checks_run_on_a_host_without_efa(tmp_path: Path) -> None:
         inventory,
         junit,
         tmp_path,
-        spec=REPO / "Pulumi.aws-efa.example.yaml",
+        spec=REPO_ROOT / "Pulumi.aws-efa.example.yaml",
         extra=["-k", "test_efa_devices or test_efa_provider"],
     )
-    run = subprocess.run(args, cwd=REPO, capture_output=True, text=True, check=False, timeout=300)
+    run = subprocess.run(
+        args, cwd=REPO_ROOT, capture_output=True, text=True, check=False, timeout=300
+    )
     results = {r.name.split("[")[0].split(".")[-1]: r for r in read_junit(junit)}
     assert set(results) == {"test_efa_devices", "test_efa_provider"}, run.stdout[-2000:]
     devices, provider = results["test_efa_devices"], results["test_efa_provider"]

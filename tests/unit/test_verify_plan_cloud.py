@@ -12,12 +12,12 @@ from pathlib import Path
 import pytest
 
 from fabric.spec import load_spec, spec_from_mapping
+from fabric.state import REPO_ROOT
 from fabric.verify.plan import FAMILIES, CheckPlan, describe
 
-REPO = Path(__file__).resolve().parents[2]
-AWS = REPO / "Pulumi.aws-efa.example.yaml"
-GCP = REPO / "Pulumi.gcp-a3-high.example.yaml"
-LAB = REPO / "Pulumi.lab.yaml"
+AWS = REPO_ROOT / "Pulumi.aws-efa.example.yaml"
+GCP = REPO_ROOT / "Pulumi.gcp-a3-high.example.yaml"
+LAB = REPO_ROOT / "Pulumi.lab.yaml"
 
 
 def _spec(path: Path, **changes: object):
@@ -94,7 +94,7 @@ def test_families_name_every_check_of_the_suite() -> None:
     """FAMILIES (what --plan lists) holds exactly the suite's check functions."""
     listed = {name for checks, _ in FAMILIES.values() for name in checks}
     found = set()
-    for module in (REPO / "fabric/verify/checks").glob("test_*.py"):
+    for module in (REPO_ROOT / "fabric/verify/checks").glob("test_*.py"):
         tree = ast.parse(module.read_text())
         found |= {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
     assert {n for n in found if n.startswith("test_")} == listed
@@ -117,8 +117,8 @@ def test_check_plan_cli_lists_fabric_checks_for_the_cloud_examples(
     path: Path, fabric_families: set[str]
 ) -> None:
     out = subprocess.run(
-        [sys.executable, "-m", "fabric", "check", "--plan", str(path), "--json"],
-        cwd=REPO,
+        [sys.executable, "-m", "fabric", "check", "--plan", "--spec", str(path), "--json"],
+        cwd=REPO_ROOT,
         capture_output=True,
         text=True,
         check=False,
@@ -133,8 +133,8 @@ def test_check_plan_cli_lists_fabric_checks_for_the_cloud_examples(
 
 def test_check_plan_cli_lists_the_labs_ib_checks() -> None:
     out = subprocess.run(
-        [sys.executable, "-m", "fabric", "check", "--plan", str(LAB)],
-        cwd=REPO,
+        [sys.executable, "-m", "fabric", "check", "--plan", "--spec", str(LAB)],
+        cwd=REPO_ROOT,
         capture_output=True,
         text=True,
         check=False,
@@ -150,8 +150,8 @@ def test_check_plan_cli_bad_spec_is_one_line_exit_2(tmp_path: Path) -> None:
     bad = tmp_path / "bad.yaml"
     bad.write_text("name: x\n")
     out = subprocess.run(
-        [sys.executable, "-m", "fabric", "check", "--plan", str(bad)],
-        cwd=REPO,
+        [sys.executable, "-m", "fabric", "check", "--plan", "--spec", str(bad)],
+        cwd=REPO_ROOT,
         capture_output=True,
         text=True,
         check=False,

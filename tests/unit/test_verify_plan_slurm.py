@@ -3,16 +3,13 @@ against the topology.conf ``fabric.handoff.vars`` renders for the same spec."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from fabric.handoff.vars import role_vars_from_spec
 from fabric.hostlist import expand
 from fabric.spec import load_spec, spec_from_mapping
+from fabric.state import REPO_ROOT
 from fabric.verify.plan import CheckPlan
-
-REPO = Path(__file__).resolve().parents[2]
 
 
 def _conf_switches(conf: str) -> dict[str, tuple[list[str], list[str]]]:
@@ -36,7 +33,7 @@ def _conf_switches(conf: str) -> dict[str, tuple[list[str], list[str]]]:
 
 
 def _lab(**changes: object):
-    data = load_spec(REPO / "Pulumi.lab.yaml").model_dump(mode="json", exclude_none=True)
+    data = load_spec(REPO_ROOT / "Pulumi.lab.yaml").model_dump(mode="json", exclude_none=True)
     for dotted, value in changes.items():
         node = data
         *path, last = dotted.split("__")

@@ -8,7 +8,9 @@ from conftest import junit_of
 from rich.console import Console
 
 from fabric.spec import load_spec
+from fabric.state import REPO_ROOT
 from fabric.topology.from_spec import graph_from_spec
+from fabric.verify.causes import summary
 from fabric.verify.report import (
     fabric_dot,
     failing_subjects,
@@ -16,9 +18,8 @@ from fabric.verify.report import (
     render_picture,
     terminal_table,
 )
-from fabric.verify.results import read_junit, summary
+from fabric.verify.results import read_junit
 
-REPO = Path(__file__).resolve().parents[2]
 CHECKS = """
 import pytest
 
@@ -75,7 +76,7 @@ def test_terminal_table_lists_failures(tmp_path: Path) -> None:
 def test_picture_marks_failing_links_and_ports_red(tmp_path: Path) -> None:
     results = read_junit(_junit(tmp_path))
     assert failing_subjects(results) == {"port:gpu02/mlx5_0/1", "link:leaf01/3-gpu03/mlx5_0/1"}
-    dot = fabric_dot(graph_from_spec(load_spec(REPO / "Pulumi.lab.yaml")), results)
+    dot = fabric_dot(graph_from_spec(load_spec(REPO_ROOT / "Pulumi.lab.yaml")), results)
     red = [line for line in dot.splitlines() if "#d62728" in line and "--" in line]
     assert len(red) == 2
     assert any('"leaf01" -- "gpu02/mlx5_0"' in line for line in red)

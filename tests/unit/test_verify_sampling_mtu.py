@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
+from fabric.model.pairs import ring_pairs
+from fabric.model.ports import expected_ib_mtu
 from fabric.spec import load_spec
+from fabric.state import REPO_ROOT
 from fabric.verify.bandwidth import min_write_bw
-from fabric.verify.mtu import df_ping_command, df_ping_payload, expected_ib_mtu, ib_mtu_bytes
-from fabric.verify.pairs import ring_pairs
+from fabric.verify.mtu import df_ping_command, df_ping_payload, ib_mtu_bytes
 from fabric.verify.plan import CheckPlan
-
-REPO = Path(__file__).resolve().parents[2]
 
 
 def test_ring_pairs_every_host_once_as_source() -> None:
@@ -84,12 +82,12 @@ def test_min_write_bw_table(rate: int, floor: float) -> None:
 
 
 def _lab_plan() -> CheckPlan:
-    spec = load_spec(REPO / "Pulumi.lab.yaml")
+    spec = load_spec(REPO_ROOT / "Pulumi.lab.yaml")
     return CheckPlan(spec=spec, hosts=list(spec.hosts))
 
 
 def test_lab_plan_expects_the_rates_ibsim_simulates() -> None:
-    from fabric.topology.graph import link_rate
+    from fabric.graph import link_rate
     from fabric.topology.ibsim import sim_speed
 
     plan = _lab_plan()
@@ -117,6 +115,6 @@ def test_lab_plan_reports_why_checks_are_not_generated() -> None:
 
 
 def test_limit_drops_fabric_wide_checks_without_their_hosts() -> None:
-    spec = load_spec(REPO / "Pulumi.lab.yaml")
+    spec = load_spec(REPO_ROOT / "Pulumi.lab.yaml")
     plan = CheckPlan(spec=spec, hosts=["gpu01", "gpu02"])
     assert "discovery" in plan.not_generated() and "slurm_topology" in plan.not_generated()

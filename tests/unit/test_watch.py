@@ -19,13 +19,13 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from fabric.parsers.ibnetdiscover import parse as parse_ibnetdiscover
 from fabric.spec import load_spec
+from fabric.state import REPO_ROOT
 from fabric.verify.plan import CheckPlan
 from fabric.watch.collect import cable_samples, collect, family_samples, owner_of
 from fabric.watch.metrics import SnapshotCollector, registry_for, write_textfile
 from fabric.watch.remote import Remote, RemoteError
 
-REPO = Path(__file__).resolve().parents[2]
-FIXTURES = REPO / "tests" / "fixtures"
+FIXTURES = REPO_ROOT / "tests" / "fixtures"
 
 
 def fixture(name: str) -> str:
@@ -34,7 +34,7 @@ def fixture(name: str) -> str:
 
 @pytest.fixture(scope="module")
 def plan() -> CheckPlan:
-    spec = load_spec(REPO / "Pulumi.lab.yaml")
+    spec = load_spec(REPO_ROOT / "Pulumi.lab.yaml")
     return CheckPlan(spec=spec, hosts=list(spec.hosts))
 
 
@@ -226,7 +226,7 @@ def test_remote_uses_the_inventory_connection_with_host_keys_checked() -> None:
 
 def stack_dir(tmp_path: Path) -> tuple[dict[str, str], Path]:
     """A stack ``wt`` whose hosts' addresses answer nothing (a closed loopback port)."""
-    spec = load_spec(REPO / "Pulumi.lab.yaml")
+    spec = load_spec(REPO_ROOT / "Pulumi.lab.yaml")
     state = tmp_path / "state" / "wt"
     state.mkdir(parents=True)
     hosts = {h: {"ansible_host": "127.0.0.1", "ansible_port": 9} for h in spec.hosts}
@@ -241,7 +241,11 @@ def stack_dir(tmp_path: Path) -> tuple[dict[str, str], Path]:
         }
     }
     (state / "inventory.yml").write_text(yaml.safe_dump(inventory))
-    env = {**os.environ, "RAILYARD_STATE_DIR": str(tmp_path / "state"), "PYTHONPATH": str(REPO)}
+    env = {
+        **os.environ,
+        "RAILYARD_STATE_DIR": str(tmp_path / "state"),
+        "PYTHONPATH": str(REPO_ROOT),
+    }
     return env, state
 
 
@@ -257,8 +261,8 @@ def start(tmp_path: Path, *extra: str) -> tuple[subprocess.Popen[str], int]:
     env, _ = stack_dir(tmp_path)
     port = free_port()
     argv = [sys.executable, "-m", "fabric", "watch", "--stack", "wt"]
-    argv += ["--spec", str(REPO / "Pulumi.lab.yaml"), "--port", str(port), *extra]
-    proc = subprocess.Popen(argv, env=env, cwd=REPO, stderr=subprocess.PIPE, text=True)
+    argv += ["--spec", str(REPO_ROOT / "Pulumi.lab.yaml"), "--port", str(port), *extra]
+    proc = subprocess.Popen(argv, env=env, cwd=REPO_ROOT, stderr=subprocess.PIPE, text=True)
     return proc, port
 
 
@@ -327,9 +331,9 @@ def test_a_port_in_use_is_bad_input(tmp_path: Path) -> None:
         env, _ = stack_dir(tmp_path)
         done = subprocess.run(
             [sys.executable, "-m", "fabric", "watch", "--stack", "wt", "--port", str(port)]
-            + ["--spec", str(REPO / "Pulumi.lab.yaml")],
+            + ["--spec", str(REPO_ROOT / "Pulumi.lab.yaml")],
             env=env,
-            cwd=REPO,
+            cwd=REPO_ROOT,
             capture_output=True,
             text=True,
             timeout=30,

@@ -24,7 +24,7 @@ And one shortcut: :mod:`.tree` writes Slurm's topology.conf straight from the te
 compiled writer ``_ibnetdiscover_tree.c`` (what ``python -m fabric topology`` runs), falling
 back to ``tree_conf(parse(text))``, its reference.
 
-What :func:`parse` returns is a :class:`fabric.topology.graph.FabricGraph`: a dataclass of
+What :func:`parse` returns is a :class:`fabric.graph.FabricGraph`: a dataclass of
 ``Switch``/``Ca``/``Link`` named tuples, not a pydantic model (building 130,000 validated models
 costs seconds). ``graph.model_dump(mode="json")`` gives the JSON-ready dict that ``python -m
 fabric parse ibnetdiscover`` prints. To force the regex scanner (as the fallback install runs),
@@ -45,9 +45,9 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
+    from fabric.graph import FabricGraph
     from fabric.parsers.ibnetdiscover import fast
     from fabric.parsers.ibnetdiscover.common import TOOL, IbnetdiscoverError
-    from fabric.topology.graph import FabricGraph
 
 __all__ = ["TOOL", "FabricGraph", "IbnetdiscoverError", "fast", "parse"]
 
@@ -55,7 +55,7 @@ __all__ = ["TOOL", "FabricGraph", "IbnetdiscoverError", "fast", "parse"]
 _LAZY = {
     "TOOL": ("fabric.parsers.ibnetdiscover.common", "TOOL"),
     "IbnetdiscoverError": ("fabric.parsers.ibnetdiscover.common", "IbnetdiscoverError"),
-    "FabricGraph": ("fabric.topology.graph", "FabricGraph"),
+    "FabricGraph": ("fabric.graph", "FabricGraph"),
     "fast": ("fabric.parsers.ibnetdiscover.fast", None),
 }
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import re
 
-from fabric.parsers import ParseError
-from fabric.topology.graph import Ca, Link, Switch
+from fabric.graph import Ca, Link, Switch
+from fabric.parsers.errors import ParseError
 
 TOOL = "ibnetdiscover"
 _MF0 = re.compile(r"^MF0;([^:;]+):[^/]*(?:/([^/]+))?/U\d+$")

@@ -23,16 +23,7 @@ from functools import cache, partial
 from itertools import compress, count, repeat
 from operator import itemgetter, not_
 
-from fabric.parsers.ibnetdiscover.common import (
-    _HEADER_HEAD,
-    _WIDTH_SPEED,
-    _ca,
-    _guid,
-    _reconcile,
-    _switch_names,
-    last_records,
-)
-from fabric.topology.graph import (
+from fabric.graph import (
     LANE_GBPS,
     WIDTH_LANES,
     Ca,
@@ -42,6 +33,15 @@ from fabric.topology.graph import (
     Switch,
     SwitchEnds,
     link_rate,
+)
+from fabric.parsers.ibnetdiscover.common import (
+    _HEADER_HEAD,
+    _WIDTH_SPEED,
+    _ca,
+    _guid,
+    _reconcile,
+    _switch_names,
+    last_records,
 )
 
 try:  # built by the install when a C compiler is present (setup.py); same results, ~6x faster

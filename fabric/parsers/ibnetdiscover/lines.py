@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 
+from fabric.graph import Ca, FabricGraph, GraphError, Link, Switch, link_rate
 from fabric.parsers.ibnetdiscover.common import (
     _HEADER_HEAD,
     _WIDTH_SPEED,
@@ -29,7 +30,6 @@ from fabric.parsers.ibnetdiscover.common import (
     last_records,
     unrecorded_error,
 )
-from fabric.topology.graph import Ca, FabricGraph, GraphError, Link, Switch, link_rate
 
 #: Node headers and port lines; groups: kind, ports, id, description | local port, remote id,
 #: remote port, width, speed. Lines are matched after a newline (the text gets one prepended):

@@ -24,9 +24,9 @@ from typing import Any
 import pytest
 import testinfra
 
-from fabric.lab.faults import IbsimConsole
-from fabric.lab.ibsim_clients import bound_udp_ports
 from fabric.state import StateLayout
+from fabric.topology.ibsim_clients import bound_udp_ports
+from fabric.topology.ibsim_console import IbsimConsole
 from fabric.verify import context
 from fabric.verify.facts import Facts
 from fabric.verify.harness import pytest_runtest_makereport  # noqa: F401  (the hook, registered here)

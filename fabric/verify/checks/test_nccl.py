@@ -17,12 +17,12 @@ from typing import Any
 import pytest
 
 from fabric.catalog import gcp_machine, multi_node_allreduce, single_node_allreduce
+from fabric.model.gpus import NODE_BIN_DIR
 from fabric.verify.facts import Facts
 from fabric.verify.gids import roce_gid_index
 from fabric.verify.harness import HarnessError
 from fabric.verify.nccl import NetworkExpectation, bisect, expectation
 from fabric.verify.nccl_run import (
-    NODE_BIN_DIR,
     NcclHarnessError,
     NcclTest,
     Outcome,

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from fabric.lab.faults import IbsimConsole
 from fabric.parsers import PARSERS
+from fabric.topology.ibsim_console import IbsimConsole
 from fabric.verify.bandwidth import min_write_bw
 from fabric.verify.facts import Facts
 from fabric.verify.gids import roce_gid_index

@@ -20,8 +20,12 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 from fabric.catalog import aws_instance, gcp_machine
+from fabric.model.pairs import ring_pairs
 from fabric.spec import ClusterSpec
-from fabric.verify.pairs import ring_pairs
+
+#: Where ``roles/nccl_tests`` puts the binaries on every GPU node (built, or linked to a
+#: declared path): its ``nccl_tests_bin_dir`` default.
+NODE_BIN_DIR = "/opt/railyard/nccl-tests/bin"
 
 
 class _Model(BaseModel):

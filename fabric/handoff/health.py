@@ -1,0 +1,110 @@
+"""The health check's configuration per compute node (``railyard_node_health``), from the
+cluster model (``fabric.model.cluster.ClusterModel``): the node's declared InfiniBand ports,
+what each must show and where its cable ends.
+
+``roles/node_health`` writes it as the JSON file ``fabric/verify/health.py`` reads on the node.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fabric.catalog import gpudirect_write_floor, single_node_allreduce
+from fabric.graph import FabricGraph
+from fabric.model.cluster import ClusterModel
+from fabric.model.gpus import NODE_BIN_DIR, gpu_rails, gpus_of
+from fabric.model.ports import SIM_DEVICE, HcaPort, expected_ib_mtu
+from fabric.spec import ClusterSpec
+
+
+def _speed(graph: FabricGraph | None, port: HcaPort) -> str:
+    """The declared speed of ``port``'s cable, or "" when it has none."""
+    link = next(
+        (
+            link
+            for link in (graph.links if graph else [])
+            for end in (link.a, link.b)
+            if graph.cas.get(end.guid) is not None
+            and graph.cas[end.guid].host == port.host
+            and graph.cas[end.guid].device == port.device
+            and end.port == port.port
+        ),
+        None,
+    )
+    return link.speed if link else ""
+
+
+def health_config(
+    spec: ClusterSpec, host: str, ports: list[HcaPort], graph: FabricGraph | None
+) -> dict[str, Any]:
+    """The health check's configuration for ``host``: its InfiniBand ``ports`` (of
+    :func:`fabric.model.ports.hca_ports`) in ``graph`` (:func:`fabric.model.ports.expected_graph`)."""
+    simulated = spec.simulated
+    mtu = expected_ib_mtu(spec.fabric.mtu, simulated)
+    config: dict[str, Any] = {
+        "node": host,
+        "ports": [
+            {
+                "ca": SIM_DEVICE if simulated else p.device,
+                "device": p.device,
+                "port": p.port,
+                "width": p.width.upper(),
+                "speed": _speed(graph, p),
+                "rate_gbps": p.rate_gbps,
+                "mtu": mtu,
+                "cable": f"{p.switch} p{p.switch_port}" if p.switch else "no declared cable",
+                "switch_port": p.switch_port,
+            }
+            for p in ports
+            if p.host == host
+        ],
+        "thresholds": spec.health.counters.model_dump(exclude_none=True),
+    }
+    if simulated:  # the lab's tools reach ibsim through a preload set in /etc/environment
+        config["env_file"] = "/etc/environment"
+    if slow := slow_config(spec, host):
+        config["slow"] = slow
+    return config
+
+
+def slow_config(spec: ClusterSpec, host: str) -> dict[str, Any]:
+    """The opt-in slow path's measurements for ``host`` (``railyard-health --slow``,
+    ``fabric/verify/health_gpu.py``): the single-node all-reduce and each rail's GPUDirect
+    loopback, each with its catalog floor and source; empty for a node without GPUs, in the
+    lab, or where no source gives a floor."""
+    if spec.simulated:
+        return {}
+    gpus, gpu_type = gpus_of(spec, host)
+    if not gpus:
+        return {}
+    slow: dict[str, Any] = {}
+    if target := single_node_allreduce(gpu_type, gpus):
+        slow["nccl"] = {
+            "binary": f"{NODE_BIN_DIR}/all_reduce_perf",
+            "gpus": gpus,
+            "size": target.size,
+            "min_busbw": target.min_busbw,
+            "source": target.source,
+        }
+    rails = []
+    for rail in gpu_rails(spec, [host]):
+        floor = gpudirect_write_floor(rail.rate_gbps)
+        if floor is not None:
+            rails.append(
+                {"device": rail.device, "gpu": rail.gpu, "min_gbps": floor[0], "source": floor[1]}
+            )
+    if rails:
+        slow["gpudirect"] = rails
+    return slow
+
+
+def health_configs(model: ClusterModel) -> dict[str, dict[str, Any]]:
+    """Compute node -> its health check's configuration, for every compute node with a
+    declared InfiniBand port."""
+    spec, ib = model.spec, model.ib_ports
+    with_ports = {p.host for p in ib}
+    return {
+        host: health_config(spec, host, ib, model.expected_graph)
+        for host in spec.hosts_with_role("compute")
+        if host in with_ports
+    }

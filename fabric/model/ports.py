@@ -1,0 +1,115 @@
+"""Declared HCA ports and the fabric as the target will report it, from the spec alone.
+
+The check plan (``fabric.verify.plan``) parametrises its port checks over these, and the
+hand-off writes each compute node's health-check configuration from them
+(``fabric.handoff.health``): one computation for both.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict
+
+from fabric.graph import FabricGraph, GraphError, Link
+from fabric.spec import ClusterSpec
+
+#: umad2sim names every simulated HCA ``ibsim0`` whatever the spec says; match by GUID.
+SIM_DEVICE = "ibsim0"
+#: ibsim's port template advertises MTUCap 2048, so OpenSM never sets more in the lab.
+IBSIM_MAX_MTU = 2048
+
+
+class HcaPort(BaseModel):
+    """One declared HCA port and what it must show."""
+
+    model_config = ConfigDict(frozen=True)
+
+    host: str
+    device: str
+    port: int
+    link_layer: str
+    rate_gbps: float
+    width: str
+    node_guid: str | None = None
+    switch: str | None = None
+    switch_port: int | None = None
+    netdev: str | None = None
+
+    @property
+    def id(self) -> str:
+        """Test id: ``gpu01/mlx5_0/1``."""
+        return f"{self.host}/{self.device}/{self.port}"
+
+    @property
+    def where(self) -> str:
+        """Readable location for failure messages: host, HCA, port and its switch port."""
+        peer = f" (cabled to {self.switch} port {self.switch_port})" if self.switch else ""
+        return f"{self.host} HCA {self.device} port {self.port}{peer}"
+
+
+def expected_ib_mtu(spec_mtu: int, simulated: bool) -> int:
+    """Return the active IB MTU to expect: the spec's, capped at ibsim's 2048 in the lab."""
+    return min(spec_mtu, IBSIM_MAX_MTU) if simulated else spec_mtu
+
+
+def declared_graph(spec: ClusterSpec) -> FabricGraph | None:
+    """The declared fabric, or None when the spec has no topology (clouds) or it cannot be
+    built (the spec rules name why)."""
+    from fabric.topology.from_spec import graph_from_spec
+
+    if spec.fabric.topology is None:
+        return None
+    try:
+        return graph_from_spec(spec)
+    except GraphError:
+        return None
+
+
+def expected_graph(spec: ClusterSpec, declared: FabricGraph | None) -> FabricGraph | None:
+    """The ``declared`` fabric as the target will report it (ibsim speeds in the lab)."""
+    if declared is None or not spec.simulated:
+        return declared
+    from fabric.topology.ibsim import simulated
+
+    return simulated(declared)
+
+
+def _ca_links(graph: FabricGraph | None) -> dict[tuple[str, str, int], tuple[str, Link, str, int]]:
+    """(host, device, ca port) -> (CA guid, link, switch name, switch port)."""
+    out: dict[tuple[str, str, int], tuple[str, Link, str, int]] = {}
+    if graph is None:
+        return out
+    for link in graph.links:
+        for ca_end, sw_end in ((link.a, link.b), (link.b, link.a)):
+            ca = graph.cas.get(ca_end.guid)
+            sw = graph.switches.get(sw_end.guid)
+            if ca and sw and ca.host and ca.device:
+                out[(ca.host, ca.device, ca_end.port)] = (ca.guid, link, sw.name, sw_end.port)
+    return out
+
+
+def hca_ports(spec: ClusterSpec, hosts: list[str], graph: FabricGraph | None) -> list[HcaPort]:
+    """Every declared HCA port of ``hosts`` (those with HCAs, in declaration order), with the
+    rate and width the target reports (``graph``: :func:`expected_graph`) and its cable."""
+    links = _ca_links(graph)
+    ports = []
+    for host in [h for h, g in spec.hosts.items() if g.hcas and h in hosts]:
+        for hca in spec.hosts[host].hcas:
+            for port in range(1, hca.ports + 1):
+                guid, link, switch, switch_port = links.get(
+                    (host, hca.device, port), (None, None, None, None)
+                )
+                ports.append(
+                    HcaPort(
+                        host=host,
+                        device=hca.device,
+                        port=port,
+                        link_layer=hca.link_layer,
+                        rate_gbps=link.rate_gbps if link else hca.rate_gbps,
+                        width=link.width if link else hca.width,
+                        node_guid=guid,
+                        switch=switch,
+                        switch_port=switch_port,
+                        netdev=hca.netdev,
+                    )
+                )
+    return ports
