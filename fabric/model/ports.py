@@ -73,7 +73,7 @@ def expected_graph(spec: ClusterSpec, declared: FabricGraph | None) -> FabricGra
     return simulated(declared)
 
 
-def _ca_links(graph: FabricGraph | None) -> dict[tuple[str, str, int], tuple[str, Link, str, int]]:
+def ca_links(graph: FabricGraph | None) -> dict[tuple[str, str, int], tuple[str, Link, str, int]]:
     """(host, device, ca port) -> (CA guid, link, switch name, switch port)."""
     out: dict[tuple[str, str, int], tuple[str, Link, str, int]] = {}
     if graph is None:
@@ -90,7 +90,7 @@ def _ca_links(graph: FabricGraph | None) -> dict[tuple[str, str, int], tuple[str
 def hca_ports(spec: ClusterSpec, hosts: list[str], graph: FabricGraph | None) -> list[HcaPort]:
     """Every declared HCA port of ``hosts`` (those with HCAs, in declaration order), with the
     rate and width the target reports (``graph``: :func:`expected_graph`) and its cable."""
-    links = _ca_links(graph)
+    links = ca_links(graph)
     ports = []
     for host in [h for h, g in spec.hosts.items() if g.hcas and h in hosts]:
         for hca in spec.hosts[host].hcas:

@@ -26,6 +26,7 @@ from fabric.model.gpus import (
 from fabric.model.pairs import ring_pairs
 from fabric.model.ports import (
     HcaPort,
+    ca_links,
     declared_graph,
     expected_graph,
     expected_ib_mtu,
@@ -385,7 +386,7 @@ class CheckPlan(_Model):
     def nccl_runs(self) -> list[NcclRun]:
         """nccl-tests all-reduce runs: each GPU node, each leaf group and across the spines
         (multi-node runs through Slurm: only with a Slurm controller selected)."""
-        leaf_of = {(h, d): sw for (h, d, _), (_, _, sw, _) in self._ca_links().items()}
+        leaf_of = {(h, d): sw for (h, d, _), (_, _, sw, _) in ca_links(self.expected_graph).items()}
         return nccl_runs(self.spec, self.hosts, leaf_of, self.slurm_controller is not None)
 
     @cached_property
