@@ -52,7 +52,7 @@ from fabric.topology.graph import FabricGraph
 from fabric.verify.discovery import describe, group
 from fabric.verify.harness import HarnessError
 from fabric.verify.pairs import ring_pairs
-from fabric.verify.plan import CheckPlan
+from fabric.verify.plan import CheckPlan, SwitchHop
 
 FAULT = json.loads(os.environ["RAILYARD_FAKE_FAULT"])
 SPEC = load_spec(os.environ["RAILYARD_FAKE_SPEC"])
@@ -105,6 +105,7 @@ def _subject(request, record_property):
             "slurm_node": lambda h: f"host:{h}",
             "netdev": lambda n: f"host:{n[0]}",
             "netdev_pair": lambda p: f"pair:{p[0]}->{p[1]}",
+            "roce_hop": lambda h: f"hop:{h.id}",
             "observer": lambda _: "fabric",
         }[name](value)
         record_property("subject", subject)
@@ -233,23 +234,44 @@ def test_node_idle_or_allocated(slurm_node):
     assert state == "idle", f"Slurm node {slurm_node}: state {state}, expected idle or allocated"
 
 
-NETDEVS = [(h, "eth0") for h in MTU.get("hosts", [])]
+DEV = MTU.get("dev", "eth0")
+NETDEVS = [(h, DEV) for h in MTU.get("hosts", [])]
 NETDEV_PAIRS = ring_pairs([h for h, _ in NETDEVS])
+HOPS = [
+    SwitchHop(host=h, netdev=DEV, switch="leaf1", port=p) for h, p in MTU.get("hops", {}).items()
+]
+PORT_OF = {h.host: h.port for h in HOPS}
+
+
+def _switch_mtu(port):
+    return MTU.get("switch_port", {}).get(port, MTU["fabric"])
 
 
 @pytest.mark.parametrize("netdev", NETDEVS, ids=[f"{h}/{d}" for h, d in NETDEVS])
 def test_netdev_mtu(netdev):
     mtu = MTU["netdev"].get(netdev[0], MTU["fabric"])
-    assert mtu == MTU["fabric"], f"{netdev[0]}: netdev eth0 MTU {mtu}, expected {MTU['fabric']}"
+    assert mtu == MTU["fabric"], f"{netdev[0]}: netdev {DEV} MTU {mtu}, expected {MTU['fabric']}"
+
+
+@pytest.mark.parametrize("roce_hop", HOPS, ids=[h.id for h in HOPS])
+def test_hop_mtu(roce_hop):
+    want = MTU["fabric"]
+    host_mtu = MTU["netdev"].get(roce_hop.host, want)
+    switch_mtu = _switch_mtu(roce_hop.port)
+    assert host_mtu == switch_mtu == want, (
+        f"{roce_hop.where}: MTU {switch_mtu} on switch {roce_hop.switch} port {roce_hop.port}, "
+        f"{host_mtu} on host {roce_hop.host} {roce_hop.netdev}; fabric.mtu is {want}"
+    )
 
 
 @pytest.mark.parametrize("netdev_pair", NETDEV_PAIRS, ids=[f"{s}->{t}" for s, t in NETDEV_PAIRS])
 def test_path_mtu(netdev_pair):
     fabric = MTU["fabric"]
     ok = all(MTU["netdev"].get(h, fabric) >= fabric for h in netdev_pair)
+    ok = ok and all(_switch_mtu(PORT_OF[h]) >= fabric for h in netdev_pair if h in PORT_OF)
     ok = ok and tuple(netdev_pair) not in {tuple(p) for p in MTU.get("paths", [])}
     assert ok, (
-        f"{netdev_pair[0]} eth0 -> {netdev_pair[1]} eth0: don't-fragment ping of "
+        f"{netdev_pair[0]} {DEV} -> {netdev_pair[1]} {DEV}: don't-fragment ping of "
         f"{fabric - 28} bytes (MTU {fabric}) failed"
     )
 '''
@@ -361,6 +383,65 @@ def test_mtu_mismatch_on_a_node_and_a_path(tmp_path: Path, graph) -> None:  # ty
     }
     assert netdev.evidence == "m2: netdev eth0 MTU 1500, expected 9000"
     assert path.checks == ["test_path_mtu[m3->m1]"]
+
+
+#: The RoCE lab of ``Pulumi.roce-lab.example.yaml``: r1-r3 on switch leaf1 ports swp1-swp3.
+ROCE_MTU = {
+    "hosts": ["r1", "r2", "r3"],
+    "dev": "fab0",
+    "fabric": 9000,
+    "netdev": {},
+    "hops": {"r1": "swp1", "r2": "swp2", "r3": "swp3"},
+}
+
+
+def test_a_switch_port_at_a_wrong_mtu_is_the_one_cause_of_its_paths(
+    tmp_path: Path,
+    graph,  # type: ignore[no-untyped-def]
+) -> None:
+    results = _run(tmp_path, {"mtu": {**ROCE_MTU, "switch_port": {"swp1": 1500}}})
+    failed = {key(r) for r in results if r.failed}
+    assert failed == {
+        "test_hop_mtu[r1/fab0-leaf1/swp1]",
+        "test_path_mtu[r1->r2]",
+        "test_path_mtu[r3->r1]",
+    }
+    found = diagnose(results, graph)
+    assert _by_what(found) == {
+        "switch port MTU mismatch": ["switch leaf1 port swp1 ↔ host r1 fab0"]
+    }
+    (hop,) = found.causes
+    assert hop.kind == "hop" and set(hop.checks) == failed
+    assert hop.evidence.endswith(
+        "MTU 1500 on switch leaf1 port swp1, 9000 on host r1 fab0; fabric.mtu is 9000"
+    )
+    assert not found.unexplained and not found.errors
+    text = summary(results, found.causes)
+    assert "no cause found" not in text and "paths through" not in text
+    assert found.headlines() == [
+        "1 switch port MTU mismatch (switch leaf1 port swp1 ↔ host r1 fab0) explains 3 failing "
+        "checks"
+    ]
+
+
+def test_a_host_netdev_at_a_wrong_mtu_behind_a_switch_is_the_host(
+    tmp_path: Path,
+    graph,  # type: ignore[no-untyped-def]
+) -> None:
+    results = _run(tmp_path, {"mtu": {**ROCE_MTU, "netdev": {"r2": 1500}}})
+    found = diagnose(results, graph)
+    assert _by_what(found) == {"MTU mismatch": ["r2 fab0"]}
+    assert (
+        set(found.causes[0].checks)
+        == {key(r) for r in results if r.failed}
+        == {
+            "test_netdev_mtu[r2/fab0]",
+            "test_hop_mtu[r2/fab0-leaf1/swp2]",
+            "test_path_mtu[r1->r2]",
+            "test_path_mtu[r2->r3]",
+        }
+    )
+    assert not found.unexplained
 
 
 def test_a_slow_port_is_one_degraded_port(tmp_path: Path, graph) -> None:  # type: ignore[no-untyped-def]
