@@ -49,6 +49,7 @@ from fabric.spec import load_spec
 from fabric.topology.diff import diff
 from fabric.topology.from_spec import graph_from_spec
 from fabric.topology.graph import FabricGraph
+from fabric.verify import counters
 from fabric.verify.discovery import describe, group
 from fabric.verify.harness import HarnessError
 from fabric.verify.pairs import ring_pairs
@@ -63,6 +64,10 @@ UNREACHABLE = set(FAULT.get("unreachable", []))
 HARNESS = set(FAULT.get("harness_error", []))
 SLOW = set(FAULT.get("slow", []))
 MTU = FAULT.get("mtu", {})
+PRIORITY = FAULT.get("priority", {})
+TWO_MASTERS = FAULT.get("two_masters", False)
+ERRORS = set(FAULT.get("errors", []))
+MISCABLED = FAULT.get("miscabled", {})
 LIDS = {h: n + 1 for n, h in enumerate(PLAN.fabric_hosts)}
 
 
@@ -98,6 +103,8 @@ def _subject(request, record_property):
     for name, value in params.items():
         subject = {
             "hca_port": lambda p: f"port:{p.id}",
+            "ib_port": lambda p: f"port:{p.id}",
+            "counter_port": lambda p: f"counters:{p.id}",
             "ib_pair": lambda p: f"pair:{p.id}",
             "declared_link": lambda l: f"link:{l.id}",
             "sm": lambda s: f"host:{s.host}",
@@ -151,6 +158,36 @@ def test_port_width(hca_port):
     )
 
 
+@pytest.mark.parametrize("ib_port", PLAN.ib_ports, ids=[p.id for p in PLAN.ib_ports])
+def test_port_cabled_to_declared_switch_port(ib_port):
+    switch, port = MISCABLED.get(ib_port.host, (ib_port.switch, ib_port.switch_port))
+    assert (switch, port) == (ib_port.switch, ib_port.switch_port), (
+        f"{ib_port.host} HCA {ib_port.device} port {ib_port.port}: cabled to {switch} port {port}, "
+        f"expected {ib_port.switch} port {ib_port.switch_port}"
+    )
+
+
+@pytest.mark.parametrize(
+    "counter_port", PLAN.counter_ports, ids=[p.id for p in PLAN.counter_ports]
+)
+def test_port_error_counters(counter_port):
+    """The real judgment (fabric.verify.counters) of two readings 60 s apart."""
+    cable = counters.cable_label(
+        str(counter_port.switch), counter_port.switch_port, counter_port.host,
+        counter_port.device, counter_port.port,
+    )
+    limits = counters.thresholds(counter_port.rate_gbps)
+    rise = 40 if counter_port.host in ERRORS else 0
+    bad = [
+        f"{counter_port.host} {counter_port.device}/{counter_port.port} {breach.text()}"
+        for breach in counters.judge(
+            {"SymbolErrorCounter": 0}, {"SymbolErrorCounter": rise}, 60.0, limits
+        )
+        if breach.failing
+    ]
+    assert not bad, f"cable {cable}: errors rising: {'; '.join(bad)}"
+
+
 @pytest.mark.parametrize(
     "declared_link", PLAN.declared_links, ids=[l.id for l in PLAN.declared_links]
 )
@@ -171,6 +208,8 @@ def test_sm_priority(sm):
     ssh(PLAN.observer)
     lid = LIDS[sm.host]
     assert sm.host not in STOPPED and up(sm.host), f"SM on {sm.host} (lid {lid}): no SMInfo answer"
+    priority = PRIORITY.get(sm.host, sm.priority)
+    assert priority == sm.priority, f"SM on {sm.host}: priority {priority}, declared {sm.priority}"
 
 
 def _master():
@@ -182,7 +221,9 @@ def _master():
 def test_single_master(observer):
     ssh(observer)
     states = {
-        s.host: ("MASTER" if s.host == _master() else "STANDBY") if s.host not in STOPPED else None
+        s.host: ("MASTER" if s.host == _master() or TWO_MASTERS else "STANDBY")
+        if s.host not in STOPPED
+        else None
         for s in PLAN.subnet_managers
     }
     masters = [h for h, s in states.items() if s == "MASTER"]
@@ -261,6 +302,17 @@ def test_hop_mtu(roce_hop):
     assert host_mtu == switch_mtu == want, (
         f"{roce_hop.where}: MTU {switch_mtu} on switch {roce_hop.switch} port {roce_hop.port}, "
         f"{host_mtu} on host {roce_hop.host} {roce_hop.netdev}; fabric.mtu is {want}"
+    )
+
+
+@pytest.mark.parametrize("roce_hop", HOPS, ids=[h.id for h in HOPS])
+def test_hop_dscp_map(roce_hop):
+    dscp, prio, expected = 26, 3, "1:20"
+    live = MTU.get("dscp_class", {}).get(roce_hop.port, expected)
+    assert live == expected, (
+        f"{roce_hop.where}: DSCP {dscp} -> priority {prio} on host {roce_hop.host}, but "
+        f"switch {roce_hop.switch} port {roce_hop.port} sends it to class {live} "
+        f"(priority {prio}'s class is {expected})"
     )
 
 
@@ -441,6 +493,62 @@ def test_a_host_netdev_at_a_wrong_mtu_behind_a_switch_is_the_host(
             "test_path_mtu[r2->r3]",
         }
     )
+    assert not found.unexplained
+
+
+def test_a_switch_port_with_a_wrong_dscp_class_is_its_hop(
+    tmp_path: Path,
+    graph,  # type: ignore[no-untyped-def]
+) -> None:
+    results = _run(tmp_path, {"mtu": {**ROCE_MTU, "dscp_class": {"swp2": "1:30"}}})
+    found = diagnose(results, graph)
+    assert _by_what(found) == {
+        "switch port QoS mismatch": ["switch leaf1 port swp2 ↔ host r2 fab0"]
+    }
+    assert found.causes[0].checks == ["test_hop_dscp_map[r2/fab0-leaf1/swp2]"]
+    assert "sends it to class 1:30" in found.causes[0].evidence
+    assert not found.unexplained
+
+
+def test_an_sm_at_a_wrong_priority_is_that_sm(tmp_path: Path, graph) -> None:  # type: ignore[no-untyped-def]
+    results = _run(tmp_path, {"priority": {"sm2": 5}})
+    found = diagnose(results, graph)
+    assert _by_what(found) == {"subnet manager at a wrong priority": ["sm2"]}
+    assert found.causes[0].checks == ["test_sm_priority[sm2]"]
+    assert found.causes[0].evidence == "SM on sm2: priority 5, declared 10"
+    assert not found.unexplained
+
+
+def test_two_masters_are_no_single_master(tmp_path: Path, graph) -> None:  # type: ignore[no-untyped-def]
+    results = _run(tmp_path, {"two_masters": True})
+    found = diagnose(results, graph)
+    assert _by_what(found) == {"no single master subnet manager": ["fabric"]}
+    assert found.causes[0].checks == [f"test_single_master[{key_of_observer(results)}]"]
+    assert "2 MASTER SMs" in found.causes[0].evidence
+    assert not found.unexplained
+
+
+def key_of_observer(results: list[CheckResult]) -> str:
+    return next(r.param for r in results if r.name == "test_single_master")
+
+
+def test_rising_error_counters_are_one_cable_with_errors(tmp_path: Path, graph) -> None:  # type: ignore[no-untyped-def]
+    results = _run(tmp_path, {"errors": ["gpu05"]})
+    found = diagnose(results, graph)
+    assert _by_what(found) == {"cable with errors": ["leaf01 p5 ↔ gpu05 mlx5_0/1"]}
+    assert found.causes[0].checks == ["test_port_error_counters[gpu05/mlx5_0/1]"]
+    assert found.causes[0].evidence.startswith(
+        "cable leaf01 port 5 ↔ gpu05 mlx5_0 port 1: errors rising: gpu05 mlx5_0/1 "
+        "SymbolErrorCounter +40"
+    )
+    assert not found.unexplained
+
+
+def test_a_port_on_the_wrong_switch_port_is_miscabled(tmp_path: Path, graph) -> None:  # type: ignore[no-untyped-def]
+    results = _run(tmp_path, {"miscabled": {"gpu03": ["leaf01", 4]}})
+    found = diagnose(results, graph)
+    assert _by_what(found) == {"port miscabled": ["leaf01 p3 ↔ gpu03 mlx5_0/1"]}
+    assert found.causes[0].checks == ["test_port_cabled_to_declared_switch_port[gpu03/mlx5_0/1]"]
     assert not found.unexplained
 
 
