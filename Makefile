@@ -51,6 +51,9 @@ image: bootstrap ## Build the lab node image (cached by its package list).
 
 stack: bootstrap
 	@mkdir -p $(STATE)/pulumi
+	@if [[ ! -f Pulumi.$(STACK).yaml && -f Pulumi.$(STACK).example.yaml ]]; then \
+	  cp Pulumi.$(STACK).example.yaml Pulumi.$(STACK).yaml; \
+	  echo "copied Pulumi.$(STACK).example.yaml to Pulumi.$(STACK).yaml (edit it, it is yours)"; fi
 	@if [[ -n "$${PULUMI_CONFIG_PASSPHRASE_FILE:-}" && ! -s "$${PULUMI_CONFIG_PASSPHRASE_FILE}" ]]; then \
 	  (umask 077; head -c 24 /dev/urandom | base64 > "$$PULUMI_CONFIG_PASSPHRASE_FILE"); fi
 	@pulumi stack select --create $(STACK) --non-interactive >/dev/null

@@ -18,8 +18,12 @@ one cause, in this order:
 4. a cable with errors: its error counters rise (``test_port_error_counters``); it explains
    its port's other failing checks and its host's pairs;
 5. a port: any other failing check of one HCA port or cable (rate, width, MTU, miscabled);
-6. an MTU: a netdev at a wrong MTU explains the path-MTU pairs through its host; other failing
-   paths are grouped by the host they share.
+6. a RoCE hop (``hop:`` subjects, ``checks/test_roce_consistency.py``): a switch port that
+   disagrees with the host netdev facing it explains its hop's checks and the paths that cross
+   it (path MTU for an MTU mismatch, ``ib_write_bw -R`` for any); a hop whose switch side is at
+   the fabric MTU and whose host side is not is the host netdev's, left to the MTU rule;
+7. an MTU: a netdev at a wrong MTU explains its hop checks and the path-MTU pairs through its
+   host; other failing paths are grouped by the host they share.
 
 A check that could not run (pytest ``error``: a fixture or harness failure, a HarnessError) is
 never filed under a fabric cause, except under an unreachable node; the rest stay apart as
@@ -38,8 +42,8 @@ from pydantic import BaseModel
 from fabric.graph import FabricGraph
 from fabric.verify.results import CheckResult
 
-Kind = Literal["node", "cable", "sm", "port", "mtu"]
-KIND_ORDER: tuple[Kind, ...] = ("node", "cable", "sm", "port", "mtu")
+Kind = Literal["node", "cable", "sm", "port", "hop", "mtu"]
+KIND_ORDER: tuple[Kind, ...] = ("node", "cable", "sm", "port", "hop", "mtu")
 
 #: Singular -> plural of each cause's ``what``, for the headlines.
 PLURAL = {
@@ -51,6 +55,8 @@ PLURAL = {
     "no single master subnet manager": "no single master subnet manager",
     "port miscabled": "ports miscabled",
     "port degraded": "ports degraded",
+    "switch port MTU mismatch": "switch port MTU mismatches",
+    "switch port QoS mismatch": "switch port QoS mismatches",
     "MTU mismatch": "MTU mismatches",
     "path MTU too small": "paths with a too small MTU",
 }
@@ -65,6 +71,18 @@ HOST_FABRIC_CHECKS = {
 COUNTER_CHECK = "test_port_error_counters"
 #: Checks of the master SM as the fabric sees it.
 MASTER_CHECKS = {"test_single_master", "test_host_sees_master"}
+#: The RoCE checks that cross a hop's host: path MTU and ``ib_write_bw -R`` between pairs.
+PATH_MTU_CHECK = "test_path_mtu"
+ROCE_BW_CHECK = "test_roce_write_bandwidth"
+#: How every RoCE hop check's message starts (``SwitchHop.where``).
+_HOP = re.compile(
+    r"^switch (?P<switch>\S+) port (?P<port>\S+) <-> host (?P<host>\S+) (?P<netdev>\S+): "
+)
+#: ``test_hop_mtu``'s sides: ``MTU 1500 on switch leaf1 port swp1, 9000 on host r1 fab0;
+#: fabric.mtu is 9000``.
+_HOP_MTU = re.compile(
+    r"MTU (?P<switch>\d+) on switch .*, (?P<host>\d+) on host .*; fabric\.mtu is (?P<fabric>\d+)"
+)
 _STATE = re.compile(r": state (\w+), expected Active")
 _SSH = re.compile(r"CommandResult\(.*exit_status=255.*_stderr=b?'(?P<stderr>[^']*)'")
 
@@ -266,6 +284,7 @@ def diagnose(results: list[CheckResult], graph: FabricGraph | None = None) -> Di
     _subnet_managers(work, down)
     _cables_with_errors(work, cables)
     _ports_degraded(work, cables)
+    _hops(work)
     _mtu(work)
     work.causes.sort(key=lambda c: KIND_ORDER.index(c.kind))
     return explained(results, work.causes)
@@ -414,6 +433,52 @@ def _ports_degraded(work: _Work, cables: _Cables) -> None:
         work.file(cause, lambda r, f=found, h=host: r in f or (bool(h) and h in (_pair(r) or ())))
 
 
+def _hop(r: CheckResult) -> str | None:
+    """The hop id of a RoCE hop check (``r1/fab0-leaf1/swp1``), None for other checks."""
+    return next((s[4:] for s in r.subjects if s.startswith("hop:")), None)
+
+
+def _host_side_mtu(r: CheckResult) -> bool:
+    """True when a failing ``test_hop_mtu`` has its switch side at the fabric MTU and its host
+    side not: the host netdev is at fault, not the switch port."""
+    sides = _HOP_MTU.search(r.message) if r.name == "test_hop_mtu" else None
+    return sides is not None and sides["switch"] == sides["fabric"] != sides["host"]
+
+
+def _hops(work: _Work) -> None:
+    """One cause per RoCE hop whose switch port disagrees with its host: named by the switch
+    port first; it explains its hop's failing checks and the pairs through the hop's host."""
+    by_hop: dict[str, list[CheckResult]] = {}
+    for r in work.left:
+        hop = _hop(r)
+        if hop is not None and r.outcome == "failed" and not _host_side_mtu(r):
+            by_hop.setdefault(hop, []).append(r)
+    for hop, found in by_hop.items():
+        found.sort(key=lambda r: r.name != "test_hop_mtu")  # the MTU disagreement leads
+        where = _HOP.match(found[0].message)
+        if where is not None:
+            host = where["host"]
+            subject = (
+                f"switch {where['switch']} port {where['port']} ↔ host {host} {where['netdev']}"
+            )
+        else:
+            host, subject = hop.split("/", 1)[0], hop
+        mtu = found[0].name == "test_hop_mtu"
+        paths = {ROCE_BW_CHECK} | ({PATH_MTU_CHECK} if mtu else set())
+        cause = Cause(
+            kind="hop",
+            what="switch port MTU mismatch" if mtu else "switch port QoS mismatch",
+            subject=subject,
+            evidence=found[0].message,
+        )
+        work.file(
+            cause,
+            lambda r, f=found, h=host, p=paths: (
+                any(r is x for x in f) or (r.name in p and h in (_pair(r) or ()))
+            ),
+        )
+
+
 def _mtu(work: _Work) -> None:
     for r in [r for r in work.left if r.name == "test_netdev_mtu" and r.outcome == "failed"]:
         host = _param_host(r)
@@ -425,7 +490,11 @@ def _mtu(work: _Work) -> None:
         )
         work.file(
             cause,
-            lambda x, r=r, h=host: x is r or (x.name == "test_path_mtu" and h in (_pair(x) or ())),
+            lambda x, r=r, h=host: (
+                x is r
+                or (x.name == PATH_MTU_CHECK and h in (_pair(x) or ()))
+                or (_host_side_mtu(x) and (_hop(x) or "").split("/", 1)[0] == h)
+            ),
         )
     while paths := [r for r in work.left if r.name == "test_path_mtu" and r.outcome == "failed"]:
         shared = Counter(h for r in paths for h in set(_pair(r) or ())).most_common(1)

@@ -9,7 +9,9 @@ import pytest
 import yaml
 
 from fabric.cli import main
+from fabric.spec import load_spec
 from fabric.state import REPO_ROOT
+from fabric.verify.plan import CheckPlan
 
 SPECS = Path(__file__).parent / "specs"
 
@@ -54,6 +56,22 @@ def test_validate_lab_stack_prints_summary(capsys: pytest.CaptureFixture[str]) -
     assert capsys.readouterr().out == (
         "lab: valid — 11 hosts, infiniband fat-tree 2 leaves/1 spine, 2 subnet managers\n"
     )
+
+
+def test_validate_roce_lab_example_exits_zero(capsys: pytest.CaptureFixture[str]) -> None:
+    """The RoCE lab example (``make up STACK=roce-lab``) validates as it ships, and its checks
+    cross its switch: one hop per declared port, path-MTU pairs between the hosts behind it."""
+    example = ROOT / "Pulumi.roce-lab.example.yaml"
+    assert main(["validate", str(example)]) == 0
+    assert capsys.readouterr().out.startswith("rocelab: valid — 4 hosts, roce")
+    spec = load_spec(example)
+    plan = CheckPlan(spec=spec, hosts=list(spec.hosts))
+    assert [h.id for h in plan.roce_hops] == [
+        "r1/fab0-leaf1/swp1",
+        "r2/fab0-leaf1/swp2",
+        "r3/fab0-leaf1/swp3",
+    ]
+    assert [p.id for p in plan.netdev_pairs] == ["r1->r2", "r2->r3", "r3->r1"]
 
 
 def test_validate_roce_summary_names_qos(capsys: pytest.CaptureFixture[str]) -> None:

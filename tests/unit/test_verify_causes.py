@@ -49,10 +49,11 @@ from fabric.spec import load_spec
 from fabric.topology.diff import diff
 from fabric.topology.from_spec import graph_from_spec
 from fabric.graph import FabricGraph
+from fabric.model.pairs import ring_pairs
+from fabric.verify import counters
 from fabric.verify.discovery import describe, group
 from fabric.verify.harness import HarnessError
-from fabric.model.pairs import ring_pairs
-from fabric.verify.plan import CheckPlan
+from fabric.verify.plan import CheckPlan, SwitchHop
 
 FAULT = json.loads(os.environ["RAILYARD_FAKE_FAULT"])
 SPEC = load_spec(os.environ["RAILYARD_FAKE_SPEC"])
@@ -63,6 +64,10 @@ UNREACHABLE = set(FAULT.get("unreachable", []))
 HARNESS = set(FAULT.get("harness_error", []))
 SLOW = set(FAULT.get("slow", []))
 MTU = FAULT.get("mtu", {})
+PRIORITY = FAULT.get("priority", {})
+TWO_MASTERS = FAULT.get("two_masters", False)
+ERRORS = set(FAULT.get("errors", []))
+MISCABLED = FAULT.get("miscabled", {})
 LIDS = {h: n + 1 for n, h in enumerate(PLAN.fabric_hosts)}
 
 
@@ -98,6 +103,8 @@ def _subject(request, record_property):
     for name, value in params.items():
         subject = {
             "hca_port": lambda p: f"port:{p.id}",
+            "ib_port": lambda p: f"port:{p.id}",
+            "counter_port": lambda p: f"counters:{p.id}",
             "ib_pair": lambda p: f"pair:{p.id}",
             "declared_link": lambda l: f"link:{l.id}",
             "sm": lambda s: f"host:{s.host}",
@@ -105,6 +112,7 @@ def _subject(request, record_property):
             "slurm_node": lambda h: f"host:{h}",
             "netdev": lambda n: f"host:{n[0]}",
             "netdev_pair": lambda p: f"pair:{p[0]}->{p[1]}",
+            "roce_hop": lambda h: f"hop:{h.id}",
             "observer": lambda _: "fabric",
         }[name](value)
         record_property("subject", subject)
@@ -150,6 +158,36 @@ def test_port_width(hca_port):
     )
 
 
+@pytest.mark.parametrize("ib_port", PLAN.ib_ports, ids=[p.id for p in PLAN.ib_ports])
+def test_port_cabled_to_declared_switch_port(ib_port):
+    switch, port = MISCABLED.get(ib_port.host, (ib_port.switch, ib_port.switch_port))
+    assert (switch, port) == (ib_port.switch, ib_port.switch_port), (
+        f"{ib_port.host} HCA {ib_port.device} port {ib_port.port}: cabled to {switch} port {port}, "
+        f"expected {ib_port.switch} port {ib_port.switch_port}"
+    )
+
+
+@pytest.mark.parametrize(
+    "counter_port", PLAN.counter_ports, ids=[p.id for p in PLAN.counter_ports]
+)
+def test_port_error_counters(counter_port):
+    """The real judgment (fabric.verify.counters) of two readings 60 s apart."""
+    cable = counters.cable_label(
+        str(counter_port.switch), counter_port.switch_port, counter_port.host,
+        counter_port.device, counter_port.port,
+    )
+    limits = counters.thresholds(counter_port.rate_gbps)
+    rise = 40 if counter_port.host in ERRORS else 0
+    bad = [
+        f"{counter_port.host} {counter_port.device}/{counter_port.port} {breach.text()}"
+        for breach in counters.judge(
+            {"SymbolErrorCounter": 0}, {"SymbolErrorCounter": rise}, 60.0, limits
+        )
+        if breach.failing
+    ]
+    assert not bad, f"cable {cable}: errors rising: {'; '.join(bad)}"
+
+
 @pytest.mark.parametrize(
     "declared_link", PLAN.declared_links, ids=[l.id for l in PLAN.declared_links]
 )
@@ -170,6 +208,8 @@ def test_sm_priority(sm):
     ssh(PLAN.observer)
     lid = LIDS[sm.host]
     assert sm.host not in STOPPED and up(sm.host), f"SM on {sm.host} (lid {lid}): no SMInfo answer"
+    priority = PRIORITY.get(sm.host, sm.priority)
+    assert priority == sm.priority, f"SM on {sm.host}: priority {priority}, declared {sm.priority}"
 
 
 def _master():
@@ -181,7 +221,9 @@ def _master():
 def test_single_master(observer):
     ssh(observer)
     states = {
-        s.host: ("MASTER" if s.host == _master() else "STANDBY") if s.host not in STOPPED else None
+        s.host: ("MASTER" if s.host == _master() or TWO_MASTERS else "STANDBY")
+        if s.host not in STOPPED
+        else None
         for s in PLAN.subnet_managers
     }
     masters = [h for h, s in states.items() if s == "MASTER"]
@@ -233,23 +275,55 @@ def test_node_idle_or_allocated(slurm_node):
     assert state == "idle", f"Slurm node {slurm_node}: state {state}, expected idle or allocated"
 
 
-NETDEVS = [(h, "eth0") for h in MTU.get("hosts", [])]
+DEV = MTU.get("dev", "eth0")
+NETDEVS = [(h, DEV) for h in MTU.get("hosts", [])]
 NETDEV_PAIRS = ring_pairs([h for h, _ in NETDEVS])
+HOPS = [
+    SwitchHop(host=h, netdev=DEV, switch="leaf1", port=p) for h, p in MTU.get("hops", {}).items()
+]
+PORT_OF = {h.host: h.port for h in HOPS}
+
+
+def _switch_mtu(port):
+    return MTU.get("switch_port", {}).get(port, MTU["fabric"])
 
 
 @pytest.mark.parametrize("netdev", NETDEVS, ids=[f"{h}/{d}" for h, d in NETDEVS])
 def test_netdev_mtu(netdev):
     mtu = MTU["netdev"].get(netdev[0], MTU["fabric"])
-    assert mtu == MTU["fabric"], f"{netdev[0]}: netdev eth0 MTU {mtu}, expected {MTU['fabric']}"
+    assert mtu == MTU["fabric"], f"{netdev[0]}: netdev {DEV} MTU {mtu}, expected {MTU['fabric']}"
+
+
+@pytest.mark.parametrize("roce_hop", HOPS, ids=[h.id for h in HOPS])
+def test_hop_mtu(roce_hop):
+    want = MTU["fabric"]
+    host_mtu = MTU["netdev"].get(roce_hop.host, want)
+    switch_mtu = _switch_mtu(roce_hop.port)
+    assert host_mtu == switch_mtu == want, (
+        f"{roce_hop.where}: MTU {switch_mtu} on switch {roce_hop.switch} port {roce_hop.port}, "
+        f"{host_mtu} on host {roce_hop.host} {roce_hop.netdev}; fabric.mtu is {want}"
+    )
+
+
+@pytest.mark.parametrize("roce_hop", HOPS, ids=[h.id for h in HOPS])
+def test_hop_dscp_map(roce_hop):
+    dscp, prio, expected = 26, 3, "1:20"
+    live = MTU.get("dscp_class", {}).get(roce_hop.port, expected)
+    assert live == expected, (
+        f"{roce_hop.where}: DSCP {dscp} -> priority {prio} on host {roce_hop.host}, but "
+        f"switch {roce_hop.switch} port {roce_hop.port} sends it to class {live} "
+        f"(priority {prio}'s class is {expected})"
+    )
 
 
 @pytest.mark.parametrize("netdev_pair", NETDEV_PAIRS, ids=[f"{s}->{t}" for s, t in NETDEV_PAIRS])
 def test_path_mtu(netdev_pair):
     fabric = MTU["fabric"]
     ok = all(MTU["netdev"].get(h, fabric) >= fabric for h in netdev_pair)
+    ok = ok and all(_switch_mtu(PORT_OF[h]) >= fabric for h in netdev_pair if h in PORT_OF)
     ok = ok and tuple(netdev_pair) not in {tuple(p) for p in MTU.get("paths", [])}
     assert ok, (
-        f"{netdev_pair[0]} eth0 -> {netdev_pair[1]} eth0: don't-fragment ping of "
+        f"{netdev_pair[0]} {DEV} -> {netdev_pair[1]} {DEV}: don't-fragment ping of "
         f"{fabric - 28} bytes (MTU {fabric}) failed"
     )
 '''
@@ -361,6 +435,121 @@ def test_mtu_mismatch_on_a_node_and_a_path(tmp_path: Path, graph) -> None:  # ty
     }
     assert netdev.evidence == "m2: netdev eth0 MTU 1500, expected 9000"
     assert path.checks == ["test_path_mtu[m3->m1]"]
+
+
+#: The RoCE lab of ``Pulumi.roce-lab.example.yaml``: r1-r3 on switch leaf1 ports swp1-swp3.
+ROCE_MTU = {
+    "hosts": ["r1", "r2", "r3"],
+    "dev": "fab0",
+    "fabric": 9000,
+    "netdev": {},
+    "hops": {"r1": "swp1", "r2": "swp2", "r3": "swp3"},
+}
+
+
+def test_a_switch_port_at_a_wrong_mtu_is_the_one_cause_of_its_paths(
+    tmp_path: Path,
+    graph,  # type: ignore[no-untyped-def]
+) -> None:
+    results = _run(tmp_path, {"mtu": {**ROCE_MTU, "switch_port": {"swp1": 1500}}})
+    failed = {key(r) for r in results if r.failed}
+    assert failed == {
+        "test_hop_mtu[r1/fab0-leaf1/swp1]",
+        "test_path_mtu[r1->r2]",
+        "test_path_mtu[r3->r1]",
+    }
+    found = diagnose(results, graph)
+    assert _by_what(found) == {
+        "switch port MTU mismatch": ["switch leaf1 port swp1 ↔ host r1 fab0"]
+    }
+    (hop,) = found.causes
+    assert hop.kind == "hop" and set(hop.checks) == failed
+    assert hop.evidence.endswith(
+        "MTU 1500 on switch leaf1 port swp1, 9000 on host r1 fab0; fabric.mtu is 9000"
+    )
+    assert not found.unexplained and not found.errors
+    text = summary(results, found.causes)
+    assert "no cause found" not in text and "paths through" not in text
+    assert found.headlines() == [
+        "1 switch port MTU mismatch (switch leaf1 port swp1 ↔ host r1 fab0) explains 3 failing "
+        "checks"
+    ]
+
+
+def test_a_host_netdev_at_a_wrong_mtu_behind_a_switch_is_the_host(
+    tmp_path: Path,
+    graph,  # type: ignore[no-untyped-def]
+) -> None:
+    results = _run(tmp_path, {"mtu": {**ROCE_MTU, "netdev": {"r2": 1500}}})
+    found = diagnose(results, graph)
+    assert _by_what(found) == {"MTU mismatch": ["r2 fab0"]}
+    assert (
+        set(found.causes[0].checks)
+        == {key(r) for r in results if r.failed}
+        == {
+            "test_netdev_mtu[r2/fab0]",
+            "test_hop_mtu[r2/fab0-leaf1/swp2]",
+            "test_path_mtu[r1->r2]",
+            "test_path_mtu[r2->r3]",
+        }
+    )
+    assert not found.unexplained
+
+
+def test_a_switch_port_with_a_wrong_dscp_class_is_its_hop(
+    tmp_path: Path,
+    graph,  # type: ignore[no-untyped-def]
+) -> None:
+    results = _run(tmp_path, {"mtu": {**ROCE_MTU, "dscp_class": {"swp2": "1:30"}}})
+    found = diagnose(results, graph)
+    assert _by_what(found) == {
+        "switch port QoS mismatch": ["switch leaf1 port swp2 ↔ host r2 fab0"]
+    }
+    assert found.causes[0].checks == ["test_hop_dscp_map[r2/fab0-leaf1/swp2]"]
+    assert "sends it to class 1:30" in found.causes[0].evidence
+    assert not found.unexplained
+
+
+def test_an_sm_at_a_wrong_priority_is_that_sm(tmp_path: Path, graph) -> None:  # type: ignore[no-untyped-def]
+    results = _run(tmp_path, {"priority": {"sm2": 5}})
+    found = diagnose(results, graph)
+    assert _by_what(found) == {"subnet manager at a wrong priority": ["sm2"]}
+    assert found.causes[0].checks == ["test_sm_priority[sm2]"]
+    assert found.causes[0].evidence == "SM on sm2: priority 5, declared 10"
+    assert not found.unexplained
+
+
+def test_two_masters_are_no_single_master(tmp_path: Path, graph) -> None:  # type: ignore[no-untyped-def]
+    results = _run(tmp_path, {"two_masters": True})
+    found = diagnose(results, graph)
+    assert _by_what(found) == {"no single master subnet manager": ["fabric"]}
+    assert found.causes[0].checks == [f"test_single_master[{key_of_observer(results)}]"]
+    assert "2 MASTER SMs" in found.causes[0].evidence
+    assert not found.unexplained
+
+
+def key_of_observer(results: list[CheckResult]) -> str:
+    return next(r.param for r in results if r.name == "test_single_master")
+
+
+def test_rising_error_counters_are_one_cable_with_errors(tmp_path: Path, graph) -> None:  # type: ignore[no-untyped-def]
+    results = _run(tmp_path, {"errors": ["gpu05"]})
+    found = diagnose(results, graph)
+    assert _by_what(found) == {"cable with errors": ["leaf01 p5 ↔ gpu05 mlx5_0/1"]}
+    assert found.causes[0].checks == ["test_port_error_counters[gpu05/mlx5_0/1]"]
+    assert found.causes[0].evidence.startswith(
+        "cable leaf01 port 5 ↔ gpu05 mlx5_0 port 1: errors rising: gpu05 mlx5_0/1 "
+        "SymbolErrorCounter +40"
+    )
+    assert not found.unexplained
+
+
+def test_a_port_on_the_wrong_switch_port_is_miscabled(tmp_path: Path, graph) -> None:  # type: ignore[no-untyped-def]
+    results = _run(tmp_path, {"miscabled": {"gpu03": ["leaf01", 4]}})
+    found = diagnose(results, graph)
+    assert _by_what(found) == {"port miscabled": ["leaf01 p3 ↔ gpu03 mlx5_0/1"]}
+    assert found.causes[0].checks == ["test_port_cabled_to_declared_switch_port[gpu03/mlx5_0/1]"]
+    assert not found.unexplained
 
 
 def test_a_slow_port_is_one_degraded_port(tmp_path: Path, graph) -> None:  # type: ignore[no-untyped-def]
