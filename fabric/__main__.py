@@ -31,15 +31,29 @@ def fast_topology(argv: list[str]) -> int | None:
         if conf is None:
             return None
         sys.stdout.write(conf)
-    except (BrokenPipeError, KeyboardInterrupt) as exc:  # reported as the CLI reports them
+        sys.stdout.flush()
+    except (OSError, KeyboardInterrupt) as exc:  # reported as the CLI reports them
         from fabric.cli import PROG
-        from fabric.cli.errors import describe, fail
+        from fabric.cli.errors import StdoutError, describe, fail
 
+        if isinstance(exc, OSError) and not isinstance(exc, BrokenPipeError):
+            exc = StdoutError(exc)  # a full disk or /dev/full: the one line, exit 2
+            _drop_stdout()
         error = describe(exc)
         if error is None:  # pragma: no cover - describe knows both
             raise
         return fail(error.message, error.code, json_mode=False, prog=f"{PROG} topology")
     return 0
+
+
+def _drop_stdout() -> None:
+    """Point stdout's descriptor at /dev/null: what is left in its buffer is dropped, and the
+    interpreter's last flush does not fail again."""
+    import os
+
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
 
 
 def _compiled_conf(path: str) -> str | None:

@@ -553,7 +553,7 @@ def test_a_closed_stdout_is_the_clis_answer(unbuffered: bool, tmp_path: Path) ->
         finally:
             os.close(write)
     assert results[0] == results[1]
-    assert results[0][0] == (0 if unbuffered else 120), results[0]
+    assert results[0] == (0, b"", b""), results[0]
 
 
 def test_the_shortcut_loads_neither_argparse_nor_the_cli() -> None:
