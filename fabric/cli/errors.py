@@ -85,7 +85,11 @@ def fail(
     An empty message prints nothing (stdout's reader went away)."""
     if not message:
         return int(code)
-    message = one_line(message)
+    from fabric.redact import redact
+
+    message = redact(one_line(message))  # an error never quotes a secret (fabric.redact)
+    if problems:
+        problems = [{key: redact(str(text)) for key, text in item.items()} for item in problems]
     if json_mode:
         import json
 

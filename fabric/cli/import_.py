@@ -42,6 +42,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=cmd_import)
 
 
+def note(text: str) -> None:
+    """One line on stderr for the operator, secrets redacted (fabric.redact)."""
+    from fabric.redact import redact
+
+    print(f"python -m fabric import: {redact(text)}", file=sys.stderr)
+
+
 def ssh_argv(host: str, command: str) -> list[str]:
     """``ssh`` running ``command`` on ``host``: no prompt, host key checked strictly against
     the user's known_hosts (an unknown or changed key fails)."""
@@ -102,7 +109,7 @@ def cmd_import(args: argparse.Namespace) -> int:
         try:
             sm = parse_sminfo(sm_text) if sm_text else None
         except ParseError as err:  # no SM answer is a placeholder, not a failed import
-            print(f"python -m fabric import: sminfo on {args.ssh}: {err}", file=sys.stderr)
+            note(f"sminfo on {args.ssh}: {err}")
         where = f"{args.ssh}: ibnetdiscover"
     else:
         source = read_input(args.capture, _FIX)
@@ -124,6 +131,6 @@ def cmd_import(args: argparse.Namespace) -> int:
             raise CommandError(f"--output {args.output}: {err.strerror or err}") from err
     else:
         emit(imported.text.rstrip("\n"))
-    for note in imported.notes:
-        print(f"python -m fabric import: {note}", file=sys.stderr)
+    for text in imported.notes:
+        note(text)
     return Exit.OK
