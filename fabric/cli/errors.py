@@ -264,6 +264,15 @@ def emit_json(doc: Any) -> bool:
     return emit("")
 
 
+def positive_mib(text: str) -> int:
+    """An argparse ``type`` for ``--max-mb``: a whole number above 0 (else exit 2)."""
+    import argparse
+
+    if not text.isdecimal() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of MiB above 0")
+    return int(text)
+
+
 def check_readable(path: str | Path, fix: str = "check the path") -> None:
     """Raise a CommandError (exit 2) unless ``path`` is a file that can be opened."""
     try:
