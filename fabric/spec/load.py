@@ -272,12 +272,33 @@ def _field_problem(error: Mapping[str, Any]) -> Problem:
     if secret is not None:
         return _secret_problem(path, secret, kind)
     if kind == "missing":
-        return Problem(path, "required but missing")
+        return Problem(path, f"required but missing; {_how_to_add(loc)}")
     if kind == "extra_forbidden":
         model = _model_at(loc[:-1])
         allowed = ", ".join(model.model_fields) if model else "see python -m fabric schema"
         return Problem(path, f"unknown key {str(loc[-1])!r}; allowed keys: {allowed}")
     return Problem(path, f"{_expected(error, loc)}; got {_shown(error.get('input'))}")
+
+
+#: Examples for the required sections a spec most often lacks.
+_MISSING_EXAMPLES = {
+    "management": "management: {subnet: 10.10.0.0/24}",
+    "nodes": "nodes: [{names: gpu[01-04], gpus: 8}]",
+    "fabric": "fabric: {kind: infiniband}",
+}
+
+
+def _how_to_add(loc: Sequence[int | str]) -> str:
+    """How to add the missing field at ``loc``: an example, or the keys its model requires."""
+    name = str(loc[-1]) if loc else "(spec)"
+    if tuple(loc) in {(key,) for key in _MISSING_EXAMPLES}:
+        return f"add it, e.g. {_MISSING_EXAMPLES[name]} (python -m fabric schema has every key)"
+    model = _model_at(loc)
+    if model is not None:
+        keys = [key for key, info in model.model_fields.items() if info.is_required()]
+        need = f" with at least {', '.join(keys)}" if keys else ""
+        return f"add {name}:{need} (python -m fabric schema has every key)"
+    return f"add {name}: with a value (python -m fabric schema says which kind)"
 
 
 def _rule_problems(error: ValidationError) -> list[Problem] | None:
