@@ -514,8 +514,10 @@ def _read_yaml(path: Path) -> Any:
         mark = error.problem_mark
         at = f"{where}:{mark.line + 1}:{mark.column + 1}" if mark else where
         raise SpecError([Problem(at, f"invalid YAML: {error.problem}")], where) from None
-    except yaml.YAMLError as error:
-        raise SpecError([Problem(where, f"invalid YAML: {error}")], where) from None
+    except yaml.YAMLError as error:  # e.g. a control character: its text spans two lines
+        raise SpecError(
+            [Problem(where, f"invalid YAML: {' '.join(str(error).split())}")], where
+        ) from None
 
 
 def cluster_mapping(data: Any, source: str) -> Any:
