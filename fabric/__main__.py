@@ -13,9 +13,10 @@ every message and exit code has one source. A closed stdout and Ctrl-C are repor
 
 import sys
 
-#: The largest file the shortcut reads (a 16,384-host capture is about 55 MB); a larger one goes
-#: through the CLI and its ``--max-mb`` cap (a test keeps this under the cap's default).
-FAST_MAX_BYTES = 256 * 1024 * 1024
+#: The largest file the shortcut reads (a 16,384-host capture is about 55 MB): the CLI's default
+#: ``--max-mb`` cap (a test keeps them equal); a larger one goes through the CLI, which refuses
+#: it at once unless ``--max-mb`` raises the cap.
+FAST_MAX_BYTES = 64 * 1024 * 1024
 
 
 def fast_topology(argv: list[str]) -> int | None:
@@ -31,15 +32,29 @@ def fast_topology(argv: list[str]) -> int | None:
         if conf is None:
             return None
         sys.stdout.write(conf)
-    except (BrokenPipeError, KeyboardInterrupt) as exc:  # reported as the CLI reports them
+        sys.stdout.flush()
+    except (OSError, KeyboardInterrupt) as exc:  # reported as the CLI reports them
         from fabric.cli import PROG
-        from fabric.cli.errors import describe, fail
+        from fabric.cli.errors import StdoutError, describe, fail
 
+        if isinstance(exc, OSError) and not isinstance(exc, BrokenPipeError):
+            exc = StdoutError(exc)  # a full disk or /dev/full: the one line, exit 2
+            _drop_stdout()
         error = describe(exc)
         if error is None:  # pragma: no cover - describe knows both
             raise
         return fail(error.message, error.code, json_mode=False, prog=f"{PROG} topology")
     return 0
+
+
+def _drop_stdout() -> None:
+    """Point stdout's descriptor at /dev/null: what is left in its buffer is dropped, and the
+    interpreter's last flush does not fail again."""
+    import os
+
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
 
 
 def _compiled_conf(path: str) -> str | None:

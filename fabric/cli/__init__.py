@@ -20,7 +20,17 @@ import importlib
 import sys
 from collections.abc import Sequence
 
-from fabric.cli.errors import EXIT_CODES_HELP, CommandError, Exit, UsageError, describe, fail
+from fabric.cli.errors import (
+    EXIT_CODES_HELP,
+    CommandError,
+    Exit,
+    StdoutError,
+    UsageError,
+    describe,
+    fail,
+    finish_stdout,
+    guard_stdout,
+)
 
 #: The module that registers each command, in the order they appear in ``--help``:
 #: ``python -m fabric COMMAND ...`` imports only that one (a command does not pay for the
@@ -84,18 +94,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     json_mode = "--json" in argv
     prog = PROG
+    stdout = guard_stdout()  # a closed or full stdout: StdoutError, exit 2
     try:
         module = COMMANDS.get(argv[0]) if argv else None
         args = build_parser(COMMAND_MODULES if module is None else (module,)).parse_args(argv)
         json_mode = bool(getattr(args, "json", False))
         prog = command_prog(args)
-        return int(args.func(args) or Exit.OK)
+        code = int(args.func(args) or Exit.OK)
+        finish_stdout(stdout)
+        return code
     except (Exception, KeyboardInterrupt) as exc:  # noqa: BLE001 - re-raised unless the project's own
+        finish_stdout(stdout, quietly=True)
         error = describe(exc)
         if error is None:
             raise
         if isinstance(error, UsageError):
             prog = error.prog
+        json_mode = json_mode and not isinstance(error, StdoutError)  # no stdout: on stderr
         return fail(
             error.message, error.code, json_mode=json_mode, prog=prog, problems=error.problems
         )

@@ -86,12 +86,13 @@ def cmd_check_plan(path: Path, *, as_json: bool) -> int:
     every declared host, or the reason it is not generated. A bad spec exits 2 (via main)."""
     import json
 
+    from fabric.redact import redact_doc
     from fabric.verify import context
     from fabric.verify.plan import CheckPlan, describe
 
     check_readable(path, "give a spec YAML or a Pulumi.<stack>.yaml stack file")
     spec = context.load_cluster_spec(path)
-    families = describe(CheckPlan(spec=spec, hosts=list(spec.hosts)))
+    families = redact_doc(describe(CheckPlan(spec=spec, hosts=list(spec.hosts))))  # no secret
     if as_json:
         emit_json({"spec": str(path), "families": families})
         return Exit.OK

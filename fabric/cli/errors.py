@@ -85,16 +85,23 @@ def fail(
     An empty message prints nothing (stdout's reader went away)."""
     if not message:
         return int(code)
-    message = one_line(message)
+    from fabric.redact import redact
+
+    message = redact(one_line(message))  # an error never quotes a secret (fabric.redact)
+    if problems:
+        problems = [{key: redact(str(text)) for key, text in item.items()} for item in problems]
     if json_mode:
         import json
 
         doc: dict[str, Any] = {"error": message, "exit_code": int(code)}
         if problems:
             doc["problems"] = problems
-        emit(json.dumps(doc, indent=2))
-    else:
-        print(f"{prog}: error: {message}", file=sys.stderr)
+        try:
+            emit(json.dumps(doc, indent=2))
+            return int(code)
+        except StdoutError as err:  # no stdout for the JSON: the line on stderr instead
+            message, code = err.message, err.code
+    print(f"{prog}: error: {message}", file=sys.stderr)
     return int(code)
 
 
@@ -125,21 +132,116 @@ def _detach_stdout() -> None:
 
     try:
         devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
+        os.dup2(devnull, _raw_stdout().fileno())
         os.close(devnull)
-    except (OSError, ValueError):  # no file descriptor behind stdout (captured in tests)
-        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - replaces stdout for the process's rest
+    except (OSError, ValueError, AttributeError):  # no descriptor: captured in tests, or closed
+        if _raw_stdout() is not None:
+            sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - stdout for the process's rest
+
+
+class StdoutError(CommandError):
+    """stdout cannot be written (closed with ``>&-``, a full disk or ``/dev/full``): exit 2,
+    reported on stderr. A reader that went away (``| head``) is no error: see :func:`emit`."""
+
+    def __init__(self, err: OSError | None) -> None:
+        why = "it is closed" if err is None else (err.strerror or str(err))
+        super().__init__(
+            f"cannot write the output to stdout: {why}; run it with stdout open and writable "
+            "(a terminal, a pipe, or a file on a disk with room)"
+        )
+
+
+class _GuardedStdout:
+    """What :func:`fabric.cli.main` puts in ``sys.stdout`` while a command runs: every write
+    goes to the real stream; a failed write (or no stream: ``>&-``) raises StdoutError, so any
+    ``print`` in any command fails as one error line, never a traceback."""
+
+    def __init__(self, stream: Any) -> None:
+        self.stream = stream
+
+    def write(self, text: str) -> int:
+        if self.stream is None:
+            raise StdoutError(None)
+        try:
+            return int(self.stream.write(text))
+        except BrokenPipeError:
+            raise
+        except OSError as err:
+            raise StdoutError(err) from None
+
+    def flush(self) -> None:
+        if self.stream is None:
+            return
+        try:
+            self.stream.flush()
+        except BrokenPipeError:
+            raise
+        except OSError as err:
+            raise StdoutError(err) from None
+
+    def isatty(self) -> bool:
+        return self.stream is not None and bool(self.stream.isatty())
+
+    def __getattr__(self, name: str) -> Any:
+        if self.stream is None:
+            raise AttributeError(name)
+        return getattr(self.stream, name)
+
+
+def guard_stdout() -> Any:
+    """Wrap ``sys.stdout`` in a guard (see :class:`_GuardedStdout`); return what it was, for
+    :func:`unguard_stdout`."""
+    original = sys.stdout
+    if not isinstance(original, _GuardedStdout):
+        sys.stdout = _GuardedStdout(original)  # type: ignore[assignment]
+    return original
+
+
+def finish_stdout(original: Any, *, quietly: bool = False) -> None:
+    """Flush stdout's last buffered output and put back ``original``. Output that cannot be
+    written raises StdoutError (``quietly``: when the command already failed, it is dropped
+    and the first error is the one reported). After a failure stdout points at /dev/null, so
+    the interpreter's own last flush is quiet."""
+    try:
+        if sys.stdout is not None:
+            sys.stdout.flush()
+    except BrokenPipeError:
+        _detach_stdout()
+    except OSError as err:  # StdoutError is a CommandError, not an OSError: one of each
+        _detach_stdout()
+        if not quietly:
+            raise StdoutError(err) from None
+    except StdoutError:
+        _detach_stdout()
+        if not quietly:
+            raise
+    finally:
+        if isinstance(sys.stdout, _GuardedStdout):
+            sys.stdout = original
+
+
+def _raw_stdout() -> Any:
+    """The real stdout stream behind the guard (None when closed)."""
+    out = sys.stdout
+    return out.stream if isinstance(out, _GuardedStdout) else out
 
 
 def emit(text: str) -> bool:
     """Print ``text`` (and a newline) on stdout and flush it. A reader that closed the pipe
-    (``| head``) ends the output quietly and the command keeps its exit code; False then."""
+    (``| head``) ends the output quietly and the command keeps its exit code; False then.
+    A stdout that cannot be written (closed, full) raises StdoutError (exit 2)."""
+    out = _raw_stdout()
+    if out is None:
+        raise StdoutError(None)
     try:
-        sys.stdout.write(text + "\n")
-        sys.stdout.flush()
+        out.write(text + "\n")
+        out.flush()
     except BrokenPipeError:
         _detach_stdout()
         return False
+    except OSError as err:
+        _detach_stdout()
+        raise StdoutError(err) from None
     return True
 
 
@@ -148,12 +250,27 @@ def emit_json(doc: Any) -> bool:
     held as one string)."""
     import json
 
+    out = _raw_stdout()
+    if out is None:
+        raise StdoutError(None)
     try:
-        json.dump(doc, sys.stdout, indent=2)
+        json.dump(doc, out, indent=2)
     except BrokenPipeError:
         _detach_stdout()
         return False
+    except OSError as err:
+        _detach_stdout()
+        raise StdoutError(err) from None
     return emit("")
+
+
+def positive_mib(text: str) -> int:
+    """An argparse ``type`` for ``--max-mb``: a whole number above 0 (else exit 2)."""
+    import argparse
+
+    if not text.isdecimal() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of MiB above 0")
+    return int(text)
 
 
 def check_readable(path: str | Path, fix: str = "check the path") -> None:

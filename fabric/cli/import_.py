@@ -11,8 +11,9 @@ from __future__ import annotations
 import argparse
 import subprocess
 import sys
+import threading
 
-from fabric.cli.errors import CommandError, Exit, emit, read_input
+from fabric.cli.errors import CommandError, Exit, emit, positive_mib, read_input
 
 _FIX = "pass ibnetdiscover's plain output (a file, or '-' for stdin)"
 #: Seconds allowed for each command run over SSH.
@@ -27,7 +28,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Write a cluster spec (target existing) from an ibnetdiscover capture or "
         "from a host over SSH, where sminfo also names the master subnet manager. What the "
         "capture cannot tell is marked PLACEHOLDER and listed on stderr. Exit 0, or 2 on "
-        "unreadable, binary or cut-off input, a capture naming no host, or an SSH failure.",
+        "unreadable, binary or cut-off input, input over --max-mb (default 64 MiB, as parse: "
+        "a larger capture is refused at once), a capture naming no host, or an SSH failure.",
     )
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument(
@@ -39,7 +41,22 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--timeout", type=int, default=SSH_TIMEOUT, metavar="S", help="seconds per SSH command"
     )
+    parser.add_argument(
+        "--max-mb",
+        type=positive_mib,
+        default=None,
+        metavar="N",
+        help="refuse a capture (file, stdin or --ssh output) larger than N MiB before reading "
+        "further (default 64, as parse)",
+    )
     parser.set_defaults(func=cmd_import)
+
+
+def note(text: str) -> None:
+    """One line on stderr for the operator, secrets redacted (fabric.redact)."""
+    from fabric.redact import redact
+
+    print(f"python -m fabric import: {redact(text)}", file=sys.stderr)
 
 
 def ssh_argv(host: str, command: str) -> list[str]:
@@ -59,29 +76,74 @@ def ssh_argv(host: str, command: str) -> list[str]:
     ]
 
 
-def _ssh(host: str, command: str, timeout: int) -> subprocess.CompletedProcess[str]:
+#: How much of an SSH command's stderr is kept (its last line is shown).
+_STDERR_KEPT = 64 * 1024
+
+
+def _ssh(host: str, command: str, timeout: int, limit_mib: int) -> subprocess.CompletedProcess[str]:
+    """Run ``command`` on ``host``; its stdout read no further than ``limit_mib`` MiB (the
+    command is stopped beyond it), text checked by the one decoder."""
+    from fabric.parsers.text import MIB, InputError, decode
+
     try:
-        return subprocess.run(
-            ssh_argv(host, command), capture_output=True, text=True, timeout=timeout, check=False
+        proc = subprocess.Popen(  # noqa: S603 - a fixed argv, no shell
+            ssh_argv(host, command), stdout=subprocess.PIPE, stderr=subprocess.PIPE
         )
-    except subprocess.TimeoutExpired as err:
-        raise CommandError(
-            f"--ssh {host}: {command!r} did not finish in {timeout} s; raise --timeout"
-        ) from err
     except OSError as err:
         raise CommandError(f"--ssh: cannot run ssh: {err.strerror or err}") from err
+    limit = limit_mib * MIB
+    out, err = bytearray(), bytearray()
+
+    def read_out() -> None:
+        assert proc.stdout is not None
+        while chunk := proc.stdout.read(1 << 20):
+            out.extend(chunk)
+            if len(out) > limit:
+                proc.kill()
+                return
+
+    def read_err() -> None:
+        assert proc.stderr is not None
+        while chunk := proc.stderr.read(1 << 16):
+            err.extend(chunk)
+            del err[:-_STDERR_KEPT]
+
+    readers = [threading.Thread(target=f, daemon=True) for f in (read_out, read_err)]
+    for reader in readers:
+        reader.start()
+    try:
+        code = proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+        raise CommandError(
+            f"--ssh {host}: {command!r} did not finish in {timeout} s; raise --timeout"
+        ) from None
+    finally:
+        for reader in readers:
+            reader.join(5)
+    if len(out) > limit:
+        raise CommandError(
+            f"--ssh {host}: {command} printed more than the input cap of {limit_mib} MiB; if it "
+            "really is one fabric's output, raise the cap with --max-mb N"
+        )
+    try:
+        text = decode(f"--ssh {host}: {command}", bytes(out)).text
+    except InputError as error:
+        raise CommandError(str(error)) from None
+    return subprocess.CompletedProcess(proc.args, code, text, err.decode("utf-8", errors="replace"))
 
 
-def _remote(host: str, timeout: int) -> tuple[str, str | None]:
+def _remote(host: str, timeout: int, limit_mib: int) -> tuple[str, str | None]:
     """(ibnetdiscover output, sminfo output or None) from ``host``."""
-    run = _ssh(host, "ibnetdiscover", timeout)
+    run = _ssh(host, "ibnetdiscover", timeout, limit_mib)
     if run.returncode != 0 or not run.stdout.strip():
         last = (run.stderr.strip().splitlines() or ["no output"])[-1]
         raise CommandError(
             f"--ssh {host}: ibnetdiscover failed (exit {run.returncode}): {last}; check the "
             "host key (ssh-keyscan, known_hosts), the login and infiniband-diags there"
         )
-    sm = _ssh(host, "sminfo", timeout)
+    sm = _ssh(host, "sminfo", timeout, limit_mib)
     return run.stdout, sm.stdout if sm.returncode == 0 else None
 
 
@@ -91,21 +153,23 @@ def cmd_import(args: argparse.Namespace) -> int:
     from fabric.parsers.ibnetdiscover import parse
     from fabric.parsers.sminfo import SminfoReport
     from fabric.parsers.sminfo import parse as parse_sminfo
+    from fabric.parsers.text import DEFAULT_LIMIT_MIB
     from fabric.spec import HOSTNAME_PATTERN
     from fabric.topology.importer import CaptureError, import_fabric
 
     if not HOSTNAME_PATTERN.match(args.name) or args.name != args.name.lower():
         raise CommandError(f"--name {args.name!r}: use lowercase letters, digits and hyphens")
     sm: SminfoReport | None = None
+    limit_mib = args.max_mb or DEFAULT_LIMIT_MIB
     if args.ssh:
-        text, sm_text = _remote(args.ssh, args.timeout)
+        text, sm_text = _remote(args.ssh, args.timeout, limit_mib)
         try:
             sm = parse_sminfo(sm_text) if sm_text else None
         except ParseError as err:  # no SM answer is a placeholder, not a failed import
-            print(f"python -m fabric import: sminfo on {args.ssh}: {err}", file=sys.stderr)
+            note(f"sminfo on {args.ssh}: {err}")
         where = f"{args.ssh}: ibnetdiscover"
     else:
-        source = read_input(args.capture, _FIX)
+        source = read_input(args.capture, _FIX, limit_mib, "--max-mb N")
         if not source.complete:
             raise CommandError(
                 f"{source.name}: line {source.last_line}: the last line has no newline, so the "
@@ -124,6 +188,6 @@ def cmd_import(args: argparse.Namespace) -> int:
             raise CommandError(f"--output {args.output}: {err.strerror or err}") from err
     else:
         emit(imported.text.rstrip("\n"))
-    for note in imported.notes:
-        print(f"python -m fabric import: {note}", file=sys.stderr)
+    for text in imported.notes:
+        note(text)
     return Exit.OK

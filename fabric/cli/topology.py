@@ -11,8 +11,9 @@ from typing import TYPE_CHECKING
 from fabric.cli.errors import CommandError, Exit, read_input
 from fabric.cli.options import add_legacy_spec, add_spec, given_spec
 
-#: The default input cap (``--max-mb``): a 16,384-host, 131,072-HCA fabric prints about 55 MB.
-DEFAULT_MAX_MB = 1024
+#: The default input cap (``--max-mb``), parse's and import's (fabric.parsers.text's
+#: DEFAULT_LIMIT_MIB): a 16,384-host, 131,072-HCA fabric prints about 55 MB.
+DEFAULT_MAX_MB = 64
 _FIX = "pass ibnetdiscover's plain output (a file, or '-' for stdin)"
 
 if TYPE_CHECKING:

@@ -60,6 +60,23 @@ def decode(name: str, data: bytes) -> Source:
     return Source(name, text, complete=not text or text.endswith("\n"))
 
 
+def _over(name: str, limit_mib: int | None, raise_with: str) -> str:
+    return (
+        f"{name}: larger than the input cap of {limit_mib} MiB; if it really is one tool "
+        f"run's output, raise the cap with {raise_with}"
+    )
+
+
+def _size(handle: object) -> int:
+    """The size of the regular file open as ``handle``; -1 for anything else (a pipe, a FIFO,
+    a device), which is read up to the cap instead."""
+    import os
+    import stat
+
+    info = os.fstat(handle.fileno())  # type: ignore[attr-defined]
+    return info.st_size if stat.S_ISREG(info.st_mode) else -1
+
+
 def read_text(
     path: str | Path, limit_mib: int | None = DEFAULT_LIMIT_MIB, raise_with: str = "--max-mb N"
 ) -> Source:
@@ -76,10 +93,9 @@ def read_text(
         data = stream.read(want) if stream is not None else sys.stdin.read(want).encode()
     else:
         with open(path, "rb") as handle:
+            if limit is not None and _size(handle) > limit:  # refused from its size, unread
+                raise InputError(_over(name, limit_mib, raise_with))
             data = handle.read(want)
     if limit is not None and len(data) > limit:
-        raise InputError(
-            f"{name}: larger than the input cap of {limit_mib} MiB; if it really is one tool "
-            f"run's output, raise the cap with {raise_with}"
-        )
+        raise InputError(_over(name, limit_mib, raise_with))
     return decode(name, data)

@@ -22,6 +22,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 from pydantic.fields import FieldInfo
 
+from fabric.redact import shown
 from fabric.spec.constants import SKIP_RULES
 from fabric.spec.models import ClusterSpec, SecretRef
 from fabric.spec.problems import Problem, SpecError
@@ -41,8 +42,38 @@ __all__ = [
 STACK_KEY = "railyard:cluster"
 
 
+#: The most aliases (``*name``) a spec may use, and the most values they may add when expanded:
+#: a spec aliases a few shared settings; a "billion laughs" aliases lists of lists of aliases.
+MAX_ALIASES = 1000
+MAX_ALIASED_VALUES = 100_000
+
+
 class _UniqueKeyLoader(yaml.SafeLoader):
-    """A safe YAML loader that rejects a key repeated in one mapping."""
+    """A safe YAML loader that rejects a key repeated in one mapping, and bounds aliases: at
+    most MAX_ALIASES of them, adding at most MAX_ALIASED_VALUES values once expanded, no loop
+    (checked on the composed nodes, before any value is built)."""
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self.aliases = 0
+
+    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node:
+        if self.check_event(yaml.AliasEvent):  # type: ignore[no-untyped-call]
+            self.aliases += 1
+            if self.aliases > MAX_ALIASES:
+                raise yaml.composer.ComposerError(
+                    None,
+                    None,
+                    f"more than {MAX_ALIASES} aliases (*name); write the values out",
+                    self.peek_event().start_mark,  # type: ignore[no-untyped-call]
+                )
+        return super().compose_node(parent, index)  # type: ignore[no-untyped-call]
+
+    def compose_document(self) -> yaml.Node | None:
+        node = super().compose_document()  # type: ignore[no-untyped-call]
+        if self.aliases and node is not None:
+            _check_expansion(node)
+        return node  # type: ignore[no-any-return]
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
         seen: set[Any] = set()
@@ -57,6 +88,52 @@ class _UniqueKeyLoader(yaml.SafeLoader):
                 )
             seen.add(key)
         return super().construct_mapping(node, deep=deep)
+
+
+def _children(node: yaml.Node) -> list[yaml.Node]:
+    if isinstance(node, yaml.SequenceNode):
+        return list(node.value)
+    if isinstance(node, yaml.MappingNode):
+        return [part for pair in node.value for part in pair]
+    return []
+
+
+def _check_expansion(root: yaml.Node) -> None:
+    """Raise a ComposerError (at the alias's anchor) if aliases add more than
+    MAX_ALIASED_VALUES values once expanded, or an alias sits inside its own anchor (a loop).
+    Each distinct node is sized once, so a billion-laughs document costs its own length."""
+    sizes: dict[int, int] = {}
+    distinct = 0
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    open_nodes: set[int] = set()
+    while stack:
+        node, done = stack.pop()
+        key = id(node)
+        if done:
+            open_nodes.discard(key)
+            sizes[key] = 1 + sum(sizes[id(child)] for child in _children(node))
+            if sizes[key] - distinct > MAX_ALIASED_VALUES:
+                raise yaml.composer.ComposerError(
+                    None,
+                    None,
+                    f"the aliases in this value expand to more than {MAX_ALIASED_VALUES} values "
+                    "(a 'billion laughs'); write the values out, or alias fewer and smaller ones",
+                    node.start_mark,
+                )
+            continue
+        if key in sizes:
+            continue
+        if key in open_nodes:
+            raise yaml.composer.ComposerError(
+                None,
+                None,
+                "an alias inside its own anchor (a loop); alias a value defined before it",
+                node.start_mark,
+            )
+        open_nodes.add(key)
+        distinct += 1
+        stack.append((node, True))
+        stack.extend((child, False) for child in _children(node) if id(child) not in sizes)
 
 
 def format_path(loc: Sequence[int | str]) -> str:
@@ -106,8 +183,8 @@ def _model_at(loc: Sequence[int | str]) -> type[BaseModel] | None:
 
 
 def _shown(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
+    """The value quoted in a message: cut to 60 characters before it is built, no secret."""
+    return shown(value)
 
 
 #: The Pulumi config key each secret field's examples name.
@@ -195,12 +272,33 @@ def _field_problem(error: Mapping[str, Any]) -> Problem:
     if secret is not None:
         return _secret_problem(path, secret, kind)
     if kind == "missing":
-        return Problem(path, "required but missing")
+        return Problem(path, f"required but missing; {_how_to_add(loc)}")
     if kind == "extra_forbidden":
         model = _model_at(loc[:-1])
         allowed = ", ".join(model.model_fields) if model else "see python -m fabric schema"
         return Problem(path, f"unknown key {str(loc[-1])!r}; allowed keys: {allowed}")
     return Problem(path, f"{_expected(error, loc)}; got {_shown(error.get('input'))}")
+
+
+#: Examples for the required sections a spec most often lacks.
+_MISSING_EXAMPLES = {
+    "management": "management: {subnet: 10.10.0.0/24}",
+    "nodes": "nodes: [{names: gpu[01-04], gpus: 8}]",
+    "fabric": "fabric: {kind: infiniband}",
+}
+
+
+def _how_to_add(loc: Sequence[int | str]) -> str:
+    """How to add the missing field at ``loc``: an example, or the keys its model requires."""
+    name = str(loc[-1]) if loc else "(spec)"
+    if tuple(loc) in {(key,) for key in _MISSING_EXAMPLES}:
+        return f"add it, e.g. {_MISSING_EXAMPLES[name]} (python -m fabric schema has every key)"
+    model = _model_at(loc)
+    if model is not None:
+        keys = [key for key, info in model.model_fields.items() if info.is_required()]
+        need = f" with at least {', '.join(keys)}" if keys else ""
+        return f"add {name}:{need} (python -m fabric schema has every key)"
+    return f"add {name}: with a value (python -m fabric schema says which kind)"
 
 
 def _rule_problems(error: ValidationError) -> list[Problem] | None:
@@ -402,12 +500,24 @@ def _read_yaml(path: Path) -> Any:
         raise SpecError([Problem(where, "binary data (a NUL byte): a spec is a YAML text file")])
     try:  # not chained below: a YAML error's text quotes the source line, maybe a secret
         return yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 - a SafeLoader subclass
+    except RecursionError:
+        raise SpecError(
+            [Problem(where, "invalid YAML: nested too deep to read; a spec nests a few levels")],
+            where,
+        ) from None
+    except ValueError:  # a number too long to convert (Python's 4,300-digit limit)
+        raise SpecError(
+            [Problem(where, "invalid YAML: a number with too many digits; write a real value")],
+            where,
+        ) from None
     except yaml.MarkedYAMLError as error:
         mark = error.problem_mark
         at = f"{where}:{mark.line + 1}:{mark.column + 1}" if mark else where
         raise SpecError([Problem(at, f"invalid YAML: {error.problem}")], where) from None
-    except yaml.YAMLError as error:
-        raise SpecError([Problem(where, f"invalid YAML: {error}")], where) from None
+    except yaml.YAMLError as error:  # e.g. a control character: its text spans two lines
+        raise SpecError(
+            [Problem(where, f"invalid YAML: {' '.join(str(error).split())}")], where
+        ) from None
 
 
 def cluster_mapping(data: Any, source: str) -> Any:

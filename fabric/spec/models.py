@@ -21,10 +21,11 @@ when it runs.
 from __future__ import annotations
 
 import ipaddress
-from functools import cached_property
+from functools import cache, cached_property
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
+from pydantic_core import PydanticCustomError
 
 from fabric.hostlist import expand
 from fabric.spec.constants import (
@@ -90,9 +91,38 @@ def _range_schema(bounds: tuple[int, int]) -> dict[str, int]:
 
 
 class Model(BaseModel):
-    """Base for spec models: unknown keys are errors, so typos are caught."""
+    """Base for spec models: unknown keys are errors, so typos are caught; an address or a
+    network is text (pydantic would take ``subnet: 5`` as 0.0.0.5/32, ``true`` as 0.0.0.1)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _addresses_are_text(cls, value: Any, info: ValidationInfo) -> Any:
+        kind = _address_kind(cls, info.field_name or "")
+        if kind is None:
+            return value
+        items = (
+            value
+            if isinstance(value, list)
+            else value.values()
+            if isinstance(value, dict)
+            else [value]
+        )
+        if any(isinstance(item, (bool, int, float)) for item in items):
+            raise PydanticCustomError(kind, "an IPv4 address or network is written as text")
+        return value
+
+
+@cache
+def _address_kind(model: type[BaseModel], name: str) -> str | None:
+    """The pydantic error type for a number given to ``model``'s address or network field
+    ``name``, or None when the field holds neither."""
+    field = model.model_fields.get(name)
+    text = repr(field.annotation) if field is not None else ""
+    if "IPv4Network" in text:
+        return "ip_v4_network"
+    return "ip_v4_address" if "IPv4Address" in text else None
 
 
 class SecretRef(Model):

@@ -10,16 +10,24 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
+from fabric.redact import redact
+
 
 @dataclass(frozen=True)
 class Problem:
     """One problem of a spec: where it is and what to do about it.
 
     Unpacks like the ``(path, message)`` pair it replaces: ``path, message = problem``.
+    Both go through the secret filter (fabric.redact): whatever field a secret landed in,
+    no problem quotes it.
     """
 
     path: str
     message: str
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "path", redact(self.path))
+        object.__setattr__(self, "message", redact(self.message))
 
     def __iter__(self) -> Iterator[str]:
         return iter((self.path, self.message))

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 from fabric.hostlist import HostlistError, expand
 from fabric.spec.checker import HOST_NAMES, Checker, Rule, in_range, path_parts
+from fabric.spec.consistency import CONSISTENCY_RULES
 from fabric.spec.constants import (
     CLOUD_FABRIC,
     CLOUD_MAX_MTU,
@@ -499,9 +500,19 @@ def check_subnet_managers(c: Checker) -> None:
         if group is not None and not c.spec.nodes[group].hcas:
             c.add(
                 f"{path}.host",
-                f"{sm.host!r} has no HCA, so OpenSM there cannot reach the fabric",
+                f"{sm.host!r} has no HCA, so OpenSM there cannot reach the fabric; run it on a"
+                f" host with an HCA, or give nodes[{group}] its hcas",
                 reads=[f"nodes[{group}].hcas"],
             )
+
+
+def _free_pkey(used: set[int]) -> str:
+    """The lowest partition key not in ``used`` (0x7fff is the default partition's)."""
+    return f"0x{next(key for key in range(1, 0x7FFF) if key not in used):04x}"
+
+
+def _first_host(subnet: ipaddress.IPv4Network) -> str:
+    return str(next(subnet.hosts(), subnet.network_address))
 
 
 def check_partitions(c: Checker) -> None:
@@ -515,7 +526,11 @@ def check_partitions(c: Checker) -> None:
     for index, part in enumerate(ib.partitions):
         path = f"fabric.infiniband.partitions[{index}]"
         if part.name in names:
-            c.add(f"{path}.name", f"{part.name!r} is already partitions[{names[part.name]}]")
+            c.add(
+                f"{path}.name",
+                f"{part.name!r} is already partitions[{names[part.name]}]; give each partition"
+                " its own name, or merge the two",
+            )
         names.setdefault(part.name, index)
         if part.members not in SM_MEMBER_KEYWORDS:
             c.add(
@@ -527,7 +542,11 @@ def check_partitions(c: Checker) -> None:
         if value is None or not 1 <= value <= 0x7FFF:
             c.add(f"{path}.pkey", f"{part.pkey!r} is not a partition key; use hex 0x0001-0x7fff")
         elif value in pkeys:
-            c.add(f"{path}.pkey", f"{part.pkey} is already used by partitions[{pkeys[value]}]")
+            c.add(
+                f"{path}.pkey",
+                f"{part.pkey} is already used by partitions[{pkeys[value]}]; give each partition"
+                f" its own key (unused: {_free_pkey(set(pkeys))})",
+            )
         else:
             pkeys[value] = index
 
@@ -729,7 +748,11 @@ def check_slurm_partitions(c: Checker) -> None:
                 " hours:minutes:seconds (12:00:00) or days-hours (2-00)",
             )
         if part.name in names:
-            c.add(f"{path}.name", f"{part.name!r} is already partitions[{names[part.name]}]")
+            c.add(
+                f"{path}.name",
+                f"{part.name!r} is already partitions[{names[part.name]}]; rename one (Slurm"
+                " refuses a partition twice), or merge their nodes into one",
+            )
         names.setdefault(part.name, index)
         if part.default:
             defaults.append(index)
@@ -750,7 +773,8 @@ def check_management(c: Checker) -> None:
     if mgmt.gateway is not None and mgmt.gateway not in mgmt.subnet:
         c.add(
             "management.gateway",
-            f"{mgmt.gateway} is outside management.subnet {mgmt.subnet}",
+            f"{mgmt.gateway} is outside management.subnet {mgmt.subnet}; use an address in"
+            f" {mgmt.subnet} (usually its first, {_first_host(mgmt.subnet)}), or widen the subnet",
             reads=subnet,
         )
     usable = max(mgmt.subnet.num_addresses - 3, 0)  # network, broadcast, gateway
@@ -765,9 +789,18 @@ def check_management(c: Checker) -> None:
         path = f"management.addresses.{host}"
         c.check_host(path, host)
         if address not in mgmt.subnet:
-            c.add(path, f"{address} is outside management.subnet {mgmt.subnet}", reads=subnet)
+            c.add(
+                path,
+                f"{address} is outside management.subnet {mgmt.subnet}; use an address in"
+                f" {mgmt.subnet}, or widen the subnet",
+                reads=subnet,
+            )
         if address in owners:
-            c.add(path, f"{address} is already the address of {owners[address]!r}")
+            c.add(
+                path,
+                f"{address} is already the address of {owners[address]!r}; give each host its"
+                " own address",
+            )
         owners.setdefault(address, host)
 
 
@@ -844,6 +877,7 @@ GENERAL_RULES: tuple[Rule, ...] = (
     check_slurm_partitions,
     check_management,
     *NETWORK_RULES,
+    *CONSISTENCY_RULES,
 )
 
 #: Every rule ``validate`` and the components run: the general rules, then the target rules.

@@ -149,6 +149,27 @@ def check_lab(c: Checker) -> None:
 
 # --- bare metal ----------------------------------------------------------------------------
 
+#: More hosts than this missing a per-host value are one problem for the section, not one each.
+MISSING_ONE_BY_ONE = 3
+
+
+def missing_per_host(c: Checker, section: str, hosts: list[str], why: str, entry: str) -> None:
+    """Report ``hosts`` lacking their entry in the mapping ``section``: one problem per host,
+    or, when more than MISSING_ONE_BY_ONE lack it (a whole section's worth), one problem that
+    names them as a host list and shows how to fill it (``entry``: one entry, ``{host}``)."""
+    if len(hosts) <= MISSING_ONE_BY_ONE:
+        for host in hosts:
+            c.add(f"{section}.{host}", why)
+        return
+    from fabric.hostlist import compress
+
+    first = entry.replace("{host}", hosts[0])
+    c.add(
+        section,
+        f"{len(hosts)} nodes have no entry ({compress(hosts)}): {why}; add one per node, e.g. "
+        f"{section.split('.')[-1]}: {{{first}, ...}}",
+    )
+
 
 def check_baremetal(c: Checker) -> None:
     """Every bare-metal node has a Redfish endpoint and a fixed address; the BMC password is a
@@ -165,11 +186,21 @@ def check_baremetal(c: Checker) -> None:
                 "bmc.password",
                 "set {config: bmcPassword} and `pulumi config set --secret bmcPassword ...`",
             )
-        for host in c.hosts:
-            if host not in bmc.endpoints:
-                c.add(f"bmc.endpoints.{host}", "every node needs a Redfish endpoint url")
-            if host not in spec.management.addresses:
-                c.add(f"management.addresses.{host}", "every bare-metal node needs a fixed address")
+        missing_per_host(
+            c,
+            "bmc.endpoints",
+            [host for host in c.hosts if host not in bmc.endpoints],
+            "every node needs a Redfish endpoint url",
+            "{host}: {url: https://BMC-ADDRESS/redfish/v1/Systems/1}",
+        )
+    missing_per_host(
+        c,
+        "management.addresses",
+        [host for host in c.hosts if host not in spec.management.addresses],
+        "every bare-metal node needs a fixed address",
+        "{host}: 10.10.0.11",
+    )
+    if bmc is not None:
         for host, endpoint in bmc.endpoints.items():
             if endpoint.boot_once is not None and endpoint.boot_once not in BOOT_TARGETS:
                 c.add(
@@ -355,12 +386,13 @@ def check_existing(c: Checker) -> None:
         owners.setdefault(where, host)
         targets[host] = [where, host]
     if c.all_hosts_known:
-        for host in c.hosts:
-            if host not in existing.ssh:
-                c.add(
-                    f"existing.ssh.{host}",
-                    "every node needs its SSH address: [user@]address[:port], e.g. 10.0.0.11",
-                )
+        missing_per_host(
+            c,
+            "existing.ssh",
+            [host for host in c.hosts if host not in existing.ssh],
+            "every node needs its SSH address: [user@]address[:port], e.g. 10.0.0.11",
+            "{host}: 10.0.0.11",
+        )
     for index, line in enumerate(existing.known_hosts):
         path = f"existing.known_hosts[{index}]"
         marker, _, rest = (

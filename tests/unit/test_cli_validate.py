@@ -61,8 +61,8 @@ def test_validate_lab_stack_prints_summary(capsys: pytest.CaptureFixture[str]) -
 def test_validate_roce_lab_example_exits_zero(capsys: pytest.CaptureFixture[str]) -> None:
     """The RoCE lab example (``make up STACK=roce-lab``) validates as it ships, and its checks
     cross its switch: one hop per declared port, path-MTU pairs between the hosts behind it."""
-    example = ROOT / "Pulumi.roce-lab.example.yaml"
-    assert main(["validate", str(example)]) == 0
+    example = REPO_ROOT / "Pulumi.roce-lab.example.yaml"
+    assert main(["validate", "--spec", str(example)]) == 0
     assert capsys.readouterr().out.startswith("rocelab: valid — 4 hosts, roce")
     spec = load_spec(example)
     plan = CheckPlan(spec=spec, hosts=list(spec.hosts))
