@@ -23,7 +23,18 @@ from fabric.state import REPO_ROOT
 
 #: (layer, module prefixes, the other layers it may import), in the order data flows.
 LAYERS: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = (
-    ("base", ("fabric", "fabric.hostlist", "fabric.state", "fabric.catalog", "fabric.graph"), ()),
+    (
+        "base",
+        (
+            "fabric",
+            "fabric.hostlist",
+            "fabric.state",
+            "fabric.catalog",
+            "fabric.graph",
+            "fabric.redact",
+        ),
+        (),
+    ),
     ("parsers", ("fabric.parsers",), ("base",)),
     ("spec", ("fabric.spec",), ("base",)),
     ("model", ("fabric.topology", "fabric.model"), ("base", "parsers", "spec")),
