@@ -27,12 +27,12 @@ from pathlib import Path
 from typing import NamedTuple
 
 from fabric.graph import Ca, FabricGraph, Switch
-from fabric.lab.faults import FaultError, IbsimConsole
 from fabric.lab.process import Helper, start, stop, wait_log
 from fabric.parsers.iblinkinfo import parse as parse_iblinkinfo
 from fabric.spec import ClusterSpec
 from fabric.topology.from_spec import graph_from_spec
 from fabric.topology.ibsim import UMAD2SIM, sim_host
+from fabric.topology.ibsim_console import FaultError, IbsimConsole
 
 #: Bounds (s): ibsim reading its net file, one OpenSM sweep, one console command.
 IBSIM_READY_S = 300.0
