@@ -176,8 +176,11 @@ def cmd_import(args: argparse.Namespace) -> int:
                 "capture was cut off mid-line; capture the whole ibnetdiscover output again"
             )
         text, where = source.text, source.name
+        del source
+    graph = parse(text)
+    del text  # up to --max-mb of it: not kept while the spec is built and validated
     try:
-        imported = import_fabric(parse(text), args.name, sm)
+        imported = import_fabric(graph, args.name, sm)
     except CaptureError as err:
         raise CommandError(f"{where}: {err}") from None
     if args.output:

@@ -27,14 +27,13 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-import yaml
-
 from fabric.graph import Ca, FabricGraph, Link
 from fabric.hostlist import compress, expand
 from fabric.parsers.sminfo import SminfoReport
 from fabric.spec import HOSTNAME_PATTERN, SpecError, spec_from_mapping
 from fabric.spec.constants import RDMA_DEVICE_PATTERN
 from fabric.spec.targets import SSH_PLACEHOLDER
+from fabric.topology.spec_yaml import Row, dump
 
 #: Placeholders for what a capture cannot tell (TEST-NET-1: never a real network).
 PLACEHOLDER_SUBNET = "192.0.2.0/24"
@@ -137,10 +136,13 @@ def _tiers(graph: FabricGraph) -> tuple[list[str], list[str], list[str]]:
             if a in neighbours and a != b:
                 neighbours[a].add(b)
     leaves = [g for g, ns in neighbours.items() if any(n in graph.cas for n in ns)]
-    rest = [g for g in graph.switches if g not in leaves]
-    spines = [g for g in rest if neighbours[g] & set(leaves)]
-    supers = [g for g in rest if g not in spines and neighbours[g] & set(spines)]
-    spines += [g for g in rest if g not in spines and g not in supers]
+    leaf_set = set(leaves)
+    rest = [g for g in graph.switches if g not in leaf_set]
+    spines = [g for g in rest if not neighbours[g].isdisjoint(leaf_set)]
+    spine_set = set(spines)
+    supers = [g for g in rest if g not in spine_set and not neighbours[g].isdisjoint(spine_set)]
+    placed = spine_set.union(supers)
+    spines += [g for g in rest if g not in placed]
     return leaves, spines, supers
 
 
@@ -202,26 +204,9 @@ def _subnet_manager(
     return {"host": first_host, "priority": 0}
 
 
-class _Dumper(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):  # type: ignore[misc]
-    """libyaml's emitter when PyYAML has it; ``_Row`` mappings one a line (flow style)."""
-
-
-class _Row(dict):  # type: ignore[type-arg]
-    """A mapping written on one line: a cable."""
-
-
-_Dumper.add_representer(
-    _Row, lambda dumper, row: dumper.represent_mapping("tag:yaml.org,2002:map", row, True)
-)
-
-
-def _dump(data: dict[str, Any], width: int = 100) -> str:
-    return yaml.dump(data, Dumper=_Dumper, sort_keys=False, default_flow_style=False, width=width)
-
-
 def _cabling(cables: list[dict[str, Any]]) -> str:
     """``fabric.cabling`` under ``fabric:``, one cable a line."""
-    text = _dump({"cabling": [_Row(c) for c in cables]}, width=1000)
+    text = dump({"cabling": [Row(c) for c in cables]}, width=1000)
     return "".join(f"  {line}\n" for line in text.splitlines())
 
 
@@ -239,8 +224,9 @@ def import_fabric(graph: FabricGraph, name: str, sm: SminfoReport | None = None)
             "description '<host> <device>'; set them (e.g. rdma-core's rdma-ndd) and capture again"
         )
     leaves, spines, supers = _tiers(graph)
+    leaf_set = set(leaves)
     switches = [
-        {"name": graph.switches[g].name, "role": "leaf" if g in leaves else "spine"}
+        {"name": graph.switches[g].name, "role": "leaf" if g in leaf_set else "spine"}
         for g in graph.switches
     ]
     cabling = [
@@ -320,25 +306,25 @@ def _render(spec: dict[str, Any], graph: FabricGraph, tree_note: str, sm_note: s
         f"{len(graph.switches)} switches, {len(graph.cas)} CAs, {len(graph.links)} links.\n"
         "# Lines marked PLACEHOLDER hold what the capture cannot tell: set them before use.\n"
         "# target existing: a running cluster; nothing is provisioned.\n",
-        _dump({"name": spec["name"], "target": spec["target"]}),
+        dump({"name": spec["name"], "target": spec["target"]}),
         "# nodes: hosts named by their HCAs' node descriptions; hosts with the same HCAs share a "
         "group.\n# PLACEHOLDER: GPUs, CPUs and memory are not in the capture.\n",
-        _dump({"nodes": spec["nodes"]}),
+        dump({"nodes": spec["nodes"]}),
         f"# fabric.topology: the fat-tree shape, {tree_note}.\n"
         "# PLACEHOLDER fabric.mtu: ibnetdiscover does not report it.\n"
         f"# fabric.infiniband.subnet_managers: {sm_note}.\n"
         "# fabric.cabling: every discovered cable; the checks compare the fabric against it.\n",
-        _dump({"fabric": fabric}),
+        dump({"fabric": fabric}),
         _cabling(cabling),
         "# PLACEHOLDER management.subnet (TEST-NET-1): the capture has no management addresses.\n",
-        _dump({"management": spec["management"]}),
+        dump({"management": spec["management"]}),
         "# PLACEHOLDER slurm: partitions and controller are not in the capture.\n"
         "# slurm: {controller: HOST, partitions: [{name: gpu, nodes: ALL, default: true}]}\n",
         "# PLACEHOLDER existing.ssh: how railyard reaches each node, [user@]address[:port]\n"
         "# (user: management.ssh_user, port 22); pulumi up refuses the spec until all are set.\n"
         "# existing.known_hosts: optional known_hosts lines (ssh-keyscan ADDRESS); a node none\n"
         "# names is pinned at first contact.\n",
-        _dump({"existing": spec["existing"]}),
+        dump({"existing": spec["existing"]}),
     ]
     return "".join(parts)
 
