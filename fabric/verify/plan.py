@@ -14,6 +14,7 @@ from functools import cached_property
 from pydantic import BaseModel, ConfigDict
 
 from fabric.graph import FabricGraph
+from fabric.model.cluster import ClusterModel
 from fabric.model.gpus import (
     GpuRail,
     NcclRun,
@@ -27,8 +28,6 @@ from fabric.model.pairs import ring_pairs
 from fabric.model.ports import (
     HcaPort,
     ca_links,
-    declared_graph,
-    expected_graph,
     expected_ib_mtu,
     hca_ports,
 )
@@ -141,14 +140,19 @@ class CheckPlan(_Model):
         return self.spec.simulated
 
     @cached_property
+    def model(self) -> ClusterModel:
+        """The cluster model of the spec: the facts every step shares, computed once."""
+        return ClusterModel(self.spec)
+
+    @property
     def declared_graph(self) -> FabricGraph | None:
         """The declared fabric, or None when the spec has no topology (clouds)."""
-        return declared_graph(self.spec)
+        return self.model.declared_graph
 
-    @cached_property
+    @property
     def expected_graph(self) -> FabricGraph | None:
         """The declared fabric as the target will report it (ibsim speeds in the lab)."""
-        return expected_graph(self.spec, self.declared_graph)
+        return self.model.expected_graph
 
     @cached_property
     def fabric_hosts(self) -> list[str]:
