@@ -26,7 +26,7 @@ import uuid
 from pathlib import Path
 from typing import NamedTuple
 
-from fabric.graph import Ca, FabricGraph, Switch
+from fabric.graph import Ca, FabricGraph, Link, Switch
 from fabric.lab.process import Helper, start, stop, wait_log
 from fabric.parsers.iblinkinfo import parse as parse_iblinkinfo
 from fabric.spec import ClusterSpec
@@ -117,6 +117,41 @@ def host_cables(graph: FabricGraph) -> list[HostCable]:
     return out
 
 
+def host_on_spine(graph: FabricGraph) -> tuple[FabricGraph, str]:
+    """``graph`` miscabled: the last host's cable moved from its leaf to the port of a spine
+    that one of that leaf's up-links used (that up-link removed). A host on a spine puts compute
+    nodes at two ranks, which OpenSM's fat-tree engine refuses (``fabric_mark_leaf_switches``),
+    so it falls back to minhop. Returns the graph and a line saying what moved."""
+    cables = host_cables(graph)
+    moved = cables[-1]
+    leaf = moved.switch.guid
+    uplink = next(
+        link
+        for link in graph.links
+        if leaf in (link.a_guid, link.b_guid)
+        and link.a_guid in graph.switches
+        and link.b_guid in graph.switches
+    )
+    spine, spine_port = (
+        (uplink.b_guid, uplink.b_port) if uplink.a_guid == leaf else (uplink.a_guid, uplink.a_port)
+    )
+    ends = {(leaf, moved.switch_port), (moved.ca.guid, moved.ca_port)}
+    old = next(
+        link
+        for link in graph.links
+        if {(link.a_guid, link.a_port), (link.b_guid, link.b_port)} == ends
+    )
+    links = [link for link in graph.links if link not in (old, uplink)]
+    links.append(
+        Link(spine, spine_port, moved.ca.guid, moved.ca_port, old.width, old.speed, old.rate_gbps)
+    )
+    what = (
+        f"{moved.host}'s cable moved from {moved.switch.name} port {moved.switch_port} to "
+        f"{graph.switches[spine].name} port {spine_port}"
+    )
+    return FabricGraph(switches=graph.switches, cas=graph.cas, links=links), what
+
+
 def _width(graph: FabricGraph, cable: HostCable) -> str:
     """The declared width of ``cable``."""
     for link in graph.links:
@@ -172,14 +207,21 @@ class Faults(NamedTuple):
 
 
 class SimFabric:
-    """ibsim serving ``net_text`` under ``workdir``, swept once by OpenSM as ``sm_host``.
+    """ibsim serving ``net_text`` under ``workdir``, swept once by OpenSM as ``sm_host``
+    (``opensm_args`` added to its command line, e.g. ``["-R", "ftree"]``; its log is
+    ``workdir/opensm.log``).
 
     Use as a context manager. ``env(sim_host)`` is the environment a tool needs to act as that
     node's HCA.
     """
 
     def __init__(
-        self, net_text: str, workdir: Path, sm_host: str, limits: list[str] | None = None
+        self,
+        net_text: str,
+        workdir: Path,
+        sm_host: str,
+        limits: list[str] | None = None,
+        opensm_args: list[str] | None = None,
     ) -> None:
         self.workdir = workdir
         self.net = workdir / "fabric.net"
@@ -187,6 +229,7 @@ class SimFabric:
         self.log = workdir / "ibsim.log"
         self.sm_host = sm_host
         self.limits = limits or []
+        self.opensm_args = opensm_args or []
         self.sock = f"railyard-sweep-{uuid.uuid4().hex[:12]}"
         self.net_text = net_text
         self.helper: Helper | None = None
@@ -227,7 +270,9 @@ class SimFabric:
         """One OpenSM sweep (``opensm -o``) as ``sm_host``; raise FaultError when it fails."""
         began = time.monotonic()
         done = self.tool(
-            ["opensm", "-o", "-f", str(self.workdir / "opensm.log")], self.sm_host, OPENSM_S
+            ["opensm", "-o", *self.opensm_args, "-f", str(self.workdir / "opensm.log")],
+            self.sm_host,
+            OPENSM_S,
         )
         self.opensm_s = time.monotonic() - began
         if done.returncode != 0:

@@ -62,6 +62,8 @@ _MODULES: dict[str, str | None] = {
     "nccl": "nccl",
     "nccl_tests": "nccl_tests",
     "nvidia_smi_topo": "nvidia_smi_topo",
+    "ibroute": "ibroute",
+    "opensm_log": "opensm_log",
 }
 
 

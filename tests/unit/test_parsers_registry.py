@@ -54,6 +54,8 @@ def test_registry_names() -> None:
             "nccl",
             "nccl_tests",
             "nvidia_smi_topo",
+            "ibroute",
+            "opensm_log",
         ]
     )
 

@@ -1,0 +1,1 @@
+"""The ``routing`` check family at scale against ibsim + OpenSM (``python -m bench.routing``)."""

@@ -1,0 +1,164 @@
+"""The routing family's judging (``fabric.verify.routing``) on real tables, fabrics and logs
+captured from ibsim + OpenSM (``python -m bench.routing.capture_fixtures``): a 16-host fat tree
+routed by ftree, and the same tree miscabled (gpu16 on spine01) where ftree fell back to minhop.
+Broken routes are made by editing the parsed tables of the real capture."""
+
+from __future__ import annotations
+
+import pytest
+
+from fabric.lab.simfabric import fat_tree
+from fabric.parsers.ibnetdiscover import parse as parse_ibnetdiscover
+from fabric.parsers.ibroute import IbrouteReport
+from fabric.parsers.ibroute import parse as parse_ibroute
+from fabric.parsers.opensm_log import parse as parse_log
+from fabric.state import REPO_ROOT
+from fabric.topology.ibsim import simulated
+from fabric.verify.routing import judge_engine, judge_routes
+
+FIXTURES = REPO_ROOT / "tests" / "fixtures"
+
+
+def read(name: str) -> str:
+    return (FIXTURES / name).read_text()
+
+
+@pytest.fixture(scope="module")
+def declared():  # type: ignore[no-untyped-def]
+    return simulated(fat_tree(16))
+
+
+def _edit(report: IbrouteReport, edits: dict[tuple[str, int], int | None]) -> IbrouteReport:
+    """The tables with some (switch, LID) entries set to another port (None: removed)."""
+    switches = []
+    for t in report.switches:
+        ports = dict(t.ports)
+        for (name, lid), port in edits.items():
+            if name == t.name:
+                if port is None:
+                    ports.pop(lid, None)
+                else:
+                    ports[lid] = port
+        switches.append(t.model_copy(update={"ports": ports}))
+    return report.model_copy(update={"switches": switches})
+
+
+def test_ftree_on_a_correct_fat_tree_passes(declared) -> None:  # type: ignore[no-untyped-def]
+    tables = parse_ibroute(read("ibroute__ibsim_routing__1.txt"))
+    fabric = parse_ibnetdiscover(read("routing/ok_ibnetdiscover.txt"))
+    routes = judge_routes(tables, fabric, declared)
+    assert (routes.hosts, routes.lids, routes.pairs) == (16, 16, 16 * 15)
+    assert routes.all_updown and routes.missing_tables == []
+    assert routes.over(1.5) == []
+    worst = routes.worst
+    assert worst is not None and worst.ratio == 1.0  # ftree spreads evenly
+    # every leaf up-link and spine down-link is judged (4 leaves x 4, 2 spines x 8)
+    assert len(routes.loads) == 32
+    engine = judge_engine("ftree", parse_log(read("opensm_log__ibsim_routing__1.txt")), routes)
+    assert engine.ok and engine.engine == "ftree", engine.message
+
+
+def test_the_fallback_and_the_worst_port_are_named(declared) -> None:  # type: ignore[no-untyped-def]
+    tables = parse_ibroute(read("ibroute__ibsim_routing__2.txt"))
+    fabric = parse_ibnetdiscover(read("routing/miscabled_ibnetdiscover.txt"))
+    routes = judge_routes(tables, fabric, declared)
+    engine = judge_engine("ftree", parse_log(read("opensm_log__ibsim_routing__2.txt")), routes)
+    assert not engine.ok
+    assert engine.message.startswith("OpenSM fell back from ftree to minhop")
+    assert "Fabric topology is not a fat-tree" in engine.message
+    worst = routes.worst
+    assert worst is not None and worst.ratio > 1.5
+    assert worst.line().startswith(f"{worst.switch} p{worst.port} (")
+    assert worst in routes.over(1.5)
+
+
+def test_without_a_log_the_tables_decide(declared) -> None:  # type: ignore[no-untyped-def]
+    tables = parse_ibroute(read("ibroute__ibsim_routing__1.txt"))
+    fabric = parse_ibnetdiscover(read("routing/ok_ibnetdiscover.txt"))
+    engine = judge_engine("ftree", None, judge_routes(tables, fabric, declared))
+    assert engine.ok and engine.source == "lft"
+
+
+def _lids(tables: IbrouteReport) -> dict[str, int]:
+    """Host -> its LID, from the tool's own destination names (``dump_fts`` without ``-n``,
+    the same fabric)."""
+    del tables
+    t = parse_ibroute(read("ibroute__ibsim_routing__5.txt")).switches[0]
+    return {d[2].split()[0]: lid for lid, d in t.destinations.items() if d[0] == "Channel Adapter"}
+
+
+def _port_to(fabric, switch: str, other: str) -> int:  # type: ignore[no-untyped-def]
+    """A port of ``switch`` cabled to ``other`` (both switch names)."""
+    by = fabric.switch_by_name
+    for link in fabric.links:
+        ends = {(link.a_guid, link.a_port), (link.b_guid, link.b_port)}
+        for (g, p), (h, _) in (sorted(ends), sorted(ends)[::-1]):
+            if g == by[switch].guid and h == by[other].guid:
+                return p
+    raise AssertionError(f"no cable {switch}-{other}")
+
+
+def test_a_route_down_then_up_is_named(declared) -> None:  # type: ignore[no-untyped-def]
+    tables = parse_ibroute(read("ibroute__ibsim_routing__1.txt"))
+    fabric = parse_ibnetdiscover(read("routing/ok_ibnetdiscover.txt"))
+    lid = _lids(tables)["gpu16"]  # on leaf04
+    edits = {
+        ("leaf01", lid): _port_to(fabric, "leaf01", "spine01"),
+        ("spine01", lid): _port_to(fabric, "spine01", "leaf02"),
+        ("leaf02", lid): _port_to(fabric, "leaf02", "spine02"),
+    }
+    routes = judge_routes(_edit(tables, edits), fabric, declared)
+    assert routes.not_updown_pairs > 0 and not routes.all_updown
+    assert any(
+        e.startswith("leaf01 -> gpu16/mlx5_0") and "not up/down: leaf01 p" in e
+        for e in routes.not_updown
+    ), routes.not_updown
+
+
+def test_a_loop_and_a_missing_entry_are_broken_routes(declared) -> None:  # type: ignore[no-untyped-def]
+    tables = parse_ibroute(read("ibroute__ibsim_routing__1.txt"))
+    fabric = parse_ibnetdiscover(read("routing/ok_ibnetdiscover.txt"))
+    lids = _lids(tables)
+    edits: dict[tuple[str, int], int | None] = {
+        ("spine01", lids["gpu16"]): _port_to(fabric, "spine01", "leaf02"),
+        ("spine02", lids["gpu16"]): _port_to(fabric, "spine02", "leaf02"),
+        ("leaf02", lids["gpu16"]): _port_to(fabric, "leaf02", "spine01"),
+    }
+    for leaf in ("leaf01", "leaf02", "leaf03"):
+        edits[(leaf, lids["gpu15"])] = None
+    routes = judge_routes(_edit(tables, edits), fabric, declared)
+    assert routes.broken_pairs >= 12 + 12  # 12 sources off leaf04, for each of the two hosts
+    assert any("loops" in e for e in routes.broken)
+    assert any(f"has no entry for LID {lids['gpu15']}" in e for e in routes.broken)
+
+
+def test_a_host_no_switch_delivers_to_is_unrouted(declared) -> None:  # type: ignore[no-untyped-def]
+    tables = parse_ibroute(read("ibroute__ibsim_routing__1.txt"))
+    fabric = parse_ibnetdiscover(read("routing/ok_ibnetdiscover.txt"))
+    bare = tables.model_copy(
+        update={
+            "switches": [
+                t.model_copy(
+                    update={
+                        "destinations": {},
+                        "ports": {k: v for k, v in t.ports.items() if k != _lids(tables)["gpu05"]},
+                    }
+                )
+                for t in tables.switches
+            ]
+        }
+    )
+    routes = judge_routes(bare, fabric, declared)
+    assert routes.unrouted == ["gpu05/mlx5_0"]
+    assert not routes.all_updown
+
+
+def test_a_missing_table_is_named(declared) -> None:  # type: ignore[no-untyped-def]
+    tables = parse_ibroute(read("ibroute__ibsim_routing__1.txt"))
+    fabric = parse_ibnetdiscover(read("routing/ok_ibnetdiscover.txt"))
+    fewer = tables.model_copy(
+        update={"switches": [t for t in tables.switches if t.name != "spine02"]}
+    )
+    routes = judge_routes(fewer, fabric, declared)
+    assert routes.missing_tables == ["spine02"]
+    assert routes.broken_pairs > 0
