@@ -21,6 +21,7 @@ when it runs.
 from __future__ import annotations
 
 import ipaddress
+import re
 from functools import cache, cached_property
 from typing import Annotated, Any, Literal
 
@@ -53,6 +54,7 @@ __all__ = [
     "GcpSpec",
     "HcaSpec",
     "InfinibandSpec",
+    "CongestionControl",
     "LabSpec",
     "LinkWidth",
     "ManagementNetwork",
@@ -217,6 +219,72 @@ class Partition(Model):
     ipoib: bool = True
 
 
+class CaCongestion(Model):
+    """One SL's CA congestion setting (OpenSM ``cc_ca_cong_setting_*``, one line per SL)."""
+
+    sl: int = Field(ge=0, le=15, description="service level these values apply to")
+    ccti_timer: int = Field(default=0, ge=0, le=65535, description="CCTI decrement timer")
+    ccti_increase: int = Field(default=0, ge=0, le=255, description="CCTI added per BECN")
+    trigger_threshold: int = Field(default=0, ge=0, le=255, description="CCTI that logs an event")
+    ccti_min: int = Field(default=0, ge=0, le=255, description="lowest CCTI (a rate floor)")
+
+
+class SwitchCongestion(Model):
+    """Every switch's SwitchCongestionSetting (OpenSM ``cc_sw_cong_setting_*``). Masks are
+    256-bit hex (bit N: port N); the return delay is a CCT entry ``shift:multiplier``."""
+
+    control_map: int = Field(default=0, ge=0, le=0x1F, description="which fields are valid")
+    victim_mask: str = Field(default="0x0", pattern=r"^0x[0-9a-fA-F]{1,64}$")
+    credit_mask: str = Field(default="0x0", pattern=r"^0x[0-9a-fA-F]{1,64}$")
+    threshold: int = Field(default=0, ge=0, le=15, description="marking aggressiveness")
+    packet_size: int = Field(default=0, ge=0, le=255, description="credits; smaller unmarked")
+    credit_starvation_threshold: int = Field(default=0, ge=0, le=15)
+    credit_starvation_return_delay: str = Field(default="0:0", pattern=r"^[0-3]:\d{1,5}$")
+    marking_rate: int = Field(default=0, ge=0, le=65535, description="packets between marks")
+
+
+class CongestionControl(Model):
+    """InfiniBand congestion control (IBA class 0x21) as OpenSM configures it in ``managed``
+    mode: its ``congestion_control``, ``cc_key``, ``cc_max_outstanding_mads``, switch and CA
+    congestion settings and the CCT. Checked with ``ibccquery`` where the fabric answers
+    congestion-control MADs (ibsim does not)."""
+
+    enabled: bool = Field(default=False, description="OpenSM congestion_control")
+    cc_key: str = Field(
+        default="0x0000000000000000",
+        pattern=r"^0x[0-9a-fA-F]{16}$",
+        description="CC_Key OpenSM uses (it does not set a new one)",
+    )
+    max_outstanding_mads: int = Field(default=500, ge=1, le=65535)
+    switch: SwitchCongestion = Field(default_factory=SwitchCongestion)
+    ca_port_control: int = Field(default=0, ge=0, le=1, description="0: per QP, 1: per SL/port")
+    ca: list[CaCongestion] = Field(default_factory=list, description="per-SL CA settings")
+    cct: list[str] = Field(
+        default_factory=list,
+        max_length=128,
+        description="Congestion Control Table entries, shift:multiplier (at most 128)",
+    )
+
+    @field_validator("cct")
+    @classmethod
+    def _cct_entries(cls, value: list[str]) -> list[str]:
+        for index, entry in enumerate(value):
+            match = re.fullmatch(r"([0-3]):(\d{1,5})", entry)
+            if match is None or int(match[2]) > 16383:
+                raise PydanticCustomError(
+                    "cct_entry",
+                    "cct[{index}] '{entry}': write shift:multiplier, shift 0-3, multiplier "
+                    "0-16383 (IBA CCT entry)",
+                    {"index": index, "entry": entry},
+                )
+        return value
+
+    @property
+    def ca_control_map(self) -> int:
+        """The SLs the CA settings configure, as OpenSM's 16-bit control map."""
+        return sum(1 << entry.sl for entry in self.ca)
+
+
 class InfinibandSpec(Model):
     """InfiniBand-only settings."""
 
@@ -227,6 +295,20 @@ class InfinibandSpec(Model):
     lmc: int = Field(default=0, ge=0, le=7)
     sweep_interval: int = Field(default=10, ge=0, description="OpenSM sweep interval, seconds")
     partitions: list[Partition] = Field(default_factory=list)
+    # -- routing checks, congestion control and adaptive routing (issue 26 items 4 and 5) --
+    routing_imbalance: float = Field(
+        default=1.5,
+        ge=1.0,
+        le=16.0,
+        description="the routing check fails a switch port carrying more host-pair routes "
+        "than this times the mean of the ports of its switch facing the same way",
+    )
+    congestion_control: CongestionControl = Field(default_factory=CongestionControl)
+    adaptive_routing: bool = Field(
+        default=False,
+        description="adaptive routing: only an SM that has it (NVIDIA's SM in UFM or a "
+        "managed switch); upstream OpenSM has none",
+    )
 
 
 class PfcWatchdog(Model):

@@ -15,7 +15,7 @@ from __future__ import annotations
 import ipaddress
 import re
 from collections.abc import Collection
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from fabric.hostlist import HostlistError, expand
 from fabric.spec.checker import HOST_NAMES, Checker, Rule, in_range, path_parts
@@ -506,6 +506,36 @@ def check_subnet_managers(c: Checker) -> None:
             )
 
 
+def _railyard_runs_the_sm(ib: Any) -> bool:
+    """True when railyard runs the subnet manager itself (upstream OpenSM, ``managed``)."""
+    modes = {getattr(sm, "mode", "managed") for sm in ib.subnet_managers}
+    return getattr(ib, "mode", "managed") == "managed" and modes <= {"managed"}
+
+
+def check_infiniband_sm_features(c: Checker) -> None:
+    """Adaptive routing only with an SM that has it; one CA congestion setting per SL."""
+    fabric = c.spec.fabric
+    ib = fabric.infiniband
+    if fabric.kind != "infiniband" or ib is None or not c.known("fabric.infiniband"):
+        return
+    if ib.adaptive_routing and _railyard_runs_the_sm(ib):
+        c.add(
+            "fabric.infiniband.adaptive_routing",
+            "upstream OpenSM, which railyard runs (managed mode), has no adaptive routing; "
+            "declare it only with an SM that has it (NVIDIA's SM in UFM or a managed switch), "
+            "or set it false",
+            reads=["fabric.infiniband.subnet_managers"],
+        )
+    seen: set[int] = set()
+    for index, entry in enumerate(ib.congestion_control.ca):
+        if entry.sl in seen:
+            c.add(
+                f"fabric.infiniband.congestion_control.ca[{index}].sl",
+                f"SL {entry.sl} is set twice; give each SL one entry",
+            )
+        seen.add(entry.sl)
+
+
 def _free_pkey(used: set[int]) -> str:
     """The lowest partition key not in ``used`` (0x7fff is the default partition's)."""
     return f"0x{next(key for key in range(1, 0x7FFF) if key not in used):04x}"
@@ -868,6 +898,7 @@ GENERAL_RULES: tuple[Rule, ...] = (
     check_cabling,
     check_rdma_stack,
     check_subnet_managers,
+    check_infiniband_sm_features,
     check_partitions,
     check_roce,
     check_roce_classes,
