@@ -167,6 +167,12 @@ def hca_vars(spec: ClusterSpec) -> dict[str, Any]:
     return {"hca_mlxconfig": dict(sorted(wanted.items()))} if wanted else {}
 
 
+def congestion_control_vars(ib: Any) -> dict[str, Any]:
+    """``fabric.infiniband.congestion_control`` as the subnet_manager role's
+    ``subnet_manager_congestion_control``."""
+    return ib.congestion_control.model_dump(mode="json")
+
+
 def subnet_manager_vars(spec: ClusterSpec) -> dict[str, Any]:
     """OpenSM settings of an InfiniBand fabric (nothing for other fabrics)."""
     ib = spec.fabric.infiniband
@@ -194,6 +200,7 @@ def subnet_manager_vars(spec: ClusterSpec) -> dict[str, Any]:
         "subnet_manager_lmc": ib.lmc,
         "subnet_manager_sweep_interval": ib.sweep_interval,
         "subnet_manager_mtu": spec.fabric.mtu,
+        "subnet_manager_congestion_control": congestion_control_vars(ib),
     }
     if partitions:
         out["subnet_manager_partitions"] = partitions
