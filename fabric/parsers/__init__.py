@@ -64,6 +64,7 @@ _MODULES: dict[str, str | None] = {
     "nvidia_smi_topo": "nvidia_smi_topo",
     "ibroute": "ibroute",
     "opensm_log": "opensm_log",
+    "ibccquery": "ibccquery",
 }
 
 

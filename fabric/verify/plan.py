@@ -410,6 +410,39 @@ class CheckPlan(_Model):
         return [self.observer] if self.observer else []
 
     @cached_property
+    def routing_hosts(self) -> list[str]:
+        """Where the ``routing`` family reads every switch's forwarding table and the fabric
+        from: the discovery host (an SM host), else the observer, of an InfiniBand fabric with
+        a declared fat tree."""
+        if self.spec.fabric.kind != "infiniband" or self.expected_graph is None:
+            return []
+        host = self.discovery_host or self.observer
+        return [host] if host else []
+
+    @cached_property
+    def sm_log_hosts(self) -> list[str]:
+        """Hosts whose OpenSM log says which routing engine is in use: the declared subnet
+        managers railyard runs (the MASTER's is read); empty where railyard runs no SM, and
+        the engine is then judged from the forwarding tables alone."""
+        ib = self.spec.fabric.infiniband
+        if ib is None:
+            return []
+        return [
+            s.host
+            for s in ib.subnet_managers
+            if s.host in self.hosts and getattr(s, "mode", "managed") == "managed"
+        ]
+
+    @cached_property
+    def cc_hosts(self) -> list[str]:
+        """Where ``ibccquery`` reads every switch's and HCA's congestion-control settings
+        from: the routing host, when the spec enables congestion control."""
+        ib = self.spec.fabric.infiniband
+        if ib is None or not ib.congestion_control.enabled:
+            return []
+        return self.routing_hosts
+
+    @cached_property
     def discovery_host(self) -> str | None:
         """The SM host ibnetdiscover runs on (the first declared SM that is selected)."""
         ib = self.spec.fabric.infiniband
@@ -487,6 +520,34 @@ class CheckPlan(_Model):
             out["sweep"] = "no declared fat tree or cabling to judge the cables against"
         elif not self.sweep_hosts:
             out["sweep"] = "no selected host with an HCA to sweep the fabric from"
+        out |= self._routing_not_generated()
+        return out
+
+    def _routing_not_generated(self) -> dict[str, str]:
+        """Why the ``routing`` and ``congestion_control`` families are not generated."""
+        kind, out = self.spec.fabric.kind, {}
+        if kind != "infiniband":
+            out["routing"] = f"fabric.kind is {kind}: LFT routing is InfiniBand's"
+        elif self.expected_graph is None:
+            out["routing"] = "no declared fat tree to judge the routes against"
+        elif not self.routing_hosts:
+            out["routing"] = "no selected host with an HCA to read the forwarding tables from"
+        ib = self.spec.fabric.infiniband
+        if kind != "infiniband" or ib is None:
+            out["congestion_control"] = f"fabric.kind is {kind}: IB congestion control (class 0x21)"
+        elif not ib.congestion_control.enabled:
+            out["congestion_control"] = (
+                "fabric.infiniband.congestion_control.enabled is false: nothing declared to check"
+            )
+        elif self.simulated:
+            out["congestion_control"] = (
+                "target lab: the lab cannot prove congestion control. ibsim answers no "
+                "congestion-control MADs (class 0x21): its sim_mad.c hands them to its SMP "
+                "handlers (class & 0xf), so ibccquery reads SMP attributes, not CC settings. "
+                "opensm.conf's cc_* keys are golden- and molecule-tested instead"
+            )
+        elif not self.cc_hosts:
+            out["congestion_control"] = "no selected host with an HCA to run ibccquery from"
         return out
 
     def _gpu_not_generated(self) -> dict[str, str]:
@@ -622,6 +683,11 @@ FAMILIES: dict[str, tuple[tuple[str, ...], str]] = {
     "roce_bandwidth": (("test_roce_write_bandwidth",), "netdev_pairs"),
     "discovery": (("test_declared_link_discovered", "test_no_undeclared_links"), "declared_links"),
     "sweep": (("test_fabric_sweep",), "sweep_hosts"),
+    "routing": (
+        ("test_routing_engine", "test_routes_minimal_updown", "test_routes_balanced"),
+        "routing_hosts",
+    ),
+    "congestion_control": (("test_congestion_control",), "cc_hosts"),
     "slurm": (("test_node_idle_or_allocated",), "slurm_nodes"),
     "slurm_topology": (("test_topology_switch",), "slurm_switches"),
     "efa": (("test_efa_devices", "test_efa_provider"), "efa_hosts"),

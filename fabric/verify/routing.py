@@ -137,6 +137,10 @@ class RouteVerdict:
     not_minimal_pairs: int = 0
     loads: list[PortLoad] = field(default_factory=list)
     missing_tables: list[str] = field(default_factory=list)
+    #: Switch name -> its own LID (the entry forwarding to port 0).
+    switch_lids: dict[str, int] = field(default_factory=dict)
+    #: HCA (``host/device``) -> the LIDs delivered to it.
+    hca_lids: dict[str, list[int]] = field(default_factory=dict)
 
     @property
     def worst(self) -> PortLoad | None:
@@ -267,6 +271,12 @@ def judge_routes(
             if port > 0 and lid not in owner and peers.get(port, -1) >= n_sw:
                 owner[lid] = peers[port]
     verdict.unrouted = sorted(node_name(c) for c in set(hca_index.values()) - set(owner.values()))
+    for lid, code in sorted(owner.items()):
+        verdict.hca_lids.setdefault(node_name(code), []).append(lid)
+    for t in lfts.switches:
+        own = next((lid for lid, port in t.ports.items() if port == 0), None)
+        if own is not None:
+            verdict.switch_lids[t.name] = own
     verdict.lids = len(owner)
     lv = _levels(discovered, declared)
     level = [lv[g] for g in guids]

@@ -56,6 +56,7 @@ def test_registry_names() -> None:
             "nvidia_smi_topo",
             "ibroute",
             "opensm_log",
+            "ibccquery",
         ]
     )
 

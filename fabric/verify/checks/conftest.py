@@ -215,6 +215,18 @@ def _params(
             lambda h: h,
             lambda _: "fabric",
         ),
+        "routing_host": (
+            lambda: plan.routing_hosts,
+            str,
+            lambda h: h,
+            lambda _: "fabric",
+        ),
+        "cc_host": (
+            lambda: plan.cc_hosts,
+            str,
+            lambda h: h,
+            lambda _: "fabric",
+        ),
         "observer": (
             lambda: [plan.observer] if plan.observer else [],
             str,
