@@ -2,9 +2,10 @@
 
     python -m bench.routing --hosts 2048               # 64 leaves, 32 spines, OpenSM -R ftree
     python -m bench.routing --hosts 2048 --miscabled   # a host on a spine: ftree falls back
+    python -m bench.routing --spec Pulumi.lab.yaml     # a spec's declared fabric and engine
 
 Builds a two-level fat tree (``fabric.lab.simfabric.fat_tree``), serves it with ibsim, sweeps it
-once with ``opensm -o -R ftree`` (its log in the work directory), then ``--repeat`` times reads
+once with ``opensm -o -R ftree`` (or a spec's declared fabric and engine; its log in the work directory), then ``--repeat`` times reads
 every switch's forwarding table (``dump_fts``), the fabric (``ibnetdiscover``) and OpenSM's log,
 and judges them (``fabric.verify.routing``): the engine in use, every host pair's route, every
 switch port's load. Medians are reported; the last line reads ``routing N hosts: tools T s
@@ -26,6 +27,8 @@ import time
 from pathlib import Path
 
 from fabric.lab.simfabric import SimFabric, fat_tree, host_on_spine
+from fabric.spec import load_spec
+from fabric.topology.from_spec import graph_from_spec
 from fabric.topology.ibsim import ibsim_limits, render_net, sim_host, simulated
 from fabric.verify.routing import (
     judge_engine,
@@ -47,7 +50,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m bench.routing", description=__doc__.split("\n")[0]
     )
-    parser.add_argument("--hosts", type=int, default=2048, help="fat-tree hosts (default 2048)")
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument("--hosts", type=int, default=2048, help="fat-tree hosts (default 2048)")
+    group.add_argument("--spec", type=Path, help="a spec whose declared fabric to route")
     parser.add_argument("--repeat", type=int, default=3, help="timed rounds (default 3)")
     parser.add_argument("--miscabled", action="store_true", help="move a host onto a spine")
     parser.add_argument("--imbalance", type=float, default=DEFAULT_IMBALANCE)
@@ -55,15 +60,15 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     signal.signal(signal.SIGTERM, _interrupt)
     try:
-        graph = fat_tree(args.hosts)
-    except ValueError as err:
+        graph, engine, vantage = _fabric(args)
+    except (OSError, ValueError) as err:
         print(f"bench.routing: {err}", file=sys.stderr)
         return 2
     declared = simulated(graph)
     cabled, moved = host_on_spine(graph) if args.miscabled else (graph, "")
     work = Path(tempfile.mkdtemp(prefix="railyard-routing-"))
     try:
-        return _run(args, declared, cabled, moved, work)
+        return _run(args, declared, cabled, moved, work, engine, vantage)
     except KeyboardInterrupt:
         print("bench.routing: interrupted; everything it started is stopped", file=sys.stderr)
         return 130
@@ -75,22 +80,36 @@ def main(argv: list[str] | None = None) -> int:
             shutil.rmtree(work, ignore_errors=True)
 
 
+def _fabric(args):  # type: ignore[no-untyped-def]
+    """The declared graph, the routing engine and the SM's HCA (``SIM_HOST``)."""
+    if args.spec is None:
+        graph = fat_tree(args.hosts)
+        first = next(iter(graph.cas.values()))
+        return graph, "ftree", sim_host(first.host or "", first.device or "")
+    spec = load_spec(args.spec)
+    ib = spec.fabric.infiniband
+    if spec.fabric.kind != "infiniband" or ib is None or not ib.subnet_managers:
+        raise ValueError(f"{args.spec}: not an InfiniBand fabric with a subnet manager")
+    graph = graph_from_spec(spec)
+    sm = ib.subnet_managers[0].host
+    ca = next(c for c in graph.cas.values() if c.host == sm)
+    return graph, ib.routing_engine, sim_host(ca.host or "", ca.device or "")
+
+
 def _timed(fn):  # type: ignore[no-untyped-def]
     began = time.perf_counter()
     out = fn()
     return out, time.perf_counter() - began
 
 
-def _run(args, declared, cabled, moved, work) -> int:  # type: ignore[no-untyped-def]
-    first = next(iter(declared.cas.values()))
-    vantage = sim_host(first.host or "", first.device or "")
+def _run(args, declared, cabled, moved, work, engine_name, vantage) -> int:  # type: ignore[no-untyped-def]
     began = time.perf_counter()
     with SimFabric(
-        render_net(cabled), work, vantage, ibsim_limits(cabled), ["-R", "ftree"]
+        render_net(cabled), work, vantage, ibsim_limits(cabled), ["-R", engine_name]
     ) as fabric:
         print(
             f"ibsim ready and OpenSM's sweep done in {time.perf_counter() - began:.1f} s "
-            f"(opensm -o -R ftree: {fabric.opensm_s:.1f} s){'; ' + moved if moved else ''}",
+            f"(opensm -o -R {engine_name}: {fabric.opensm_s:.1f} s){'; ' + moved if moved else ''}",
             flush=True,
         )
         run = local_runner(fabric.env(vantage))
@@ -100,7 +119,7 @@ def _run(args, declared, cabled, moved, work) -> int:  # type: ignore[no-untyped
             discovered, t_ibnd = _timed(lambda: read_fabric(run))
             log, t_log = _timed(lambda: read_log(run, str(work / "opensm.log")))
             routes, t_judge = _timed(lambda t=tables, d=discovered: judge_routes(t, d, declared))
-            engine = judge_engine("ftree", log, routes)
+            engine = judge_engine(engine_name, log, routes)
             rounds.append(
                 {
                     "dump_fts": t_fts,
@@ -129,7 +148,7 @@ def _run(args, declared, cabled, moved, work) -> int:  # type: ignore[no-untyped
         f"worst port {worst.line() if worst else None}"
     )
     if args.miscabled:
-        return 0 if not engine.ok and "fell back from ftree to minhop" in engine.message else 1
+        return 0 if not engine.ok and f"fell back from {engine_name} to" in engine.message else 1
     return 0 if engine.ok and routes.all_updown and not over else 1
 
 

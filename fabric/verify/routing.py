@@ -18,13 +18,17 @@ destination LID owned by a host's HCA it checks, from every switch with hosts:
 
 Load: each switch-to-switch port carries the host pairs whose route leaves through it. Ports
 of one switch facing the same way (a leaf's up-links, a spine's down-links) are peers; a port
-above ``imbalance`` times its peers' mean fails, and the worst-loaded port is always named.
+fails above ``imbalance`` times its peers' mean, unless no spread could do better: a
+destination-based table cannot split one entry's routes, so a port may carry the mean rounded
+up to whole entries of the group's largest (5 hosts per leaf over 4 up-links put 2 of 5 LIDs
+on one port, 1.6x the mean, as evenly as possible). The worst-loaded port is always named.
 A LID belongs to the host the tool names for it (``dump_fts`` without ``-n``), else to the HCA
 some switch delivers it to.
 """
 
 from __future__ import annotations
 
+import math
 import shlex
 from collections import deque
 from dataclasses import dataclass, field
@@ -107,6 +111,10 @@ class PortLoad:
     direction: str  # "up" or "down"
     routes: int
     mean: float
+    #: The most host pairs one forwarding-table entry sends through a port of this group: a
+    #: destination-based table cannot split them, so no port need carry less than the mean
+    #: rounded up to whole entries (5 hosts per leaf over 4 up-links: 2 of 5 LIDs on one port).
+    chunk: int = 0
 
     @property
     def ratio(self) -> float:
@@ -118,7 +126,18 @@ class PortLoad:
         return (
             f"{self.switch} p{self.port} ({self.direction} to {self.peer}): {self.routes} routes, "
             f"{self.ratio:.2f}x the mean {self.mean:.1f} of its {self.direction}-link peers"
+            f" (one table entry moves up to {self.chunk})"
         )
+
+    @property
+    def floor(self) -> int:
+        """The least a port of this group can carry at most when every table entry moves
+        ``chunk`` routes: the mean rounded up to whole entries."""
+        return math.ceil(self.mean / self.chunk - 1e-9) * self.chunk if self.chunk else 0
+
+    def over(self, imbalance: float) -> bool:
+        """Above ``imbalance`` x the mean, and above the most even spread of whole entries."""
+        return self.ratio > imbalance and self.routes > self.floor
 
 
 @dataclass
@@ -149,7 +168,7 @@ class RouteVerdict:
 
     def over(self, imbalance: float) -> list[PortLoad]:
         """Ports above ``imbalance`` times their peers' mean, worst first."""
-        return sorted((p for p in self.loads if p.ratio > imbalance), key=lambda p: -p.ratio)
+        return sorted((p for p in self.loads if p.over(imbalance)), key=lambda p: -p.ratio)
 
     @property
     def all_updown(self) -> bool:
@@ -289,6 +308,7 @@ def judge_routes(
             if code >= n_sw:
                 ca_switch[code] = i
     load: dict[tuple[int, int], int] = {}
+    chunk: dict[tuple[int, int], int] = {}
     examples = {
         "broken": verdict.broken,
         "updown": verdict.not_updown,
@@ -363,6 +383,8 @@ def judge_routes(
             if n != NONE and carried[sw] and sw not in why:
                 key = (sw, out[sw])
                 load[key] = load.get(key, 0) + carried[sw]
+                if carried[sw] > chunk.get(key, 0):
+                    chunk[key] = carried[sw]
                 carried[n] += carried[sw]
         for src in sources:
             pairs = below[src] - (1 if src == target else 0)
@@ -387,7 +409,7 @@ def judge_routes(
     verdict.broken_pairs = counts["broken"]
     verdict.not_updown_pairs = counts["updown"]
     verdict.not_minimal_pairs = counts["minimal"]
-    verdict.loads = _loads(load, nb, level, name, n_sw)
+    verdict.loads = _loads(load, chunk, nb, level, name, n_sw)
     return verdict
 
 
@@ -403,6 +425,7 @@ def _path(nxt: list[int], out: list[int], src: int, name: list[str]) -> str:
 
 def _loads(
     load: dict[tuple[int, int], int],
+    chunk: dict[tuple[int, int], int],
     nb: list[dict[int, int]],
     level: list[int],
     name: list[str],
@@ -421,8 +444,9 @@ def _loads(
             if len(ports) < 2:
                 continue
             mean = sum(load.get((sw, p), 0) for p, _ in ports) / len(ports)
+            most = max(chunk.get((sw, p), 0) for p, _ in ports)
             out += [
-                PortLoad(name[sw], p, name[far], direction, load.get((sw, p), 0), mean)
+                PortLoad(name[sw], p, name[far], direction, load.get((sw, p), 0), mean, most)
                 for p, far in sorted(ports)
             ]
     return out

@@ -162,3 +162,15 @@ def test_a_missing_table_is_named(declared) -> None:  # type: ignore[no-untyped-
     routes = judge_routes(fewer, fabric, declared)
     assert routes.missing_tables == ["spine02"]
     assert routes.broken_pairs > 0
+
+
+def test_a_port_within_whole_entries_of_the_mean_is_not_over() -> None:
+    """5 hosts per leaf over 4 up-links: one port gets 2 of 5 destinations (1.6x the mean),
+    which no destination-based table can spread better; 3 of them would be over."""
+    from fabric.verify.routing import PortLoad
+
+    even = PortLoad("leaf01", 61, "spine01", "up", 10, 6.25, 5)
+    assert even.ratio == 1.6 and even.floor == 10 and not even.over(1.5)
+    lumpy = PortLoad("leaf01", 61, "spine01", "up", 15, 6.25, 5)
+    assert lumpy.over(1.5)
+    assert not lumpy.over(2.5)
