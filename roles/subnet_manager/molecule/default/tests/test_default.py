@@ -2,6 +2,9 @@
 
 import re
 import time
+from pathlib import Path
+
+GOLDEN = Path(__file__).resolve().parents[3] / "tests" / "golden" / "opensm-cc.conf"
 
 # The podman connection skips pam_env: read the simulator environment as a login would.
 SIM = "set -a; . /etc/environment; "
@@ -23,6 +26,17 @@ def test_opensm_conf_has_this_hosts_priority(host):
     conf = host.file("/etc/opensm/opensm.conf").content_string
     assert re.search(rf"^sm_priority {_priority(host)}$", conf, re.M)
     assert re.search(r"^routing_engine ftree$", conf, re.M)
+
+
+def _cc_lines(text: str) -> list[str]:
+    return [line for line in text.splitlines() if line.startswith(("congestion_control", "cc_"))]
+
+
+def test_opensm_conf_congestion_control_is_the_golden_rendering(host):
+    conf = host.file("/etc/opensm/opensm.conf").content_string
+    want = _cc_lines(GOLDEN.read_text())
+    assert "congestion_control TRUE" in want and len(want) > 10
+    assert _cc_lines(conf) == want
 
 
 def test_partitions_conf_declares_the_default_partition(host):
