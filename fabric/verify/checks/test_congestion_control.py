@@ -31,8 +31,9 @@ def test_congestion_control(host, facts: Facts, plan: CheckPlan, cc_host: str) -
 
     run = shell_runner(shell)
     try:
-        routes = judge_routes(read_tables(run), read_fabric(run), plan.expected_graph)
-    except RoutingHarnessError as err:
+        fabric = facts.discovered() if cc_host == plan.discovery_host else read_fabric(run)
+        routes = judge_routes(read_tables(run), fabric, plan.expected_graph)
+    except (RoutingHarnessError, RuntimeError) as err:
         raise HarnessError(f"congestion control on {cc_host}: {err}") from None
     names = {lid: name for name, lid in routes.switch_lids.items()}
     names |= {lids[0]: name for name, lids in routes.hca_lids.items()}
