@@ -269,7 +269,7 @@ def efa_vars(spec: ClusterSpec) -> dict[str, Any]:
     (peer memory) when ``aws.gpudirect_rdma``, ptrace for the shared-memory path; the EFA
     devices each host must show, from the instance catalog (``railyard_efa_hosts``, host ->
     device count: site.yml runs the role on these hosts only)."""
-    from fabric.catalog import aws_instance
+    from fabric.targets.aws.catalog import aws_instance
 
     aws = spec.aws
     if spec.fabric.kind != "efa" or aws is None or not aws.efa:
@@ -297,8 +297,8 @@ def gcp_gpudirect_vars(spec: ClusterSpec) -> dict[str, Any]:
     host -> settings: site.yml runs the gcp_gpudirect role on these hosts only) the GPU subnets
     (one VPC per NIC, the GCP component's ranges), MTU, machine type and transport, and on A3
     Ultra the RDMA stack for its ConnectX RoCE NICs (``railyard_roce_hosts``)."""
-    from fabric.catalog import gcp_machine
-    from fabric.model.gcp import gpu_subnet_cidrs
+    from fabric.targets.gcp.catalog import gcp_machine
+    from fabric.targets.gcp.model import gpu_subnet_cidrs
 
     gcp = spec.gcp
     if spec.fabric.kind != "gcp-gpudirect" or gcp is None:
@@ -367,7 +367,8 @@ TCPX_JOB_ENV = {
 def job_environment(spec: ClusterSpec) -> dict[str, dict[str, dict[str, str]]]:
     """Per host, the environment the slurm role's task prolog gives every job (``all``) and
     multi-node jobs only (``multinode``: TCPX(O) runs only between nodes)."""
-    from fabric.catalog import aws_instance, gcp_machine
+    from fabric.targets.aws.catalog import aws_instance
+    from fabric.targets.gcp.catalog import gcp_machine
 
     out: dict[str, dict[str, dict[str, str]]] = {}
     for host, group in spec.hosts.items():

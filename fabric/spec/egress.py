@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from fabric.catalog import gcp_blueprint, gcp_machine
+from fabric.targets.gcp.catalog import gcp_blueprint, gcp_machine
 
 if TYPE_CHECKING:  # the validator (models) runs the rules, which call these: types only here
     from fabric.spec.models import ClusterSpec, EgressSpec

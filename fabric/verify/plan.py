@@ -316,7 +316,7 @@ class CheckPlan(_Model):
         """Selected EFA instances of an ``efa`` fabric that declares no HCAs: the catalog's
         device count, GPUDirect RDMA where both the spec (``aws.gpudirect_rdma``) and the type
         support it, and the declared cluster placement group."""
-        from fabric.catalog import aws_instance
+        from fabric.targets.aws.catalog import aws_instance
 
         aws = self.spec.aws
         if self.spec.fabric.kind != "efa" or aws is None or not aws.efa:
@@ -344,7 +344,7 @@ class CheckPlan(_Model):
         """Selected A3 instances of a ``gcp-gpudirect`` fabric that declares no HCAs: GPU NIC
         count, MTU and one subnet per NIC (the GCP component's ranges), the NIC driver, and
         whether the receive-data-path manager must run (TCPX, TCPXO)."""
-        from fabric.catalog import gcp_machine
+        from fabric.targets.gcp.catalog import gcp_machine
 
         gcp = self.spec.gcp
         if self.spec.fabric.kind != "gcp-gpudirect" or gcp is None:
@@ -355,7 +355,7 @@ class CheckPlan(_Model):
             known = gcp_machine(group.instance_type or "") if group else None
             if group is None or group.hcas or group.role != "compute" or known is None:
                 continue
-            from fabric.model.gcp import gpu_subnet_cidrs
+            from fabric.targets.gcp.model import gpu_subnet_cidrs
 
             out.append(
                 GpuNicHost(

@@ -11,9 +11,9 @@ import yaml
 from conftest import Mocks, build_component, mock_stack
 
 from fabric.cli import main
-from fabric.components.aws import AwsCluster
 from fabric.spec import SKIP_RULES, ClusterSpec, SpecError
 from fabric.state import REPO_ROOT
+from fabric.targets.aws.component import AwsCluster
 
 EXAMPLE = REPO_ROOT / "Pulumi.aws-efa.example.yaml"
 SPECS = Path(__file__).parent / "specs"

@@ -12,10 +12,10 @@ import yaml
 from conftest import Mocks, build_component, mock_stack
 
 from fabric.cli import main
-from fabric.components.gcp import GcpCluster
 from fabric.components.target import TARGET_OUTPUTS
 from fabric.spec import SKIP_RULES, ClusterSpec, SpecError
 from fabric.state import REPO_ROOT
+from fabric.targets.gcp.component import GcpCluster
 
 EXAMPLE = REPO_ROOT / "Pulumi.gcp-a3-high.example.yaml"
 SPECS = Path(__file__).parent / "specs"
@@ -518,7 +518,7 @@ def test_a3_ultra_as_its_blueprint() -> None:
 
 
 def test_blueprint_facts_per_kind() -> None:
-    from fabric.catalog import gcp_blueprint
+    from fabric.targets.gcp.catalog import gcp_blueprint
 
     high, mega, ultra = (gcp_blueprint(f"a3-{k}gpu-8g") for k in ("high", "mega", "ultra"))
     assert high and mega and ultra

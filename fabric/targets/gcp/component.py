@@ -18,12 +18,12 @@ from typing import Any
 import pulumi
 import pulumi_gcp as gcp
 
-from fabric.catalog import GcpA3Blueprint, gcp_blueprint
 from fabric.components.access import pinned_inventory
 from fabric.components.cloudinit import boot_cloud_config
 from fabric.components.target import TargetCluster
-from fabric.model.gcp import gpu_nic_count, gpu_subnet_cidrs
 from fabric.spec import ClusterSpec, GcpSpec, NodeGroup, SpecError, provision_problems
+from fabric.targets.gcp.catalog import GcpA3Blueprint, gcp_blueprint
+from fabric.targets.gcp.model import gpu_nic_count, gpu_subnet_cidrs
 
 #: Network tag of head nodes (the SSH firewall rule targets it).
 HEAD_TAG = "railyard-head"

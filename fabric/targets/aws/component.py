@@ -19,11 +19,11 @@ from typing import Any
 import pulumi
 import pulumi_aws as aws
 
-from fabric.catalog import aws_efa_only, aws_instance
 from fabric.components.access import pinned_inventory
 from fabric.components.cloudinit import boot_cloud_config
 from fabric.components.target import TargetCluster
 from fabric.spec import AwsSpec, ClusterSpec, NodeGroup, SpecError, provision_problems
+from fabric.targets.aws.catalog import aws_efa_only, aws_instance
 
 #: EC2 tag keys railyard sets on everything it creates.
 TAG_CLUSTER = "railyard:cluster"
