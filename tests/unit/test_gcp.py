@@ -192,7 +192,7 @@ def test_verification_plan_of_the_example_has_gpu_nic_checks(
     plan = CheckPlan(spec=ClusterSpec.model_validate(example()), hosts=groups["all"], groups=groups)
     assert plan.slurm_nodes == ["a3-01", "a3-02"]
     # fabric checks derived from the catalog (issue 13 part 2): 4 GPU NICs per a3-highgpu-8g
-    assert [h.host for h in plan.gpu_nic_hosts] == ["a3-01", "a3-02"]
+    assert [h.host for h in plan.params("gpu_nic_hosts")] == ["a3-01", "a3-02"]
 
 
 def test_wrong_subnet_count_refused_before_any_resource() -> None:

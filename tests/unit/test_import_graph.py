@@ -327,7 +327,7 @@ def test_a_planted_cycle_is_found():
         ("fabric.parsers.ibnetdiscover.lines", "fabric.topology.slurm"),
         ("fabric.handoff.vars", "fabric.verify.plan"),
         ("fabric.handoff.vars", "fabric.targets.gcp.component"),
-        ("roles.gcp_gpudirect.filter_plugins.gpu_nics", "fabric.verify.cloud"),
+        ("roles.gcp_gpudirect.filter_plugins.gpu_nics", "fabric.targets.gcp.checks"),
         ("fabric.watch.collect", "fabric.targets.lab.component"),
         ("fabric.targets.gcp.rules", "fabric.targets.gcp.component"),
         ("fabric.targets.gcp.model", "fabric.verify.plan"),
