@@ -7,7 +7,7 @@ per host with gVNIC on every interface and ``on_host_maintenance: TERMINATE``.
 Head nodes (login, controller) get the system NIC only and an external address.
 Each instance's host key is pinned from its ``hostkeys/`` guest attributes (else at first
 contact), through ``access.bastion`` when set (``fabric.components.access``).
-GPU NIC counts come from :mod:`fabric.catalog`. Outputs: every target's (``TargetCluster``;
+GPU NIC counts come from :mod:`fabric.targets.gcp.catalog`. Outputs: every target's (``TargetCluster``;
 ``fabric`` carries the VPCs, also exported as ``networks``; no switches, no BMCs).
 """
 
