@@ -10,6 +10,7 @@ a target is a new folder and one line in :data:`TARGETS`:
 - ``catalog.py``: the target's machine-type facts (spec layer);
 - ``model.py``: facts the later steps compute from the spec for this target (model layer);
 - ``hostkeys.py``: where the target's host keys come from (inventory layer);
+- ``handoff.py``: its roles' variables and the job environment it needs (handoff layer);
 - ``checks.py``: the target's own check families and their parameters (verify layer).
 
 This module imports nothing of the project: the layers find a target's part through
@@ -38,14 +39,14 @@ TARGETS: dict[str, Target] = {
     "lab": Target("LabCluster"),
     "baremetal": Target("BaremetalCluster"),
     "existing": Target("ExistingCluster"),
-    "aws": Target("AwsCluster", frozenset({"catalog", "hostkeys", "checks"})),
-    "gcp": Target("GcpCluster", frozenset({"catalog", "hostkeys", "model", "checks"})),
+    "aws": Target("AwsCluster", frozenset({"catalog", "hostkeys", "handoff", "checks"})),
+    "gcp": Target("GcpCluster", frozenset({"catalog", "model", "hostkeys", "handoff", "checks"})),
 }
 
 #: The parts every target has.
 REQUIRED = ("component", "rules")
 #: The roles a part may have, the layer each belongs to (docs/ARCHITECTURE.md).
-ROLES = ("component", "rules", "catalog", "model", "hostkeys", "checks")
+ROLES = ("component", "rules", "catalog", "model", "hostkeys", "handoff", "checks")
 
 
 def has_part(target: str, role: str) -> bool:

@@ -10,8 +10,8 @@ module's layer; ``*`` stands for one name, so ``fabric.targets.*.rules`` is ever
 rules) and the layers it may import besides its own. A target's parts are found by name
 through the registry (``fabric.targets.part(target, "<role>")``): each such call counts as an
 import of every registered target's ``<role>`` module, so a part sits in its role's layer
-(``rules`` and ``catalog`` in spec, ``model`` in model, ``hostkeys`` in inventory, ``checks``
-in verify, the component and its helpers in targets) and the rule holds for it too. Data, not code, crosses the
+(``rules`` and ``catalog`` in spec, ``model`` in model, ``hostkeys`` in inventory,
+``handoff`` in handoff, ``checks`` in verify, the component and its helpers in targets) and the rule holds for it too. Data, not code, crosses the
 steps: a target's implementation (``fabric/lab``, the Pulumi components) is imported by no
 later step, and a fact two steps need lives in the lowest layer that needs it.
 """
@@ -62,7 +62,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = (
     ),
     (
         "handoff",
-        ("fabric.handoff", "fabric.components.handoff"),
+        ("fabric.handoff", "fabric.components.handoff", "fabric.targets.*.handoff"),
         ("base", "parsers", "spec", "model", "pulumi", "inventory"),
     ),
     ("roles", ("roles", "playbooks"), ("base", "parsers")),
@@ -271,6 +271,7 @@ def test_a_part_found_through_the_registry_counts_as_an_import():
         ("fabric.targets.gcp.model", "model"),
         ("fabric.targets.gcp.hostkeys", "inventory"),
         ("fabric.targets.aws.checks", "verify"),
+        ("fabric.targets.gcp.handoff", "handoff"),
         ("fabric.targets.lab.component", "targets"),
         ("fabric.targets.lab.dynamic_lab", "targets"),
         ("fabric.targets.lab", "targets"),

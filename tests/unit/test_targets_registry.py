@@ -51,6 +51,8 @@ def test_each_kind_of_part_has_its_interface():
         }
         assert set(checks.SELECT) <= set(checks.FAMILIES)
         assert callable(checks.not_generated)
+    for _, handoff in parts("handoff"):
+        assert callable(handoff.role_vars) and callable(handoff.job_environment)
     for _, hostkeys in parts("hostkeys"):
         assert callable(hostkeys.command) and callable(hostkeys.parse)
 
