@@ -4,6 +4,7 @@ there (and none it does not name), so the layers that find parts by name find th
 
 from __future__ import annotations
 
+import ast
 import inspect
 
 import pytest
@@ -62,6 +63,14 @@ def test_the_spec_rules_run_every_targets_rules():
 
     for _, rules in parts("rules"):
         assert set(rules.RULES) <= set(RULES)
+
+
+@pytest.mark.parametrize("name", list(TARGETS))
+def test_a_target_package_imports_nothing(name: str):
+    """Loading a spec-layer part (``rules``) runs the target package's ``__init__``: it must
+    not pull in the component (Pulumi, a cloud SDK) or anything else."""
+    tree = ast.parse((FOLDER / name / "__init__.py").read_text())
+    assert not [n for n in ast.walk(tree) if isinstance(n, ast.Import | ast.ImportFrom)]
 
 
 def test_an_unknown_part_or_target_is_refused():
