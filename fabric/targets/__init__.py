@@ -6,7 +6,8 @@ a target is a new folder and one line in :data:`TARGETS`:
 - ``component.py`` (required): the :class:`fabric.components.target.TargetCluster` subclass
   named in :data:`TARGETS` (targets layer; Pulumi and the cloud SDK load only here);
 - ``rules.py`` (required): ``RULES``, the target's spec rules, run by ``validate`` and again
-  before a component creates anything (spec layer: imports only ``fabric.spec`` and base);
+  before a component creates anything (spec layer: imports ``fabric.spec``, base and its
+  own ``catalog`` only);
 - ``catalog.py``: the target's machine-type facts (spec layer);
 - ``model.py``: facts the later steps compute from the spec for this target (model layer);
 - ``hostkeys.py``: where the target's host keys come from (inventory layer);
