@@ -493,11 +493,14 @@ def judge_engine(
                 source="log",
             )
         if last.engine != declared:
-            failed = ", ".join(last.failed_engines) or declared
+            where = f"(log line {last.ended.line}: {last.ended.message})"
+            if last.failed_engines:
+                said = f"OpenSM fell back from {', '.join(last.failed_engines)} to {last.engine}"
+            else:  # no engine failed: OpenSM was told another one
+                said = f"OpenSM routes with {last.engine}, not the declared {declared}"
             return EngineVerdict(
                 False,
-                f"OpenSM fell back from {failed} to {last.engine} (log line {last.ended.line}: "
-                f"{last.ended.message})" + (f"; why: {why}" if why else ""),
+                f"{said} {where}" + (f"; why: {why}" if why else ""),
                 engine=last.engine,
             )
         return EngineVerdict(

@@ -174,3 +174,9 @@ def test_a_port_within_whole_entries_of_the_mean_is_not_over() -> None:
     lumpy = PortLoad("leaf01", 61, "spine01", "up", 15, 6.25, 5)
     assert lumpy.over(1.5)
     assert not lumpy.over(2.5)
+
+
+def test_another_engine_without_a_failure_is_not_called_a_fallback(declared) -> None:  # type: ignore[no-untyped-def]
+    engine = judge_engine("updn", parse_log(read("opensm_log__ibsim_routing__1.txt")))
+    assert not engine.ok
+    assert engine.message.startswith("OpenSM routes with ftree, not the declared updn (log line")

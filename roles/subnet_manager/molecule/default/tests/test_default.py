@@ -26,6 +26,7 @@ def test_opensm_conf_has_this_hosts_priority(host):
     conf = host.file("/etc/opensm/opensm.conf").content_string
     assert re.search(rf"^sm_priority {_priority(host)}$", conf, re.M)
     assert re.search(r"^routing_engine ftree$", conf, re.M)
+    assert re.search(r"^force_log_flush TRUE$", conf, re.M)  # the routing check reads the log
 
 
 def _cc_lines(text: str) -> list[str]:
