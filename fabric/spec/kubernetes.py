@@ -29,6 +29,11 @@ DNS_SUBDOMAIN = re.compile(
 )
 #: The name part of an extended resource (``rdma/<name>``, ``nvidia.com/<name>``).
 RESOURCE_NAME = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
+#: An image repository (``registry[:port]/path``, lower case, no tag) and an image tag.
+IMAGE_REPOSITORY = re.compile(
+    r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?(:[0-9]+)?(/[a-z0-9]+([._-][a-z0-9]+)*)+$"
+)
+IMAGE_TAG = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$")
 #: Fabric kinds whose HCAs the NVIDIA Network Operator drives (ConnectX, InfiniBand or RoCE).
 OPERATOR_FABRICS = ("infiniband", "roce")
 _CREDENTIALS = (
@@ -152,6 +157,31 @@ def check_kubernetes(c: Checker) -> None:
             f"{path}.resource_name",
             f"{op.resource_name!r} is not a resource name; use letters, digits, '-', '_', '.' "
             "(at most 63, alphanumeric at both ends), e.g. rdma_shared_device_a",
+        )
+    if op.repository is None:
+        c.add(
+            f"{path}.repository",
+            "the NicClusterPolicy names each component's image; set repository: REGISTRY/PATH "
+            "(NVIDIA's mellanox image repository, or your mirror of it)",
+        )
+    elif not IMAGE_REPOSITORY.match(op.repository):
+        c.add(
+            f"{path}.repository",
+            f"{op.repository!r} is not an image repository; write REGISTRY/PATH without a tag "
+            "or a scheme, e.g. registry.example.com/mellanox",
+        )
+    for field, value in (("version", op.version), ("driver_version", op.driver_version)):
+        if value is not None and not IMAGE_TAG.match(value):
+            c.add(
+                f"{path}.{field}",
+                f"{value!r} is not an image tag; use letters, digits, '_', '.', '-' (at most 128)",
+            )
+    if op.driver == "container" and op.driver_version is None:
+        c.add(
+            f"{path}.driver_version",
+            "driver container runs NVIDIA's DOCA driver image; set driver_version to its tag "
+            "(e.g. doca3.4.1-26.04-1.1.0.0-1), or driver: host to keep the nodes' RDMA stack",
+            reads=[f"{path}.driver"],
         )
     if op.device_plugin == "sriov" and "hca_max" in op.model_fields_set:
         c.add(
@@ -289,6 +319,11 @@ def _check_ipam(
                 f"{path}.exclude[{index}]",
                 f"{excluded} is outside range {ipam.range}; exclude addresses inside it",
             )
+    if ipam.type == "host-local" and ipam.exclude:
+        c.add(
+            f"{path}.exclude",
+            "host-local cannot exclude addresses; use nv-ipam or whereabouts, or a smaller range",
+        )
     if ipam.type == "host-local":
         hosts = sum(1 for group in c.spec.nodes if group.role == "compute" for _ in group.hosts)
         if hosts > 1:

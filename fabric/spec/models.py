@@ -556,6 +556,19 @@ class NetworkOperatorSpec(Model):
     """The NVIDIA Network Operator's NicClusterPolicy: what makes the HCAs usable by pods."""
 
     namespace: str = Field(default="nvidia-network-operator", description="the operator's")
+    repository: str | None = Field(
+        default=None,
+        description="where the operator's component images come from: NVIDIA's mellanox "
+        "image repository or your mirror of it (REGISTRY/PATH)",
+    )
+    version: str = Field(
+        default="network-operator-v26.4.1",
+        description="the components' image tag (the Network Operator release's)",
+    )
+    driver_version: str | None = Field(
+        default=None,
+        description="driver container: the DOCA driver image's tag, e.g. doca3.4.1-26.04-1.1.0.0-1",
+    )
     driver: Literal["host", "container"] = Field(
         default="host",
         description="host: the nodes' own RDMA stack (rdma_stack); container: the operator's "
