@@ -63,7 +63,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "--label-scheme",
-        choices=("topograph", "topograph-legacy"),
+        choices=("topograph", "topograph-v0"),
         help="kubernetes: fabric.topograph.run/tier-N (topograph 1.0+), or "
         "network.topology.nvidia.com/leaf|spine|core (before 1.0); default: the spec's "
         "kubernetes.labels.scheme, else topograph",

@@ -592,10 +592,10 @@ class NetworkOperatorSpec(Model):
 class KubernetesLabels(Model):
     """The topology labels railyard writes on each Node and the Kueue Topology naming them."""
 
-    scheme: Literal["topograph", "topograph-legacy"] = Field(
+    scheme: Literal["topograph", "topograph-v0"] = Field(
         default="topograph",
         description="topograph: fabric.topograph.run/tier-N (tier 0 the leaf; topograph 1.0+); "
-        "topograph-legacy: network.topology.nvidia.com/leaf, spine, core (before 1.0)",
+        "topograph-v0: network.topology.nvidia.com/leaf, spine, core (before 1.0)",
     )
     kueue_topology: str | None = Field(
         default=None,

@@ -15,7 +15,7 @@ The labels come from the same tree as Slurm's ``topology.conf`` (``fabric.topolo
 
 Label keys follow NVIDIA topograph: ``fabric.topograph.run/tier-N`` since its 1.0 release (tier
 0 closest to the node), or before it ``network.topology.nvidia.com/leaf``, ``/spine``, ``/core``
-(``topograph-legacy``; a deeper tier has no key there and is left out). A value is the switch
+(``topograph-v0``; a deeper tier has no key there and is left out). A value is the switch
 name when it is a valid label value of at most 63 characters, else, as topograph writes one,
 ``x`` + the FNV-64a hash of the name in hex. Node names are the hosts' names in lower case (as
 the kubelet registers them); a host whose name is no Kubernetes node name is left out, with a
@@ -30,14 +30,14 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from fabric.graph import FabricGraph, GraphError
 from fabric.topology.slurm import SlurmTree, natural_key, slurm_tree
 
-Scheme = Literal["topograph", "topograph-legacy"]
-SCHEMES: tuple[Scheme, ...] = ("topograph", "topograph-legacy")
-LEGACY_KEYS = (
+Scheme = Literal["topograph", "topograph-v0"]
+SCHEMES: tuple[Scheme, ...] = ("topograph", "topograph-v0")
+V0_KEYS = (
     "network.topology.nvidia.com/leaf",
     "network.topology.nvidia.com/spine",
     "network.topology.nvidia.com/core",
@@ -59,7 +59,7 @@ def tier_key(scheme: Scheme, tier: int) -> str | None:
     has no key that deep."""
     if scheme == "topograph":
         return f"fabric.topograph.run/tier-{tier}"
-    return LEGACY_KEYS[tier] if tier < len(LEGACY_KEYS) else None
+    return V0_KEYS[tier] if tier < len(V0_KEYS) else None
 
 
 def label_value(name: str) -> str:
@@ -196,14 +196,28 @@ def kueue_topology(labels: NodeLabels, name: str) -> dict[str, object]:
     }
 
 
+def dump_yaml(docs: list[dict[str, Any]]) -> str:
+    """``docs`` as a YAML stream, keys in their order, text of several lines (a JSON config
+    held in a field) as a literal block."""
+    import yaml  # only these outputs need it
+
+    class Dumper(yaml.SafeDumper):
+        pass
+
+    def text(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+        style = "|" if "\n" in value else None
+        return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+    Dumper.add_representer(str, text)
+    return yaml.dump_all(docs, Dumper=Dumper, sort_keys=False)
+
+
 def render(graph: FabricGraph, scheme: Scheme, topology_name: str) -> tuple[str, list[str]]:
     """The Node patches and the Kueue Topology as two YAML documents, and the warnings."""
-    import yaml  # only this output needs it
-
     labels = node_labels(graph, scheme)
     head = (
         f"# Node topology labels ({scheme}) and the Kueue Topology naming them, written by "
         "railyard\n"
     )
     docs = [node_patches(labels), kueue_topology(labels, topology_name)]
-    return head + yaml.safe_dump_all(docs, sort_keys=False), labels.warnings
+    return head + dump_yaml(docs), labels.warnings

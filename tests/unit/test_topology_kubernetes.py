@@ -34,9 +34,9 @@ TIER0, TIER1, TIER2 = (f"fabric.topograph.run/tier-{n}" for n in range(3))
 CASES = {
     "lab_stack.yaml": ["--spec", str(REPO_ROOT / "Pulumi.lab.yaml")],
     "roce_spec.yaml": ["--spec", str(SPECS / "valid" / "roce.yaml")],
-    "ibnetdiscover__superbench__1.legacy.yaml": [
+    "ibnetdiscover__superbench__1.v0.yaml": [
         "--label-scheme",
-        "topograph-legacy",
+        "topograph-v0",
         "--from-ibnetdiscover",
         str(FIXTURES / "ibnetdiscover__superbench__1.txt"),
     ],
@@ -159,8 +159,8 @@ def test_three_levels_from_a_spec_with_pods(tmp_path: Path) -> None:
     }
 
 
-def test_legacy_scheme_keys_and_deeper_tiers_left_out() -> None:
-    assert [tier_key("topograph-legacy", t) for t in range(4)] == [
+def test_v0_scheme_keys_and_deeper_tiers_left_out() -> None:
+    assert [tier_key("topograph-v0", t) for t in range(4)] == [
         "network.topology.nvidia.com/leaf",
         "network.topology.nvidia.com/spine",
         "network.topology.nvidia.com/core",
@@ -206,7 +206,7 @@ def test_spec_names_the_scheme_and_the_topology(capsys: pytest.CaptureFixture[st
     labels, levels, topology = _docs(out)
     assert topology["metadata"]["name"] == "fabric"  # kubernetes.labels.kueue_topology
     _, out, _ = _run(
-        capsys, "--spec", spec, "--label-scheme", "topograph-legacy", "--kueue-topology", "tas"
+        capsys, "--spec", spec, "--label-scheme", "topograph-v0", "--kueue-topology", "tas"
     )
     labels, levels, topology = _docs(out)
     assert topology["metadata"]["name"] == "tas"
