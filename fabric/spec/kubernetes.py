@@ -229,7 +229,7 @@ def _check_network(c: Checker, path: str, net: SecondaryNetwork, plugin: str) ->
         other = "macvlan" if net.kind == "ipoib" else "ipoib"
         c.add(
             f"{path}.kind",
-            f"{net.kind} runs over a {needs} netdev but fabric.kind is {kind!r}; use kind "
+            f"{net.kind} needs fabric.kind {needs}, not {kind!r}; use kind "
             f"{other}, or host-device with device_plugin sriov",
             reads=["fabric.kind"],
         )
