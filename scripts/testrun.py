@@ -278,6 +278,8 @@ def report(run: Run) -> int:
     print(flush=True)
     for name, o in bad.items():
         print(f"  {o.status:11} {name}{f' ({o.detail})' if o.detail else ''}", flush=True)
+    ran = sorted(((o.seconds, n) for n, o in run.outcomes.items() if o.seconds), reverse=True)
+    print("longest: " + ", ".join(f"{n} {s:.0f} s" for s, n in ran[:6]), flush=True)
     print(f"{passed} of {len(run.outcomes)} steps passed; logs in {run.log_dir}", flush=True)
     if run.interrupted:
         return 130
