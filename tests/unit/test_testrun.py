@@ -95,49 +95,48 @@ def test_slots_bound_how_many_run_at_once(tmp_path: Path) -> None:
     assert spans["s0"][0] >= min(spans["s1"][1], spans["s2"][1])
 
 
-TEARDOWN = (
-    "import signal, sys, time\n"
-    "def down(*_):\n"
-    "    open(sys.argv[1], 'w').write('torn down')\n"
-    "    sys.exit(2)\n"
-    "signal.signal(signal.SIGINT, down)\n"
-    "time.sleep(60)\n"
-)
+def teardown_step(name: str, tmp_path: Path, **kw: object) -> object:
+    """A step that, on SIGINT, writes ``<name>.down`` and exits 2 (as pytest tears down); it
+    writes ``<name>.ready`` once its trap is set."""
+    down, ready = tmp_path / f"{name}.down", tmp_path / f"{name}.ready"
+    script = (
+        f"trap 'echo torn down > {down}; exit 2' INT; touch {ready}; while :; do sleep 0.2; done"
+    )
+    return sh(name, script, **kw)
+
+
+def _interrupt_when_ready(paths: list[Path]) -> None:
+    deadline = time.monotonic() + 60
+    while not all(p.exists() for p in paths) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    os.kill(os.getpid(), signal.SIGINT)
 
 
 def test_an_interrupt_reaches_each_step_as_sigint_and_runs_its_cleanup(tmp_path: Path) -> None:
     steps = [
-        testrun.Step(
-            f"molecule:r{i}",
-            [sys.executable, "-c", TEARDOWN, str(tmp_path / f"down{i}")],
-            cleanup=["sh", "-c", f"echo destroyed > {tmp_path}/cleanup{i}"],
-        )
+        teardown_step(f"r{i}", tmp_path, cleanup=["sh", "-c", f"echo destroyed > {tmp_path}/c{i}"])
         for i in range(2)
-    ] + [sh("later", "true", needs=("molecule:r0",))]
+    ] + [sh("later", "true", needs=("r0",))]
     run = make_run(tmp_path, steps)
-    timer = threading.Timer(1.5, os.kill, (os.getpid(), signal.SIGINT))
-    timer.start()
+    ready = [tmp_path / f"r{i}.ready" for i in range(2)]
+    waiter = threading.Thread(target=_interrupt_when_ready, args=(ready,), daemon=True)
+    waiter.start()
     started = time.monotonic()
-    try:
-        assert testrun.execute(run) == 130
-    finally:
-        timer.cancel()
-    assert time.monotonic() - started < 30
+    assert testrun.execute(run) == 130
+    waiter.join()
+    assert time.monotonic() - started < 60
     for i in range(2):
-        assert (tmp_path / f"down{i}").read_text() == "torn down"
-        assert (tmp_path / f"cleanup{i}").read_text() == "destroyed\n"
-        assert run.outcomes[f"molecule:r{i}"].status == "interrupted"
+        assert (tmp_path / f"r{i}.down").read_text() == "torn down\n"
+        assert (tmp_path / f"c{i}").read_text() == "destroyed\n"
+        assert run.outcomes[f"r{i}"].status == "interrupted"
     assert run.outcomes["later"].status == "not run"
 
 
 def test_a_step_past_its_timeout_is_stopped_and_failed(tmp_path: Path) -> None:
-    step = testrun.Step(
-        "integration:slow", [sys.executable, "-c", TEARDOWN, str(tmp_path / "down")], timeout=1.0
-    )
-    run = make_run(tmp_path, [step])
+    run = make_run(tmp_path, [teardown_step("slow", tmp_path, timeout=2.0)])
     assert testrun.execute(run) == 1
-    assert run.outcomes["integration:slow"].status == "timed out"
-    assert (tmp_path / "down").read_text() == "torn down"
+    assert run.outcomes["slow"].status == "timed out"
+    assert (tmp_path / "slow.down").read_text() == "torn down\n"
 
 
 def test_the_plan_has_every_scenario_and_integration_module() -> None:
