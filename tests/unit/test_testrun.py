@@ -148,3 +148,4 @@ def test_the_plan_has_every_scenario_and_integration_module() -> None:
     assert "--ignore=tests/integration" in steps["unit"].argv
     for name, step in steps.items():
         assert all(n in steps for n in step.needs), name
+    assert set(testrun.EXPECTED) <= set(steps), "EXPECTED names a step that no longer exists"
