@@ -266,8 +266,9 @@ def execute(run: Run) -> int:
             reap(run)
             if not run.interrupted:
                 for step in run.ready():
-                    if run.used() + min(step.cost, run.jobs) <= run.jobs:
-                        start(run, step)
+                    if run.used() + min(step.cost, run.jobs) > run.jobs:
+                        break  # the next in line waits for its slots; none jumps ahead of it
+                    start(run, step)
             if not run.running and (run.interrupted or not run.ready()):
                 break
             time.sleep(0.5)

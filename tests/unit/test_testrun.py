@@ -95,6 +95,20 @@ def test_slots_bound_how_many_run_at_once(tmp_path: Path) -> None:
     assert spans["s0"][0] >= min(spans["s1"][1], spans["s2"][1])
 
 
+def test_a_step_waiting_for_two_slots_is_not_passed_by_smaller_ones(tmp_path: Path) -> None:
+    stamp = "echo $(date +%s.%N) >> {}/{}"
+
+    def timed(name: str, **kw: object) -> object:
+        mark = stamp.format(tmp_path, name)
+        return sh(name, f"{mark}; sleep 0.4; {mark}", **kw)
+
+    run = make_run(tmp_path, [timed("a"), timed("big", cost=2), timed("c")], jobs=2)
+    run.expected.update({"a": 9.0, "big": 5.0, "c": 1.0})
+    assert testrun.execute(run) == 0
+    span = {n: [float(x) for x in (tmp_path / n).read_text().split()] for n in ("a", "big", "c")}
+    assert span["a"][1] <= span["big"][0] <= span["big"][1] <= span["c"][0]
+
+
 def teardown_step(name: str, tmp_path: Path, **kw: object) -> object:
     """A step that, on SIGINT, writes ``<name>.down`` and exits 2 (as pytest tears down); it
     writes ``<name>.ready`` once its trap is set."""
