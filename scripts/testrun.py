@@ -11,9 +11,9 @@ network (``tests/unit/test_test_isolation.py`` keeps it so), so they run beside 
 
 Every step runs to the end even when another fails; the run then names each failed step, prints
 the tail of its log, and exits 1. Logs: ``artifacts/test-run/<step>.log``. Ctrl-C (or SIGTERM)
-sends SIGINT to every running step's process group, so pytest tears its labs down and molecule
-stops; a molecule scenario cut off this way is destroyed (``molecule destroy``); the run then
-exits 130. A second Ctrl-C kills what is left. Exit codes: 0 every step passed, 1 a step failed,
+sends SIGINT to every running step's process group, as a terminal's Ctrl-C does: pytest runs
+its teardown and molecule stops; a molecule scenario cut off this way is destroyed (``molecule
+destroy``); the run waits up to ``GRACE_S`` for them and exits 130. A second Ctrl-C kills what is left. Exit codes: 0 every step passed, 1 a step failed,
 2 bad usage, 130 interrupted.
 
 Run: ``python scripts/testrun.py [--jobs N] [--only PATTERN ...] [--list]`` (``scripts/run-tests.sh``
