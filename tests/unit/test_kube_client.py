@@ -1,6 +1,6 @@
 """The Kubernetes client's calls (fabric.components.kube_client) against a small HTTP server on
-loopback, and the lab API server's credentials and binaries (fabric.lab.kubeapi); the calls
-against a real kube-apiserver are in tests/integration/test_kubeapi.py."""
+loopback, and the lab API server's credentials and binaries (fabric.lab.kubeapi): error handling
+and redaction only; nothing here proves the calls against a real kube-apiserver (docs/kubernetes.md)."""
 
 from __future__ import annotations
 
