@@ -127,6 +127,21 @@ class GpuNicHost(_Model):
         return self.host
 
 
+class ProviderTopology(_Model):
+    """A cloud's placement of the Slurm compute nodes, read when the check runs
+    (``fabric.verify.cloud_topology``) and compared with the topology Slurm loaded."""
+
+    provider: str  # aws | gcp
+    controller: str
+    nodes: list[str]
+    region: str
+
+    @property
+    def id(self) -> str:
+        """Test id: the provider."""
+        return self.provider
+
+
 class CheckPlan(_Model):
     """Parameters of every check family for one spec and host selection."""
 
@@ -296,20 +311,30 @@ class CheckPlan(_Model):
         graph = self.declared_graph
         if graph is None:
             return {}
-        from fabric.topology.render import only_hosts
-        from fabric.topology.slurm import slurm_tree
+        from fabric.topology.render import slurm_switch_view
 
-        tree = slurm_tree(only_hosts(graph, self.spec.hosts_with_role("compute")))
-        below: dict[str, set[str]] = {sw: set(hosts) for sw, hosts in tree.leaves.items()}
+        return slurm_switch_view(graph, self.spec.hosts_with_role("compute"))
 
-        def nodes_below(sw: str) -> set[str]:  # Slurm lists every node below a switch
-            if sw not in below:
-                below[sw] = set().union(*map(nodes_below, tree.uppers.get(sw, [])))
-            return below[sw]
-
-        out = {sw: (sorted(hosts), []) for sw, hosts in tree.leaves.items()}
-        out |= {sw: (sorted(nodes_below(sw)), sorted(kids)) for sw, kids in tree.uppers.items()}
-        return out
+    @cached_property
+    def provider_topology(self) -> list[ProviderTopology]:
+        """On AWS and GCP, with the controller and every compute node selected: the provider's
+        placement of the compute nodes (DescribeInstanceTopology, GCE physical host topology)
+        against ``scontrol show topology`` (``test_provider_topology``)."""
+        spec = self.spec
+        cloud = spec.aws if spec.target == "aws" else spec.gcp if spec.target == "gcp" else None
+        nodes = spec.hosts_with_role("compute")
+        if cloud is None or self.slurm_controller is None or not nodes:
+            return []
+        if any(n not in self.hosts for n in nodes):
+            return []
+        return [
+            ProviderTopology(
+                provider=spec.target,
+                controller=self.slurm_controller,
+                nodes=nodes,
+                region=cloud.region,
+            )
+        ]
 
     @cached_property
     def efa_hosts(self) -> list[EfaHost]:
@@ -474,7 +499,18 @@ class CheckPlan(_Model):
         if not self.slurm_nodes or self.slurm_controller is None:
             out["slurm"] = "no Slurm partition nodes or controller among the selected hosts"
         if not self.slurm_switches or self.slurm_controller is None:
-            out["slurm_topology"] = "no declared fat tree or no Slurm controller selected"
+            out["slurm_topology"] = (
+                "no declared fat tree or no Slurm controller selected"
+                if spec.target not in ("aws", "gcp")
+                else f"target {spec.target}: no declared fabric; slurm_provider_topology "
+                "compares Slurm's topology with the provider's placement"
+            )
+        if not self.provider_topology:
+            out["slurm_provider_topology"] = (
+                f"target {spec.target}: the provider's placement is read on aws and gcp"
+                if spec.target not in ("aws", "gcp")
+                else "needs the Slurm controller and every compute node selected"
+            )
         if not self.declared_links:
             out["discovery"] = "no declared fat tree to compare ibnetdiscover with"
         elif kind != "infiniband" or self.discovery_host is None:
@@ -624,6 +660,7 @@ FAMILIES: dict[str, tuple[tuple[str, ...], str]] = {
     "sweep": (("test_fabric_sweep",), "sweep_hosts"),
     "slurm": (("test_node_idle_or_allocated",), "slurm_nodes"),
     "slurm_topology": (("test_topology_switch",), "slurm_switches"),
+    "slurm_provider_topology": (("test_provider_topology",), "provider_topology"),
     "efa": (("test_efa_devices", "test_efa_provider"), "efa_hosts"),
     "efa_gpudirect": (("test_efa_gpudirect_rdma",), "efa_hosts"),
     "placement_group": (("test_placement_group",), "efa_hosts"),

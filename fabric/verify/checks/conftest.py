@@ -203,6 +203,12 @@ def _params(
             lambda _: plan.slurm_controller,
             lambda s: f"switch:{s}",
         ),
+        "provider_topology": (
+            lambda: plan.provider_topology,
+            lambda t: t.id,
+            lambda t: t.controller,
+            lambda _: "fabric",
+        ),
         "declared_link": (
             lambda: plan.declared_links,
             lambda link: link.id,
