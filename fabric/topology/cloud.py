@@ -31,11 +31,48 @@ from typing import Any
 from fabric.graph import Ca, FabricGraph, GraphError, Link, Switch
 
 __all__ = [
+    "CURL_HTTP_ERROR",
+    "PLACEMENT_COMMANDS",
     "aws_topology_graph",
     "gce_instances_from_metadata",
     "gce_topology_graph",
     "graph_from_paths",
 ]
+
+# What each compute node runs to give its placement (the hand-off and the check run the same).
+#: IMDSv2: a session token, then the instance id (documented endpoint).
+IMDS_INSTANCE_ID = (
+    "t=$(curl -sS -m 5 -X PUT http://169.254.169.254/latest/api/token "
+    "-H 'X-aws-ec2-metadata-token-ttl-seconds: 60') && "
+    'curl -sS -f -m 5 -H "X-aws-ec2-metadata-token: $t" '
+    "http://169.254.169.254/latest/meta-data/instance-id"
+)
+
+#: GCE metadata key of the VM's physical placement; curl -f exits 22 on its 404 (no key).
+GCE_PHYSICAL_HOST_TOPOLOGY = (
+    "curl -sS -f -m 5 -H 'Metadata-Flavor: Google' "
+    "http://metadata.google.internal/computeMetadata/v1/instance/attributes/physical_host_topology"
+)
+
+#: The older metadata key: the VM's path ``/cluster/block/subblock/host``.
+GCE_PHYSICAL_HOST = (
+    "curl -sS -f -m 5 -H 'Metadata-Flavor: Google' "
+    "http://metadata.google.internal/computeMetadata/v1/instance/attributes/physical_host"
+)
+
+#: curl's exit status for an HTTP error (``-f``): the key is absent.
+CURL_HTTP_ERROR = 22
+
+#: A VM's placement on GCE: the topology key, else the older path key; neither (HTTP error on
+#: both) prints nothing and exits 0, a metadata server that does not answer keeps curl's status.
+GCE_PLACEMENT = (
+    f"out=$({GCE_PHYSICAL_HOST_TOPOLOGY}); rc=$?; "
+    f"if [ $rc = {CURL_HTTP_ERROR} ]; then out=$({GCE_PHYSICAL_HOST}); rc=$?; fi; "
+    f"if [ $rc = {CURL_HTTP_ERROR} ]; then exit 0; fi; printf '%s' \"$out\"; exit $rc"
+)
+
+#: What each compute node runs to give its placement: provider -> shell command.
+PLACEMENT_COMMANDS = {"aws": IMDS_INSTANCE_ID, "gcp": GCE_PLACEMENT}
 
 #: What Slurm accepts as a switch or block name (no spaces, commas or brackets).
 _SLURM_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]*$")

@@ -24,6 +24,8 @@ from typing import Any
 from fabric.graph import FabricGraph, GraphError
 from fabric.redact import redact
 from fabric.topology.cloud import (
+    CURL_HTTP_ERROR,
+    PLACEMENT_COMMANDS,
     aws_topology_graph,
     gce_instances_from_metadata,
     gce_topology_graph,
@@ -32,28 +34,13 @@ from fabric.topology.render import slurm_switch_view
 from fabric.verify.harness import HarnessError
 from fabric.verify.slurm import parse_show_topology
 
-#: IMDSv2: a session token, then the instance id (documented endpoint).
-IMDS_INSTANCE_ID = (
-    "t=$(curl -sS -m 5 -X PUT http://169.254.169.254/latest/api/token "
-    "-H 'X-aws-ec2-metadata-token-ttl-seconds: 60') && "
-    'curl -sS -f -m 5 -H "X-aws-ec2-metadata-token: $t" '
-    "http://169.254.169.254/latest/meta-data/instance-id"
-)
-
-#: GCE metadata key of the VM's physical placement; curl -f exits 22 on its 404 (no key).
-GCE_PHYSICAL_HOST_TOPOLOGY = (
-    "curl -sS -f -m 5 -H 'Metadata-Flavor: Google' "
-    "http://metadata.google.internal/computeMetadata/v1/instance/attributes/physical_host_topology"
-)
-
-#: The older metadata key: the VM's path ``/cluster/block/subblock/host``.
-GCE_PHYSICAL_HOST = (
-    "curl -sS -f -m 5 -H 'Metadata-Flavor: Google' "
-    "http://metadata.google.internal/computeMetadata/v1/instance/attributes/physical_host"
-)
-
-#: curl's exit status for an HTTP error (``-f``): the key is absent.
-CURL_HTTP_ERROR = 22
+__all__ = [
+    "CURL_HTTP_ERROR",
+    "PLACEMENT_COMMANDS",
+    "describe_instance_topology",
+    "provider_graph",
+    "topology_problems",
+]
 
 #: DescribeInstanceTopology takes at most 100 instance ids a call.
 AWS_IDS_PER_CALL = 100
@@ -141,6 +128,23 @@ def gce_graph(readings: Mapping[str, str]) -> FabricGraph:
         return gce_topology_graph(gce_instances_from_metadata(readings))
     except GraphError as error:
         raise HarnessError(str(error)) from error
+
+
+def provider_graph(
+    provider: str,
+    readings: Mapping[str, tuple[str, int, str]],
+    region: str,
+    run: Runner = _run,
+) -> FabricGraph:
+    """The provider's placement of the hosts from what ``PLACEMENT_COMMANDS[provider]`` gave on
+    each (host -> stdout, exit status, stderr): AWS instance ids looked up with
+    DescribeInstanceTopology in ``region``, GCE metadata read as it is."""
+    if provider == "aws":
+        ids = {h: instance_id(h, *reading) for h, reading in readings.items()}
+        return aws_graph(ids, describe_instance_topology(list(ids.values()), region, run=run))
+    if provider == "gcp":
+        return gce_graph({h: gce_reading(h, *reading) for h, reading in readings.items()})
+    raise HarnessError(f"no placement source for provider {provider!r} (aws, gcp)")
 
 
 def topology_problems(graph: FabricGraph, nodes: Sequence[str], scontrol: str) -> list[str]:

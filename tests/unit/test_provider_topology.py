@@ -169,3 +169,100 @@ def test_metadata_readings() -> None:
     assert gce_reading("vm-01", "", CURL_HTTP_ERROR, "404") == ""
     with pytest.raises(HarnessError, match="vm-01: the metadata server did not answer"):
         gce_reading("vm-01", "", 6, "curl: (6) Could not resolve host")
+
+
+@pytest.mark.parametrize(
+    ("example", "provider"),
+    [("Pulumi.aws-efa.example.yaml", "aws"), ("Pulumi.gcp-a3-mega.example.yaml", "gcp")],
+)
+def test_handoff_reads_the_placement_the_check_reads(example: str, provider: str) -> None:
+    """The hand-off's variables ask site.yml (playbooks/provider_topology.yml) to read each
+    node's placement with the check's own command and render the plugin the spec names."""
+    from fabric.handoff.vars import role_vars_from_spec
+    from fabric.hostlist import compress
+    from fabric.topology.cloud import PLACEMENT_COMMANDS
+
+    spec = load_spec(REPO_ROOT / example)
+    got = role_vars_from_spec(spec)
+    assert got["railyard_topology_provider"] == provider
+    assert got["railyard_placement_command"] == PLACEMENT_COMMANDS[provider]
+    assert got["railyard_topology_nodes"] == compress(spec.hosts_with_role("compute"))
+    assert got["slurm_topology_plugin"] == spec.slurm.topology_plugin
+    assert got["slurm_topology_conf"] == ""  # until the play renders the provider's
+    assert got["railyard_topology_discover"] is False
+
+
+def test_cli_renders_the_placement_readings(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from fabric.cli import main
+
+    meta = FIXTURES / "gce_metadata_physical_host_topology__ai_hypercomputer__example.json"
+    readings = tmp_path / "placement.json"
+    readings.write_text(
+        json.dumps(
+            {
+                "vm-02": {"stdout": meta.read_text(), "rc": 0, "stderr": ""},
+                "vm-03": {"stdout": "", "rc": 0, "stderr": ""},
+            }
+        )
+    )
+    assert main(["topology", "--from-placement", str(readings), "--provider", "gcp"]) == 0
+    out = capsys.readouterr()
+    assert "SwitchName=europe-west1-cluster-jfhb-3e3056e23cf91a5cb4a8621b6a52c100-1fc1" in out.out
+    assert "vm-03: no physical placement" in out.err
+    assert main(["topology", "--from-placement", str(readings), "--provider", "aws"]) == 2
+    assert "needs --provider aws|gcp (and --region on aws)" in capsys.readouterr().err
+    readings.write_text(json.dumps({"vm-02": {"stdout": "", "rc": 6, "stderr": "no host"}}))
+    assert main(["topology", "--from-placement", str(readings), "--provider", "gcp"]) == 2
+    assert "placement not read: vm-02: the metadata server did not answer" in (
+        capsys.readouterr().err
+    )
+
+
+def test_gce_placement_command_against_a_metadata_server(tmp_path: Path) -> None:
+    """The GCE reading runs for real with curl against a metadata server on loopback that has
+    only the older ``physical_host`` key (and wants the Metadata-Flavor header), then none."""
+    import http.server
+    import threading
+
+    from fabric.topology.cloud import GCE_PLACEMENT
+
+    keys: dict[str, str] = {"physical_host": "/c9/b9/s9/h9"}
+
+    class Metadata(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+            key = self.path.rsplit("/", 1)[-1]
+            ok = self.headers.get("Metadata-Flavor") == "Google" and key in keys
+            body = keys[key].encode() if ok else b"not found"
+            self.send_response(200 if ok else 404)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Metadata)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    command = GCE_PLACEMENT.replace(
+        "metadata.google.internal", f"127.0.0.1:{server.server_address[1]}"
+    )
+
+    def read() -> subprocess.CompletedProcess[str]:
+        argv = ["bash", "-c", command]
+        return subprocess.run(argv, capture_output=True, text=True, timeout=30, check=False)
+
+    try:
+        first = read()
+        keys.clear()
+        second = read()
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert (first.returncode, first.stdout) == (0, "/c9/b9/s9/h9")
+    assert (second.returncode, second.stdout) == (0, "")
+    gone = read()
+    assert gone.returncode == 7  # no server: curl's "failed to connect", a harness error
+    with pytest.raises(HarnessError):
+        gce_reading("vm-01", gone.stdout, gone.returncode, gone.stderr)

@@ -3,8 +3,9 @@ slurmctld loaded (``fabric.verify.cloud_topology``).
 
 Each compute node's instance metadata is read over its own connection (AWS: the instance id by
 IMDSv2, then DescribeInstanceTopology through the AWS CLI here; GCP: the
-``physical_host_topology`` key), the placement becomes the tree the InfiniBand writer would
-write, and ``scontrol show topology`` on the controller must show exactly that tree.
+``physical_host_topology`` key, else ``physical_host``), the placement becomes the tree the
+InfiniBand writer writes (the hand-off wrote topology.conf from the same reading, site.yml),
+and ``scontrol show topology`` on the controller must show exactly that tree.
 """
 
 from __future__ import annotations
@@ -13,16 +14,7 @@ import shlex
 
 import pytest
 
-from fabric.verify.cloud_topology import (
-    GCE_PHYSICAL_HOST,
-    GCE_PHYSICAL_HOST_TOPOLOGY,
-    IMDS_INSTANCE_ID,
-    aws_graph,
-    describe_instance_topology,
-    gce_reading,
-    instance_id,
-    topology_problems,
-)
+from fabric.verify.cloud_topology import PLACEMENT_COMMANDS, provider_graph, topology_problems
 from fabric.verify.facts import Facts
 from fabric.verify.plan import ProviderTopology
 
@@ -36,19 +28,9 @@ def _read(facts: Facts, node: str, command: str) -> tuple[str, int, str]:
 def test_provider_topology(host, provider_topology: ProviderTopology, facts: Facts) -> None:
     """``scontrol show topology`` shows the provider's placement of every compute node."""
     topo = provider_topology
-    if topo.provider == "aws":
-        ids = {n: instance_id(n, *_read(facts, n, IMDS_INSTANCE_ID)) for n in topo.nodes}
-        graph = aws_graph(ids, describe_instance_topology(list(ids.values()), topo.region))
-    else:
-        from fabric.verify.cloud_topology import gce_graph
-
-        readings = {}
-        for node in topo.nodes:
-            text = gce_reading(node, *_read(facts, node, GCE_PHYSICAL_HOST_TOPOLOGY))
-            if not text:  # no reserved-block topology: the older path-shaped key
-                text = gce_reading(node, *_read(facts, node, GCE_PHYSICAL_HOST))
-            readings[node] = text
-        graph = gce_graph(readings)
+    command = PLACEMENT_COMMANDS[topo.provider]
+    readings = {node: _read(facts, node, command) for node in topo.nodes}
+    graph = provider_graph(topo.provider, readings, topo.region)
     if not graph.cas:
         pytest.skip(
             f"{topo.provider}: the provider places none of the compute nodes "
