@@ -622,6 +622,12 @@ class AwsSpec(Model):
         pattern=r"^sha256:[0-9a-fA-F]{64}$",
         description="sha256:<hex> of the tarball; required with efa_installer_url",
     )
+    ofi_nccl_version: str | None = Field(
+        default=None,
+        pattern=r"^\d+\.\d+\.\d+$",
+        description="the aws-ofi-nccl release the installer or AMI carries, e.g. 1.13.2: NCCL "
+        "must load that plugin (its log's NET/OFI Initializing aws-ofi-nccl line, nccl checks)",
+    )
     capacity_reservation_id: str | None = None
     capacity_block: bool = False
     head_instance_type: str = "c6i.2xlarge"
