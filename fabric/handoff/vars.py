@@ -433,13 +433,14 @@ HEALTH_PROGRAM = "/usr/local/sbin/railyard-health"
 
 
 def node_health_vars(model: ClusterModel, extra: dict[str, Any]) -> dict[str, Any]:
-    """The health check per compute node with InfiniBand ports (``railyard_node_health``:
+    """The health check per compute node with InfiniBand ports, or on EFA and A3 instances
+    (``railyard_node_health``:
     host -> ``fabric.handoff.health.health_configs``), and slurm.conf's HealthCheckProgram,
     HealthCheckInterval and HealthCheckNodeState from ``health`` (interval 0: none)."""
     from fabric.handoff.health import health_configs
 
     spec = model.spec
-    if spec.fabric.kind != "infiniband":
+    if spec.fabric.kind not in ("infiniband", "efa", "gcp-gpudirect"):
         return {}
     configs = health_configs(model)
     out: dict[str, Any] = {"railyard_node_health": configs}
