@@ -258,12 +258,6 @@ def switch_qos_vars(spec: ClusterSpec) -> dict[str, Any]:
     }
 
 
-#: Job environment on EFA instances (aws/aws-ofi-nccl doc/efa-env-var.md): libfabric's efa
-#: provider, and device RDMA where the instance supports it (p4, p5).
-EFA_JOB_ENV = {"FI_PROVIDER": "efa"}
-EFA_DEVICE_RDMA_ENV = {"FI_EFA_USE_DEVICE_RDMA": "1"}
-
-
 def efa_vars(spec: ClusterSpec) -> dict[str, Any]:
     """The efa role on EFA instances (``kind: efa``): installer from the spec, GPUDirect RDMA
     (peer memory) when ``aws.gpudirect_rdma``, ptrace for the shared-memory path; the EFA
@@ -324,50 +318,12 @@ def gcp_gpudirect_vars(spec: ClusterSpec) -> dict[str, Any]:
     }
 
 
-#: NCCL environment of multi-node jobs per GPUDirect-TCPX(O) machine type, as Cluster Toolkit's
-#: A3 blueprints set it (examples/machine-learning/a3-highgpu-8g/nccl-tests/run-nccl-tests.sh,
-#: a3-megagpu-8g/nccl-tests/run-nccl-tests.sh, commit 1047080375afbb44da4b596be314634e7486af4a).
-#: ``${SLURM_JOB_ID}`` is expanded by the task prolog for each job.
-TCPX_JOB_ENV = {
-    "a3-highgpu-8g": {
-        "NCCL_NET": "GPUDirectTCPX_v7",
-        "NCCL_SOCKET_IFNAME": "enp0s12",
-        "NCCL_GPUDIRECTTCPX_CTRL_DEV": "enp0s12",
-        "NCCL_GPUDIRECTTCPX_SOCKET_IFNAME": "enp6s0,enp12s0,enp134s0,enp140s0",
-        "NCCL_CROSS_NIC": "0",
-        "NCCL_ALGO": "Ring",
-        "NCCL_PROTO": "Simple",
-        "NCCL_NSOCKS_PERTHREAD": "4",
-        "NCCL_SOCKET_NTHREADS": "1",
-        "NCCL_DYNAMIC_CHUNK_SIZE": "524288",
-        "NCCL_P2P_NET_CHUNKSIZE": "524288",
-        "NCCL_P2P_PCI_CHUNKSIZE": "524288",
-        "NCCL_P2P_NVL_CHUNKSIZE": "1048576",
-        "NCCL_BUFFSIZE": "4194304",
-        "NCCL_NET_GDR_LEVEL": "PIX",
-        "NCCL_P2P_PXN_LEVEL": "0",
-        "NCCL_GPUDIRECTTCPX_UNIX_CLIENT_PREFIX": "/run/tcpx-${SLURM_JOB_ID}",
-        "NCCL_GPUDIRECTTCPX_PROGRAM_FLOW_STEERING_WAIT_MICROS": "500000",
-        "NCCL_GPUDIRECTTCPX_TX_BINDINGS": "enp6s0:8-21,112-125;enp12s0:8-21,112-125;"
-        "enp134s0:60-73,164-177;enp140s0:60-73,164-177",
-        "NCCL_GPUDIRECTTCPX_RX_BINDINGS": "enp6s0:22-35,126-139;enp12s0:22-35,126-139;"
-        "enp134s0:74-87,178-191;enp140s0:74-87,178-191",
-        "LD_LIBRARY_PATH": "/var/lib/tcpx/lib64:${LD_LIBRARY_PATH}",
-    },
-    "a3-megagpu-8g": {
-        "NCCL_FASTRAK_CTRL_DEV": "enp0s12",
-        "NCCL_FASTRAK_IFNAME": "enp6s0,enp7s0,enp13s0,enp14s0,enp134s0,enp135s0,enp141s0,enp142s0",
-        "NCCL_SOCKET_IFNAME": "enp0s12",
-        "NCCL_FASTRAK_LLCM_DEVICE_DIRECTORY": "/dev/aperture_devices",
-        "LD_LIBRARY_PATH": "/var/lib/tcpxo/lib64:${LD_LIBRARY_PATH}",
-    },
-}
-
-
 def job_environment(spec: ClusterSpec) -> dict[str, dict[str, dict[str, str]]]:
     """Per host, the environment the slurm role's task prolog gives every job (``all``) and
-    multi-node jobs only (``multinode``: TCPX(O) runs only between nodes)."""
+    multi-node jobs only (``multinode``: TCPX(O) and gIB run only between nodes), from
+    ``fabric.model.nccl_env``."""
     from fabric.catalog import aws_instance, gcp_machine
+    from fabric.model.nccl_env import efa_job_env, plugin_job_env
 
     out: dict[str, dict[str, dict[str, str]]] = {}
     for host, group in spec.hosts.items():
@@ -376,14 +332,12 @@ def job_environment(spec: ClusterSpec) -> dict[str, dict[str, dict[str, str]]]:
         if spec.fabric.kind == "efa" and spec.aws is not None and spec.aws.efa:
             known = aws_instance(group.instance_type or "")
             if known is not None and known.efa:
-                env = dict(EFA_JOB_ENV)
-                if known.gpudirect_rdma and spec.aws.gpudirect_rdma:
-                    env |= EFA_DEVICE_RDMA_ENV
-                out[host] = {"all": env, "multinode": {}}
+                rdma = known.gpudirect_rdma and spec.aws.gpudirect_rdma
+                out[host] = {"all": efa_job_env(rdma), "multinode": {}}
         elif spec.fabric.kind == "gcp-gpudirect":
             machine = gcp_machine(group.instance_type or "")
-            if machine is not None and machine.name in TCPX_JOB_ENV:
-                out[host] = {"all": {}, "multinode": dict(TCPX_JOB_ENV[machine.name])}
+            if machine is not None and (env := plugin_job_env(machine.name)):
+                out[host] = {"all": {}, "multinode": env}
     return out
 
 
