@@ -114,8 +114,21 @@ def gce_reading(host: str, stdout: str, rc: int, stderr: str) -> str:
     return stdout
 
 
+def _one_name_per_instance(ids: Mapping[str, str]) -> None:
+    """Two hosts answering as one instance is the inventory's mistake, named before any call."""
+    seen: dict[str, str] = {}
+    for host, iid in ids.items():
+        if iid in seen:
+            raise HarnessError(
+                f"{seen[iid]} and {host} both answer as instance {iid}: the inventory reaches "
+                "one instance under two names"
+            )
+        seen[iid] = host
+
+
 def aws_graph(ids: Mapping[str, str], response: Mapping[str, Any]) -> FabricGraph:
     """The provider's graph of the hosts, from host -> instance id and the API's response."""
+    _one_name_per_instance(ids)
     try:
         return aws_topology_graph(response, {iid: host for host, iid in ids.items()})
     except GraphError as error:
@@ -141,6 +154,7 @@ def provider_graph(
     DescribeInstanceTopology in ``region``, GCE metadata read as it is."""
     if provider == "aws":
         ids = {h: instance_id(h, *reading) for h, reading in readings.items()}
+        _one_name_per_instance(ids)
         return aws_graph(ids, describe_instance_topology(list(ids.values()), region, run=run))
     if provider == "gcp":
         return gce_graph({h: gce_reading(h, *reading) for h, reading in readings.items()})
