@@ -108,8 +108,9 @@ def cloud_health_config(spec: ClusterSpec, host: str) -> dict[str, Any]:
     """The health check's configuration for a cloud compute instance without declared HCAs:
     the catalog's EFA device count (AWS) or the A3 GPU NICs (GCP); empty when its type has
     neither."""
-    from fabric.catalog import aws_instance, gcp_machine
-    from fabric.model.gcp import gpu_subnet_cidrs
+    from fabric.targets.aws.catalog import aws_instance
+    from fabric.targets.gcp.catalog import gcp_machine
+    from fabric.targets.gcp.model import gpu_subnet_cidrs
 
     group = spec.hosts[host]
     base: dict[str, Any] = {"node": host, "ports": [], "thresholds": {}}

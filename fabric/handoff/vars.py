@@ -19,6 +19,7 @@ from fabric.model.cluster import ClusterModel
 from fabric.spec import ClusterSpec
 from fabric.spec.constants import SM_MEMBER_KEYWORDS
 from fabric.spec.models import EcnQueue
+from fabric.targets import parts
 from fabric.topology.from_spec import graph_from_spec
 from fabric.topology.render import render
 
@@ -78,8 +79,8 @@ def role_vars_from_spec(spec: ClusterSpec) -> dict[str, Any]:
     out |= hca_vars(spec)
     out |= subnet_manager_vars(spec)
     out |= roce_qos_vars(spec)
-    out |= efa_vars(spec)
-    out |= gcp_gpudirect_vars(spec)
+    for _, handoff in parts("handoff"):  # each target's roles (efa, gcp_gpudirect)
+        out |= handoff.role_vars(spec)
     out |= slurm_vars(spec)
     out |= node_health_vars(ClusterModel(spec), out.get("slurm_extra_config", {}))
     if spec.bmc is not None and spec.bmc.endpoints:
@@ -96,11 +97,9 @@ def role_vars_from_spec(spec: ClusterSpec) -> dict[str, Any]:
     env = job_environment(spec)
     out["railyard_job_environment"] = env
     out["slurm_task_prolog"] = bool(env)
-    # The RxDM's prolog/epilog (gcp_gpudirect) runs through the slurm role's dispatchers.
-    out["slurm_prolog_epilog_dirs"] = any(
-        h["gcp_gpudirect_transport"] in ("gpudirect-tcpx", "gpudirect-tcpxo")
-        for h in out.get("railyard_gcp_gpudirect", {}).values()
-    )
+    # A target's prolog/epilog (the gcp_gpudirect RxDM's) runs through the slurm role's
+    # dispatchers; listed last, as the slurm role reads it.
+    out["slurm_prolog_epilog_dirs"] = out.pop("slurm_prolog_epilog_dirs", False)
     return out
 
 
@@ -258,86 +257,13 @@ def switch_qos_vars(spec: ClusterSpec) -> dict[str, Any]:
     }
 
 
-def efa_vars(spec: ClusterSpec) -> dict[str, Any]:
-    """The efa role on EFA instances (``kind: efa``): installer from the spec, GPUDirect RDMA
-    (peer memory) when ``aws.gpudirect_rdma``, ptrace for the shared-memory path; the EFA
-    devices each host must show, from the instance catalog (``railyard_efa_hosts``, host ->
-    device count: site.yml runs the role on these hosts only)."""
-    from fabric.catalog import aws_instance
-
-    aws = spec.aws
-    if spec.fabric.kind != "efa" or aws is None or not aws.efa:
-        return {}
-    hosts: dict[str, int] = {}
-    for host, group in spec.hosts.items():
-        known = aws_instance(group.instance_type or "")
-        if group.role == "compute" and known is not None and known.efa:
-            hosts[host] = known.efa_interfaces
-    out: dict[str, Any] = {
-        "railyard_efa_hosts": hosts,
-        "efa_gpudirect_rdma": aws.gpudirect_rdma,
-        "efa_ptrace_scope": 0,
-    }
-    if aws.efa_installer_url:  # with its checksum: the spec's target rules require both
-        out["efa_installer_url"] = aws.efa_installer_url
-        out["efa_installer_checksum"] = aws.efa_installer_checksum
-    if aws.efa_installer_version:
-        out["efa_installer_version"] = aws.efa_installer_version
-    return out
-
-
-def gcp_gpudirect_vars(spec: ClusterSpec) -> dict[str, Any]:
-    """GPU NICs of A3 instances (``kind: gcp-gpudirect``): per host (``railyard_gcp_gpudirect``,
-    host -> settings: site.yml runs the gcp_gpudirect role on these hosts only) the GPU subnets
-    (one VPC per NIC, the GCP component's ranges), MTU, machine type and transport, and on A3
-    Ultra the RDMA stack for its ConnectX RoCE NICs (``railyard_roce_hosts``)."""
-    from fabric.catalog import gcp_machine
-    from fabric.model.gcp import gpu_subnet_cidrs
-
-    gcp = spec.gcp
-    if spec.fabric.kind != "gcp-gpudirect" or gcp is None:
-        return {}
-    hosts: dict[str, dict[str, Any]] = {}
-    for host, group in spec.hosts.items():
-        known = gcp_machine(group.instance_type or "")
-        if group.role != "compute" or known is None or known.gpu_nics == 0:
-            continue
-        hosts[host] = {
-            "gcp_gpudirect_machine_type": known.name,
-            "gcp_gpudirect_transport": known.transport,
-            "gcp_gpudirect_subnets": gpu_subnet_cidrs(gcp, known.gpu_nics),
-            "gcp_gpudirect_mtu": known.gpu_nic_mtu
-            if known.transport == "rdma-roce"
-            else gcp.gpu_nic_mtu,
-        }
-    return {
-        "railyard_gcp_gpudirect": hosts,
-        "railyard_roce_hosts": sorted(
-            h for h, v in hosts.items() if v["gcp_gpudirect_transport"] == "rdma-roce"
-        ),
-    }
-
-
 def job_environment(spec: ClusterSpec) -> dict[str, dict[str, dict[str, str]]]:
     """Per host, the environment the slurm role's task prolog gives every job (``all``) and
-    multi-node jobs only (``multinode``: TCPX(O) and gIB run only between nodes), from
-    ``fabric.model.nccl_env``."""
-    from fabric.catalog import aws_instance, gcp_machine
-    from fabric.model.nccl_env import efa_job_env, plugin_job_env
-
+    multi-node jobs only (``multinode``), from each target's ``job_environment`` (EFA's
+    libfabric provider, GPUDirect-TCPX(O)'s NCCL settings)."""
     out: dict[str, dict[str, dict[str, str]]] = {}
-    for host, group in spec.hosts.items():
-        if group.role != "compute":
-            continue
-        if spec.fabric.kind == "efa" and spec.aws is not None and spec.aws.efa:
-            known = aws_instance(group.instance_type or "")
-            if known is not None and known.efa:
-                rdma = known.gpudirect_rdma and spec.aws.gpudirect_rdma
-                out[host] = {"all": efa_job_env(rdma), "multinode": {}}
-        elif spec.fabric.kind == "gcp-gpudirect":
-            machine = gcp_machine(group.instance_type or "")
-            if machine is not None and (env := plugin_job_env(machine.name)):
-                out[host] = {"all": {}, "multinode": env}
+    for _, handoff in parts("handoff"):
+        out |= handoff.job_environment(spec)
     return out
 
 
@@ -471,8 +397,6 @@ def write_group_vars(spec: ClusterSpec, state_dir: Path) -> Path:
 __all__ = [
     "HandoffError",
     "cluster_hosts_vars",
-    "efa_vars",
-    "gcp_gpudirect_vars",
     "job_environment",
     "hca_vars",
     "rdma_stack_vars",

@@ -24,12 +24,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from fabric.catalog import BusBwTarget
-from fabric.model.nccl_env import efa_job_env
 from fabric.parsers import ParseError
 from fabric.parsers.nccl import NcclLog
 from fabric.parsers.nccl import parse as parse_log
 from fabric.parsers.nccl_tests import NcclTestsReport
 from fabric.parsers.nccl_tests import parse as parse_table
+from fabric.targets.aws.catalog import efa_job_env
 from fabric.verify.nccl import NetworkExpectation, Verdict, judge
 
 #: nccl-tests binaries railyard runs (their ``-o``/``-d`` defaults: sum, float).
@@ -39,7 +39,8 @@ BINARIES = ("all_reduce_perf", "all_gather_perf", "reduce_scatter_perf", "alltoa
 #: Environment every run gets: the INFO lines the parser reads, and no more subsystems.
 DEBUG_ENV = {"NCCL_DEBUG": "INFO", "NCCL_DEBUG_SUBSYS": "INIT,NET"}
 
-#: EFA through aws-ofi-nccl: the jobs' own environment (``fabric.model.nccl_env``), device RDMA on.
+#: EFA through aws-ofi-nccl: the jobs' own environment (``fabric.targets.aws.catalog``), device
+#: RDMA on.
 EFA_ENV = efa_job_env(device_rdma=True)
 
 

@@ -1,11 +1,12 @@
-"""The NCCL job environment per kind lives in one place (fabric.model.nccl_env): every A3 machine
-type of the catalog has its plugin's environment, and the EFA jobs and the nccl checks' EFA runs
-get the same settings."""
+"""The NCCL job environment per kind, one place per target (fabric/targets/gcp/handoff.py
+TCPX_JOB_ENV, fabric/targets/aws/catalog.py): every A3 machine type has its plugin's
+environment, and the EFA jobs and the nccl checks' EFA runs get the same settings."""
 
 from __future__ import annotations
 
-from fabric.catalog import gcp_machine
-from fabric.model.nccl_env import PLUGIN_JOB_ENV, efa_job_env, plugin_job_env
+from fabric.targets.aws.catalog import efa_job_env
+from fabric.targets.gcp.catalog import gcp_machine
+from fabric.targets.gcp.handoff import TCPX_JOB_ENV
 from fabric.verify.nccl_run import EFA_ENV, nccl_env
 
 #: Which variable names which plugin, per the catalog's transport.
@@ -21,9 +22,8 @@ def test_every_a3_machine_type_has_its_plugins_environment() -> None:
         machine = gcp_machine(name)
         assert machine is not None and machine.gpu_nics > 0
         key, value = PLUGIN_MARK[machine.transport]
-        assert plugin_job_env(name).get(key) == value, name
-    assert all(gcp_machine(name) is not None for name in PLUGIN_JOB_ENV)
-    assert plugin_job_env("n2-standard-8") == {}
+        assert TCPX_JOB_ENV[name].get(key) == value, name
+    assert all(gcp_machine(name) is not None for name in TCPX_JOB_ENV)
 
 
 def test_efa_runs_and_jobs_share_one_environment() -> None:
