@@ -22,8 +22,8 @@ from pathlib import Path
 
 import pytest
 
+from fabric.targets.aws.checks import IMDS_PLACEMENT_GROUP, placement_group_problems
 from fabric.topology.cloud import PLACEMENT_COMMANDS
-from fabric.verify.cloud import IMDS_PLACEMENT_GROUP, placement_group_problems
 from fabric.verify.cloud_topology import provider_graph, topology_problems
 from fabric.verify.harness import HarnessError
 
