@@ -2,6 +2,9 @@
 # Bootstrap everything railyard needs on a Debian 12 machine, idempotently.
 #
 #   scripts/bootstrap.sh            # Debian packages, .venv, Pulumi CLI, IMDS mock
+#   scripts/bootstrap.sh base       # Debian packages, .venv (what scripts/run-tests.sh needs first)
+#   scripts/bootstrap.sh pulumi     # the Go builds only: the Pulumi CLI and the IMDS mock
+#                                   # (run-tests.sh builds them beside other steps)
 #
 # Each step checks before it acts, so a warm run takes a few seconds.
 # Build output (the Pulumi CLI) is cached outside the repo under
@@ -166,12 +169,24 @@ raise_inotify_limit() {
 }
 
 main() {
-  install_debian_packages
-  raise_inotify_limit
-  create_venv
-  install_pulumi
-  build_imds_mock
-  step "bootstrap done"
+  local what="${1:-all}"
+  case "$what" in
+    all | base | pulumi) ;;
+    *)
+      echo "usage: scripts/bootstrap.sh [all|base|pulumi]" >&2
+      exit 2
+      ;;
+  esac
+  if [[ "$what" != pulumi ]]; then
+    install_debian_packages
+    raise_inotify_limit
+    create_venv
+  fi
+  if [[ "$what" != base ]]; then
+    install_pulumi
+    build_imds_mock
+  fi
+  step "bootstrap ($what) done"
 }
 
 main "$@"

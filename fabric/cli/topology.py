@@ -1,5 +1,5 @@
-"""``python -m fabric topology``: print the Slurm topology (or ibsim net, or oversubscription)
-of a declared fabric (``--spec``), a discovered one (``--from-ibnetdiscover``), or cloud
+"""``python -m fabric topology``: print the Slurm topology (or Kubernetes topology labels and a
+Kueue Topology, ibsim net, or oversubscription) of a declared fabric (``--spec``), a discovered one (``--from-ibnetdiscover``), or cloud
 instances as their provider places them (``--from-aws-topology``, ``--from-gce-instances``)."""
 
 from __future__ import annotations
@@ -25,7 +25,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "topology",
         help="print Slurm topology.conf / topology.yaml from a spec or ibnetdiscover output",
-        description="Print the Slurm topology of a fabric. Hosts cabled to several leaves "
+        description="Print the Slurm topology of a fabric, or (--plugin kubernetes) its "
+        "Kubernetes Node topology labels and a Kueue Topology naming them "
+        "(fabric.topology.kubernetes). Hosts cabled to several leaves "
         "(rail-optimized) are placed under their rail-0 leaf (see fabric.topology.slurm). "
         "Exit 0, or 2 on a bad spec, a bad option, or ibnetdiscover output that is unreadable, "
         "binary, larger than --max-mb, empty, cut off or not ibnetdiscover's, or a fabric with "
@@ -63,9 +65,23 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "--plugin",
-        choices=("tree", "block", "yaml"),
+        choices=("tree", "block", "yaml", "kubernetes"),
         default="tree",
-        help="topology.conf for topology/tree (default) or topology/block, or topology.yaml",
+        help="topology.conf for topology/tree (default) or topology/block, topology.yaml, or "
+        "kubernetes: Node label patches (a v1 List) and a Kueue Topology",
+    )
+    parser.add_argument(
+        "--label-scheme",
+        choices=("topograph", "topograph-v0"),
+        help="kubernetes: fabric.topograph.run/tier-N (topograph 1.0+), or "
+        "network.topology.nvidia.com/leaf|spine|core (before 1.0); default: the spec's "
+        "kubernetes.labels.scheme, else topograph",
+    )
+    parser.add_argument(
+        "--kueue-topology",
+        metavar="NAME",
+        help="kubernetes: the Kueue Topology's name (default: the spec's "
+        "kubernetes.labels.kueue_topology, else the cluster's name, else fabric)",
     )
     parser.add_argument(
         "--block-size", type=int, metavar="N", help="BlockSizes base (block and yaml)"
@@ -166,7 +182,13 @@ def _graph(args: argparse.Namespace) -> FabricGraph:
         from fabric.spec import load_spec
         from fabric.topology.from_spec import graph_from_spec
 
-        return graph_from_spec(load_spec(spec))
+        cluster = load_spec(spec)
+        labels = cluster.kubernetes.labels if cluster.kubernetes is not None else None
+        args.label_scheme = args.label_scheme or (labels.scheme if labels else None)
+        args.kueue_topology = args.kueue_topology or (
+            (labels.kueue_topology if labels else None) or cluster.name
+        )
+        return graph_from_spec(cluster)
     from fabric.parsers.ibnetdiscover import parse
 
     return parse(_capture(args))
@@ -192,6 +214,15 @@ def _render(args: argparse.Namespace, graph: FabricGraph) -> str:
             f"{'no uplinks' if load.oversubscription is None else f'{load.oversubscription:.2f}:1'}\n"
             for load in graph.leaf_loads()
         )
+    if args.plugin == "kubernetes":
+        from fabric.topology.kubernetes import render
+
+        text, warnings = render(
+            graph, args.label_scheme or "topograph", args.kueue_topology or "fabric"
+        )
+        for warning in warnings:
+            print(f"warning: {warning}", file=sys.stderr)
+        return text
     if args.plugin == "tree":
         return tree_conf(graph)
     if args.plugin == "block":
@@ -211,6 +242,16 @@ def cmd_topology(args: argparse.Namespace) -> int:
         raise CommandError("--block-size must be 1 or more")
     if args.max_mb < 1:
         raise CommandError("--max-mb must be 1 or more")
+    if args.plugin != "kubernetes" and (args.label_scheme or args.kueue_topology):
+        raise CommandError("--label-scheme and --kueue-topology go with --plugin kubernetes")
+    if args.kueue_topology is not None:
+        from fabric.spec.kubernetes import DNS_SUBDOMAIN
+
+        if not DNS_SUBDOMAIN.match(args.kueue_topology):
+            raise CommandError(
+                f"--kueue-topology {args.kueue_topology!r} is not an object name; use "
+                "lower-case letters, digits, '-' and '.', e.g. fabric"
+            )
     if args.from_ibnetdiscover and args.plugin == "tree" and not _other_output(args):
         from fabric.parsers.ibnetdiscover.tree import compiled_tree_conf  # no graph
 

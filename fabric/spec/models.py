@@ -53,12 +53,17 @@ __all__ = [
     "GcpSpec",
     "HcaSpec",
     "InfinibandSpec",
+    "IpamSpec",
+    "KubernetesLabels",
+    "KubernetesSpec",
     "LabSpec",
     "LinkWidth",
     "ManagementNetwork",
     "Model",
     "NodeGroup",
     "NodeRole",
+    "NetworkOperatorSpec",
+    "Orchestrator",
     "Partition",
     "RdmaStack",
     "RedfishEndpoint",
@@ -70,6 +75,7 @@ __all__ = [
     "DcqcnNp",
     "PortBuffer",
     "SwitchPort",
+    "SecondaryNetwork",
     "SecretRef",
     "SlurmPartition",
     "SlurmSpec",
@@ -82,6 +88,7 @@ Target = Literal["lab", "baremetal", "aws", "gcp", "existing"]
 NodeRole = Literal["compute", "controller", "login", "sm"]
 FabricKind = Literal["infiniband", "roce", "efa", "gcp-gpudirect"]
 LinkWidth = Literal["1x", "2x", "4x", "8x", "12x"]
+Orchestrator = Literal["slurm", "kubernetes", "both"]
 LinkSpeed = Literal["SDR", "DDR", "QDR", "FDR10", "FDR", "EDR", "HDR", "NDR", "XDR"]
 
 
@@ -515,6 +522,110 @@ class SlurmSpec(Model):
     )
 
 
+class IpamSpec(Model):
+    """Addresses for a secondary network's pod interfaces (a CNI IPAM plugin)."""
+
+    type: Literal["nv-ipam", "whereabouts", "host-local"] = Field(
+        default="nv-ipam",
+        description="nv-ipam (the Network Operator's), whereabouts (cluster-wide) or "
+        "host-local (per node: only with one node per range)",
+    )
+    range: ipaddress.IPv4Network = Field(description="the pods' addresses, e.g. 198.18.64.0/20")
+    gateway: ipaddress.IPv4Address | None = None
+    exclude: list[ipaddress.IPv4Network] = Field(
+        default_factory=list, description="addresses in the range never handed out"
+    )
+
+
+class SecondaryNetwork(Model):
+    """A network pods attach to beside the cluster's own (Multus), on the fabric's netdevs."""
+
+    name: str = Field(description="the network attachment's name (a DNS-1123 label)")
+    kind: Literal["ipoib", "macvlan", "host-device"] = Field(
+        description="ipoib (IPoIB child of an InfiniBand netdev), macvlan (over a RoCE "
+        "netdev) or host-device (a whole SR-IOV VF moved into the pod)"
+    )
+    master: str | None = Field(
+        default=None,
+        description="ipoib/macvlan: the host netdev the pods' interfaces hang off, e.g. ib0",
+    )
+    ipam: IpamSpec
+
+
+class NetworkOperatorSpec(Model):
+    """The NVIDIA Network Operator's NicClusterPolicy: what makes the HCAs usable by pods."""
+
+    namespace: str = Field(default="nvidia-network-operator", description="the operator's")
+    repository: str | None = Field(
+        default=None,
+        description="where the operator's component images come from: NVIDIA's mellanox "
+        "image repository or your mirror of it (REGISTRY/PATH)",
+    )
+    version: str = Field(
+        default="network-operator-v26.4.1",
+        description="the components' image tag (the Network Operator release's)",
+    )
+    driver_version: str | None = Field(
+        default=None,
+        description="driver container: the DOCA driver image's tag, e.g. doca3.4.1-26.04-1.1.0.0-1",
+    )
+    driver: Literal["host", "container"] = Field(
+        default="host",
+        description="host: the nodes' own RDMA stack (rdma_stack); container: the operator's "
+        "DOCA-OFED driver container",
+    )
+    device_plugin: Literal["rdma-shared", "sriov"] = Field(
+        default="rdma-shared",
+        description="rdma-shared (pods share each HCA) or sriov (a VF per pod)",
+    )
+    resource_name: str = Field(
+        default="rdma_shared_device_a",
+        description="the extended resource pods request: rdma/<name> (rdma-shared) or "
+        "nvidia.com/<name> (sriov)",
+    )
+    hca_max: int = Field(
+        default=63, ge=1, le=1000, description="rdma-shared: pods that may share one HCA"
+    )
+    secondary_networks: list[SecondaryNetwork] = Field(default_factory=list)
+
+
+class KubernetesLabels(Model):
+    """The topology labels railyard writes on each Node and the Kueue Topology naming them."""
+
+    scheme: Literal["topograph", "topograph-v0"] = Field(
+        default="topograph",
+        description="topograph: fabric.topograph.run/tier-N (tier 0 the leaf; topograph 1.0+); "
+        "topograph-v0: network.topology.nvidia.com/leaf, spine, core (before 1.0)",
+    )
+    kueue_topology: str | None = Field(
+        default=None,
+        description="the Kueue Topology's name (default: the cluster's name)",
+    )
+
+
+class KubernetesSpec(Model):
+    """The Kubernetes cluster railyard configures (``orchestrator: kubernetes`` or ``both``):
+    its API server, the Network Operator's policy and the topology labels."""
+
+    api_server: str = Field(description="the API server's URL, https://HOST[:PORT]")
+    token: SecretRef | None = Field(
+        default=None, description="Pulumi config secret holding a bearer token"
+    )
+    client_certificate: SecretRef | None = Field(
+        default=None, description="Pulumi config secret holding a client certificate (PEM)"
+    )
+    client_key: SecretRef | None = Field(
+        default=None, description="Pulumi config secret holding the client certificate's key"
+    )
+    ca_certificate: SecretRef | None = Field(
+        default=None,
+        description="Pulumi config secret holding the API server's CA (PEM); unset: the "
+        "system's CAs",
+    )
+    network_operator: NetworkOperatorSpec = Field(default_factory=NetworkOperatorSpec)
+    labels: KubernetesLabels = Field(default_factory=KubernetesLabels)
+
+
 class LabSpec(Model):
     """Settings for the one-machine lab (target ``lab``)."""
 
@@ -742,7 +853,13 @@ class ClusterSpec(Model):
     management: ManagementNetwork
     bmc: BmcNetwork | None = None
     access: AccessSpec = Field(default_factory=AccessSpec)
+    orchestrator: Orchestrator = Field(
+        default="slurm",
+        description="what runs the jobs: slurm, kubernetes (the NVIDIA Network Operator, "
+        "topology labels) or both",
+    )
     slurm: SlurmSpec = Field(default_factory=SlurmSpec)
+    kubernetes: KubernetesSpec | None = None
     rdma_stack: RdmaStack = Field(default_factory=RdmaStack)
     health: HealthSpec = Field(default_factory=HealthSpec)
     lab: LabSpec | None = None

@@ -39,6 +39,7 @@ from fabric.spec.constants import (
     SM_PRIORITY_RANGE,
     WIDTH_LANES,
 )
+from fabric.spec.kubernetes import KUBERNETES_RULES
 from fabric.spec.networks import NETWORK_RULES
 from fabric.spec.problems import Problem
 from fabric.spec.targets import target_rules
@@ -876,6 +877,7 @@ GENERAL_RULES: tuple[Rule, ...] = (
     check_switches_managed,
     check_slurm,
     check_slurm_partitions,
+    *KUBERNETES_RULES,
     check_management,
     *NETWORK_RULES,
     *CONSISTENCY_RULES,
