@@ -40,7 +40,7 @@ from fabric.spec.constants import (
 )
 from fabric.spec.networks import NETWORK_RULES
 from fabric.spec.problems import Problem
-from fabric.spec.sm_roles import expected_master
+from fabric.spec.sm import expected_master
 from fabric.spec.targets import TARGET_RULES
 
 if TYPE_CHECKING:  # the models run these rules in ClusterSpec's validator

@@ -32,7 +32,7 @@ from fabric.model.ports import (
     hca_ports,
 )
 from fabric.spec import ClusterSpec
-from fabric.spec.sm_roles import expected_master
+from fabric.spec.sm import expected_master
 
 
 class _Model(BaseModel):

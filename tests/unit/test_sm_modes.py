@@ -15,7 +15,7 @@ from fabric.inventory import build_inventory
 from fabric.parsers.sminfo import parse as parse_sminfo
 from fabric.parsers.smpquery import parse as parse_smpquery
 from fabric.spec import ClusterSpec, SpecError, spec_from_mapping
-from fabric.spec.sm_roles import expected_master
+from fabric.spec.sm import expected_master
 from fabric.state import REPO_ROOT
 from fabric.verify.plan import FAMILIES, CheckPlan, SubnetManagerExpect, describe
 from fabric.verify.sm import (
