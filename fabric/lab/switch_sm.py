@@ -43,7 +43,9 @@ def start_switch_sm(
         SIM_HOST=switch,
         OSM_CACHE_DIR=str(workdir),
     )
+    # in ``workdir``: umad2sim keeps its simulated sysfs tree in ./sys-<pid>
     argv = [
+        "/bin/sh", "-c", 'cd "$1" && shift && exec "$@"', "sh", str(workdir),
         "opensm",
         "-p", str(priority),
         "-s", str(sweep_interval),

@@ -109,6 +109,7 @@ class StandIn:
             stdout=subprocess.DEVNULL,
             stderr=subprocess.STDOUT,
             start_new_session=True,
+            cwd=work,  # umad2sim keeps its simulated sysfs tree in ./sys-<pid>
         )
 
     def stop(self, sim_host: str) -> None:
