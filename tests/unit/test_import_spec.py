@@ -13,8 +13,8 @@ from fabric.cli.import_ import ssh_argv
 from fabric.parsers.ibnetdiscover import parse
 from fabric.parsers.sminfo import parse as parse_sminfo
 from fabric.spec import spec_from_mapping
-from fabric.spec.targets import existing_placeholder_problems
 from fabric.state import REPO_ROOT
+from fabric.targets.existing.rules import existing_placeholder_problems
 from fabric.topology.diff import diff
 from fabric.topology.from_spec import graph_from_spec
 from fabric.topology.importer import CaptureError, Imported, SmIdentity, import_fabric

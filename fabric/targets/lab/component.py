@@ -18,7 +18,17 @@ from typing import Any
 import pulumi
 
 from fabric.components.config_secret import config_secret
-from fabric.components.dynamic_lab import (
+from fabric.components.target import TargetCluster
+from fabric.inventory import build_inventory, inventory_text, switch_hosts
+from fabric.lab.bmc import system_uuid
+from fabric.lab.hardware import with_hca_guids
+from fabric.lab.image import image_hash
+from fabric.lab.keys import known_hosts_line
+from fabric.lab.node import ibsim_environment
+from fabric.lab.plan import LabPlan, NetPlan, NodePlan, SwitchPlan, plan_lab
+from fabric.spec import ClusterSpec
+from fabric.state import StateLayout
+from fabric.targets.lab.dynamic_lab import (
     AddressPool,
     IbSim,
     IbSimReaper,
@@ -30,17 +40,7 @@ from fabric.components.dynamic_lab import (
     RedfishEmulator,
     SshKey,
 )
-from fabric.components.dynamic_switch import LabSwitch
-from fabric.components.target import TargetCluster
-from fabric.inventory import build_inventory, inventory_text, switch_hosts
-from fabric.lab.bmc import system_uuid
-from fabric.lab.hardware import with_hca_guids
-from fabric.lab.image import image_hash
-from fabric.lab.keys import known_hosts_line
-from fabric.lab.node import ibsim_environment
-from fabric.lab.plan import LabPlan, NetPlan, NodePlan, SwitchPlan, plan_lab
-from fabric.spec import ClusterSpec
-from fabric.state import StateLayout
+from fabric.targets.lab.dynamic_switch import LabSwitch
 from fabric.topology.from_spec import graph_from_spec
 from fabric.topology.ibsim import ibsim_limits, net_hash, render_net
 
