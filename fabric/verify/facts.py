@@ -148,16 +148,21 @@ class Facts:
 
     def seen_sms(self, observer: str) -> Any:
         """Every port with the IsSM bit as ``fabric.verify.sm.SeenSm`` (its SMInfo and its
-        node's identity); a failed ``saquery`` (no SA: no master) raises RuntimeError."""
+        node's identity), and the master ``sminfo`` names: in the lab the SA once listed the
+        other IsSM ports but not the master's own (an external OpenSM beside ibsim, every
+        check of it otherwise passing). A failed ``saquery`` (no SA: no master) raises
+        RuntimeError."""
         from fabric.verify.sm import seen_sm
 
         def run() -> Any:
             ports = self.sm_ports(observer)
             if not ports.ok:
                 raise RuntimeError(f"saquery -s on {observer}: {ports.reason}")
+            master = self.sminfo(observer)
+            lids = [*ports.sm_lids, *([master.sm_lid] if master.ok and master.sm_lid else [])]
             return [
                 seen_sm(lid, self.sminfo_at(observer, lid), *self.node_at(observer, lid))
-                for lid in dict.fromkeys(ports.sm_lids)
+                for lid in dict.fromkeys(lids)
             ]
 
         return self._once(("seen_sms", observer), run)
