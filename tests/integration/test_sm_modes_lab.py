@@ -17,8 +17,8 @@ no lab node runs it and no inventory lists it.
   ``SIM_HOST`` naming a switch: ``sim_ctl_connect_client`` takes ``node_get_port(node, 0)``)
   becomes master; import writes ``mode: switch``, and the adoption's checks pass again.
 
-Own stacks ``rysm-<hex>`` and ``rysm-<hex>-adopt``, subnets 198.18.128-135.0/24 (management)
-and 198.18.136-143.0/24 (BMC), ports 24000-24015 (Redfish, notifier) and 24200-24327 (ibsim).
+Own stacks ``rysm-<hex>`` and ``rysm-<hex>-adopt``, subnets 198.18.24-31.0/24 (management)
+and 198.18.48-55.0/24 (BMC), ports 25000-25015 (Redfish, notifier) and 25200-25327 (ibsim).
 """
 
 from __future__ import annotations
@@ -63,7 +63,7 @@ def _cable(port: int, end: dict[str, Any]) -> dict[str, Any]:
 
 
 def _lab_block(tag: int) -> dict[str, Any]:
-    return {"bmc_port": 24000 + 2 * tag, "ibsim_port": 24200 + 16 * tag}
+    return {"bmc_port": 25000 + 2 * tag, "ibsim_port": 25200 + 16 * tag}
 
 
 def _lab_spec(tag: int) -> dict[str, Any]:
@@ -82,8 +82,8 @@ def _lab_spec(tag: int) -> dict[str, Any]:
                 _cable(3, {"guid": UFM, "port": 1}),
             ],
         },
-        "management": {"subnet": f"198.18.{128 + tag}.0/24"},
-        "bmc": {"subnet": f"198.18.{136 + tag}.0/24"},
+        "management": {"subnet": f"198.18.{24 + tag}.0/24"},
+        "bmc": {"subnet": f"198.18.{48 + tag}.0/24"},
         "slurm": SLURM,
         "lab": _lab_block(tag),
     }
@@ -226,7 +226,7 @@ def adoption(lab: OwnLab, imported: tuple[dict[str, Any], str]) -> Iterator[Adop
     spec = dict(imported[0])
     spec |= {
         "nodes": NODES,
-        "management": {"subnet": f"198.18.{128 + lab.tag}.0/24"},
+        "management": {"subnet": f"198.18.{24 + lab.tag}.0/24"},
         "slurm": SLURM,
         "existing": {"ssh": {n: h["address"] for n, h in lab.hosts().items()}},
         "lab": {**_lab_block(lab.tag), "datacenter_stack": lab.name},

@@ -5,8 +5,8 @@ hand-off starts no OpenSM anywhere, and every check passes, the SM family's incl
 master is leaf01's SM (node type Switch), no port nobody declared has the IsSM bit, no node
 runs OpenSM.
 
-Own stack ``rysw-<hex>``, subnets 198.18.144-151.0/24 (management) and 198.18.152-159.0/24
-(BMC), ports 24100-24115 (Redfish, notifier) and 24400-24527 (ibsim).
+Own stack ``rysw-<hex>``, subnets 198.18.32-39.0/24 (management) and 198.18.56-63.0/24
+(BMC), ports 25100-25115 (Redfish, notifier) and 25400-25527 (ibsim).
 """
 
 from __future__ import annotations
@@ -53,15 +53,15 @@ def _spec(tag: int) -> dict[str, Any]:
                 ],
             },
         },
-        "management": {"subnet": f"198.18.{144 + tag}.0/24"},
-        "bmc": {"subnet": f"198.18.{152 + tag}.0/24"},
+        "management": {"subnet": f"198.18.{32 + tag}.0/24"},
+        "bmc": {"subnet": f"198.18.{56 + tag}.0/24"},
         "slurm": {
             "cluster_name": "rysw",
             "controller": "wctl1",
             "topology_plugin": "tree",
             "partitions": [{"name": "gpu", "nodes": "wn[1-2]", "default": True}],
         },
-        "lab": {"bmc_port": 24100 + 2 * tag, "ibsim_port": 24400 + 16 * tag},
+        "lab": {"bmc_port": 25100 + 2 * tag, "ibsim_port": 25400 + 16 * tag},
     }
 
 
