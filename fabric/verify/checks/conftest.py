@@ -150,10 +150,11 @@ def _params(
         ),
         "sm": (
             lambda: plan.subnet_managers,
-            lambda s: s.host,
-            lambda s: s.host,
-            lambda s: f"host:{s.host}",
+            lambda s: s.id,
+            lambda s: s.host if s.mode == "managed" else plan.observer,
+            lambda s: f"host:{s.host}" if s.mode == "managed" else f"sm:{s.id}",
         ),
+        "sm_free_host": (lambda: plan.sm_free_hosts, str, lambda h: h, lambda h: f"host:{h}"),
         "fabric_host": (lambda: plan.fabric_hosts, str, lambda h: h, lambda h: f"host:{h}"),
         "efa_host": (
             lambda: plan.family_params("efa"),
