@@ -49,6 +49,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="FILE",
         help="gcloud compute instances list --format=json ('-' for stdin): their placement",
     )
+    source.add_argument(
+        "--from-placement",
+        metavar="FILE",
+        help="JSON host -> {stdout, rc, stderr} of each compute node's placement reading "
+        "(fabric.verify.cloud_topology.PLACEMENT_COMMANDS, as the hand-off gathers it); "
+        "needs --provider, and --region on aws (DescribeInstanceTopology through the AWS CLI)",
+    )
+    parser.add_argument("--provider", choices=("aws", "gcp"), help="with --from-placement")
+    parser.add_argument("--region", help="the AWS region, with --from-placement --provider aws")
     parser.add_argument(
         "--hosts",
         metavar="FILE",
@@ -113,7 +122,9 @@ def _cloud_graph(args: argparse.Namespace) -> FabricGraph:
     """The graph of a provider's placement data (fabric.topology.cloud)."""
     from fabric.topology.cloud import aws_topology_graph, gce_topology_graph
 
-    if args.from_gce_instances:
+    if args.from_placement:
+        graph = _placement_graph(args)
+    elif args.from_gce_instances:
         items = _json(
             args.from_gce_instances, "gcloud compute instances list --format=json", args.max_mb
         )
@@ -143,8 +154,28 @@ def _cloud_graph(args: argparse.Namespace) -> FabricGraph:
     return graph
 
 
+def _placement_graph(args: argparse.Namespace) -> FabricGraph:
+    """The graph of each node's placement reading (``--from-placement``)."""
+    from fabric.verify.cloud_topology import provider_graph
+    from fabric.verify.harness import HarnessError
+
+    if args.provider is None or (args.provider == "aws" and not args.region):
+        raise CommandError("--from-placement needs --provider aws|gcp (and --region on aws)")
+    data = _json(args.from_placement, "host -> {stdout, rc, stderr} JSON", args.max_mb)
+    if not isinstance(data, dict) or not all(isinstance(v, dict) for v in data.values()):
+        raise CommandError(f"{args.from_placement}: not a JSON object of host -> reading")
+    readings = {
+        str(h): (str(v.get("stdout", "")), int(v.get("rc", 1)), str(v.get("stderr", "")))
+        for h, v in data.items()
+    }
+    try:
+        return provider_graph(args.provider, readings, args.region or "")
+    except HarnessError as error:
+        raise CommandError(f"placement not read: {error}") from None
+
+
 def _graph(args: argparse.Namespace) -> FabricGraph:
-    if args.from_aws_topology or args.from_gce_instances:
+    if args.from_aws_topology or args.from_gce_instances or args.from_placement:
         return _cloud_graph(args)
     spec = given_spec(args)
     if spec is not None:
@@ -234,6 +265,9 @@ def cmd_topology(args: argparse.Namespace) -> int:
         sys.stdout.write(conf)
         return Exit.OK
     graph = _graph(args)
+    if args.from_placement and not graph.cas:  # nothing placed: Slurm gets no topology
+        print("warning: the provider places none of the nodes: no topology", file=sys.stderr)
+        return Exit.OK
     if args.nodes is not None:
         from fabric.hostlist import HostlistError, expand
         from fabric.topology.render import only_hosts

@@ -81,6 +81,7 @@ __all__ = [
     "SecretRef",
     "SlurmPartition",
     "SlurmSpec",
+    "SmMode",
     "SubnetManager",
     "Switch",
     "Target",
@@ -205,15 +206,60 @@ class FatTree(Model):
     link_width: LinkWidth = "4x"
 
 
-class SubnetManager(Model):
-    """An OpenSM instance: the host it runs on and its priority (highest wins master)."""
+SmMode = Literal["managed", "external", "switch"]
 
-    host: str
+
+class SubnetManager(Model):
+    """A subnet manager of the fabric, in one of three modes:
+
+    * ``managed`` (the default): railyard installs and runs OpenSM on ``host``;
+    * ``external``: a host SM railyard does not run (NVIDIA UFM, another team's OpenSM), known
+      by the ``node_description`` and/or port ``guid`` its port answers with;
+    * ``switch``: the SM inside the managed ``switch``; ``configure: true`` has railyard enable
+      it (in the lab: an OpenSM bound to that ibsim switch's port 0).
+
+    The expected master is the entry with ``role: master``, else the highest priority.
+    """
+
+    mode: SmMode = Field(
+        default="managed",
+        description="managed (railyard runs OpenSM on host), external (UFM, another team's "
+        "OpenSM) or switch (the SM inside a managed switch)",
+    )
+    host: str | None = Field(default=None, description="managed: the host railyard runs OpenSM on")
+    switch: str | None = Field(default=None, description="switch: the switch whose SM this is")
+    node_description: str | None = Field(
+        default=None,
+        max_length=64,
+        description="external/switch: the NodeDescription of the SM's node (smpquery nodedesc)",
+    )
+    guid: str | None = Field(
+        default=None,
+        pattern=r"^0x[0-9a-f]{16}$",
+        description="external/switch: the SM's port GUID (sminfo's sm guid), or its node GUID",
+    )
     priority: int = Field(
         default=0,
         description="sm_priority, 0-15",
         json_schema_extra=_range_schema(SM_PRIORITY_RANGE),
     )
+    role: Literal["master", "standby"] | None = Field(
+        default=None,
+        description="the expected role; unset: the highest priority is the master",
+    )
+    configure: bool = Field(
+        default=False, description="switch: railyard enables the switch's SM (lab only)"
+    )
+
+    @property
+    def id(self) -> str:
+        """How checks and messages name it: the host, ``switch:<name>`` or
+        ``external:<description or guid>``."""
+        if self.mode == "managed":
+            return self.host or "managed:?"
+        if self.mode == "switch":
+            return f"switch:{self.switch}"
+        return f"external:{self.node_description or self.guid}"
 
 
 class Partition(Model):
@@ -814,6 +860,12 @@ class AwsSpec(Model):
         default=None,
         pattern=r"^sha256:[0-9a-fA-F]{64}$",
         description="sha256:<hex> of the tarball; required with efa_installer_url",
+    )
+    ofi_nccl_version: str | None = Field(
+        default=None,
+        pattern=r"^\d+\.\d+\.\d+$",
+        description="the aws-ofi-nccl release the installer or AMI carries, e.g. 1.13.2: NCCL "
+        "must load that plugin (its log's NET/OFI Initializing aws-ofi-nccl line, nccl checks)",
     )
     capacity_reservation_id: str | None = None
     capacity_block: bool = False

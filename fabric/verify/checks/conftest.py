@@ -150,10 +150,11 @@ def _params(
         ),
         "sm": (
             lambda: plan.subnet_managers,
-            lambda s: s.host,
-            lambda s: s.host,
-            lambda s: f"host:{s.host}",
+            lambda s: s.id,
+            lambda s: s.host if s.mode == "managed" else plan.observer,
+            lambda s: f"host:{s.host}" if s.mode == "managed" else f"sm:{s.id}",
         ),
+        "sm_free_host": (lambda: plan.sm_free_hosts, str, lambda h: h, lambda h: f"host:{h}"),
         "fabric_host": (lambda: plan.fabric_hosts, str, lambda h: h, lambda h: f"host:{h}"),
         "efa_host": (
             lambda: plan.family_params("efa"),
@@ -202,6 +203,12 @@ def _params(
             str,
             lambda _: plan.slurm_controller,
             lambda s: f"switch:{s}",
+        ),
+        "provider_topology": (
+            lambda: plan.provider_topology,
+            lambda t: t.id,
+            lambda t: t.controller,
+            lambda _: "fabric",
         ),
         "declared_link": (
             lambda: plan.declared_links,
