@@ -78,8 +78,8 @@ def test_up_enables_the_switch_sm_and_every_check_passes(lab: OwnLab) -> None:
     assert summary.startswith("all ") and summary.endswith(" checks passed"), summary
     sm = lab.checks("test_master_is_declared or test_no_undeclared_sm or test_sm_answers")
     assert {k: r.outcome for k, r in sm.items()} == {
-        "test_master_is_declared[fabric]": "passed",
-        "test_no_undeclared_sm[fabric]": "passed",
+        "test_master_is_declared[wn1]": "passed",
+        "test_no_undeclared_sm[wn1]": "passed",
         "test_sm_answers[switch:leaf01]": "passed",
     }, {k: r.message for k, r in sm.items()}
     info = lab.ssh("wn1", "sminfo")
