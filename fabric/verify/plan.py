@@ -94,6 +94,21 @@ class DeclaredLink(_Model):
         return f"{self.a_name}/{self.a_port}-{self.b_name}/{self.b_port}"
 
 
+class SweptCable(_Model):
+    """A declared InfiniBand cable the fabric sweep judges (``fabric.verify.sweep_judge``):
+    ``link`` names both ends (the discovery check's parameter), ``port`` the HCA port (or
+    ``link`` between switches: the state and counter checks' parameter), ``host`` its host."""
+
+    link: str
+    port: str
+    host: str | None = None
+
+    @property
+    def id(self) -> str:
+        """Test id: the link, both ends."""
+        return self.link
+
+
 class EfaHost(_Model):
     """An EFA instance and what it must show, from the instance catalog (``fabric.catalog``)."""
 
@@ -173,9 +188,23 @@ class CheckPlan(_Model):
         return [p for p in self.hca_ports if p.link_layer != "Ethernet"]
 
     @cached_property
+    def host_ports(self) -> list[HcaPort]:
+        """RDMA ports judged on their host (``ibstat`` over SSH): those the fabric sweep does
+        not judge (RoCE ports; InfiniBand ports without a declared cable or a sweep)."""
+        swept = {c.port for c in self.swept_cables}
+        return [p for p in self.rdma_ports if p.id not in swept]
+
+    @cached_property
     def ib_ports(self) -> list[HcaPort]:
         """HCA ports whose link layer is InfiniBand."""
         return [p for p in self.hca_ports if p.link_layer == "InfiniBand"]
+
+    @cached_property
+    def host_ib_ports(self) -> list[HcaPort]:
+        """InfiniBand ports whose width and far end are read on their host (``iblinkinfo``
+        over SSH): those the fabric sweep does not judge."""
+        swept = {c.port for c in self.swept_cables}
+        return [p for p in self.ib_ports if p.id not in swept]
 
     @cached_property
     def counter_ports(self) -> list[HcaPort]:
@@ -410,6 +439,20 @@ class CheckPlan(_Model):
         return [self.observer] if self.observer else []
 
     @cached_property
+    def swept_cables(self) -> list[SweptCable]:
+        """Every declared cable the sweep judges: those of the selected hosts' HCAs and every
+        switch-to-switch cable (one sweep judges the whole fabric)."""
+        if not self.sweep_hosts or self.expected_graph is None:
+            return []
+        from fabric.verify.sweep_judge import cable_ids
+
+        return [
+            SweptCable(link=c.link, port=c.port, host=c.host)
+            for c in cable_ids(self.expected_graph)
+            if c.host is None or c.host in self.hosts
+        ]
+
+    @cached_property
     def discovery_host(self) -> str | None:
         """The SM host ibnetdiscover runs on (the first declared SM that is selected)."""
         ib = self.spec.fabric.infiniband
@@ -426,6 +469,7 @@ class CheckPlan(_Model):
         """Check family -> why it is not generated for this spec, target and selection."""
         spec, out = self.spec, {}
         kind = spec.fabric.kind
+        swept = f"the fabric sweep from {self.observer} judges every declared cable (sweep)"
         if not self.rdma_ports:
             out["ports"] = (
                 "target lab: RoCE HCAs are veth netdevs without an RDMA device for ibstat; "
@@ -433,10 +477,14 @@ class CheckPlan(_Model):
                 if self.hca_ports
                 else "no HCA port declared on the selected hosts"
             )
+        elif not self.host_ports:
+            out["ports"] = swept
         if not self.ib_ports:
             out["ib"] = "no InfiniBand HCA port declared on the selected hosts"
-        if not self.counter_ports:
-            out["counters"] = "no InfiniBand HCA port with a declared cable on the selected hosts"
+        if not self.ib_ports:
+            out["ib_links"] = out["ib"]
+        elif not self.host_ib_ports:
+            out["ib_links"] = swept
         if not self.netdevs:
             out["netdev_mtu"] = (
                 "no HCA declares a netdev (RoCE/IPoIB interface) on the selected hosts"
@@ -475,12 +523,6 @@ class CheckPlan(_Model):
             out["slurm"] = "no Slurm partition nodes or controller among the selected hosts"
         if not self.slurm_switches or self.slurm_controller is None:
             out["slurm_topology"] = "no declared fat tree or no Slurm controller selected"
-        if not self.declared_links:
-            out["discovery"] = "no declared fat tree to compare ibnetdiscover with"
-        elif kind != "infiniband" or self.discovery_host is None:
-            out["discovery"] = (
-                "ibnetdiscover runs on an SM host of an InfiniBand fabric; none selected"
-            )
         if kind != "infiniband":
             out["sweep"] = f"fabric.kind is {kind}: the MAD sweep judges InfiniBand cables"
         elif self.expected_graph is None:
@@ -580,6 +622,10 @@ class CheckPlan(_Model):
 
 #: Check family -> (the checks it holds, the plan's parameters they run over). What
 #: ``python -m fabric check --plan`` lists; a unit test keeps it equal to the check suite.
+#: Cable-level questions (state, physical state, rate, width, far end, error counters) are
+#: the ``sweep`` family's: one vantage host judges every declared cable, under the checks'
+#: own names; ``ports`` and ``ib_links`` ask them on a host only of a port the sweep does not
+#: judge (RoCE, or InfiniBand without declared cabling).
 FAMILIES: dict[str, tuple[tuple[str, ...], str]] = {
     "ports": (
         (
@@ -589,13 +635,10 @@ FAMILIES: dict[str, tuple[tuple[str, ...], str]] = {
             "test_port_rate",
             "test_port_link_layer",
         ),
-        "rdma_ports",
+        "host_ports",
     ),
-    "ib": (
-        ("test_ib_active_mtu", "test_port_width", "test_port_cabled_to_declared_switch_port"),
-        "ib_ports",
-    ),
-    "counters": (("test_port_error_counters",), "counter_ports"),
+    "ib": (("test_ib_active_mtu",), "ib_ports"),
+    "ib_links": (("test_port_width", "test_port_cabled_to_declared_switch_port"), "host_ib_ports"),
     "phy": (("test_ibdiagnet_phy",), "phy_hosts"),
     "netdev_mtu": (("test_netdev_mtu",), "netdevs"),
     "path_mtu": (("test_path_mtu",), "netdev_pairs"),
@@ -620,8 +663,16 @@ FAMILIES: dict[str, tuple[tuple[str, ...], str]] = {
         "roce_hops",
     ),
     "roce_bandwidth": (("test_roce_write_bandwidth",), "netdev_pairs"),
-    "discovery": (("test_declared_link_discovered", "test_no_undeclared_links"), "declared_links"),
-    "sweep": (("test_fabric_sweep",), "sweep_hosts"),
+    "sweep": (
+        (
+            "test_declared_link_discovered",
+            "test_no_undeclared_links",
+            "test_port_state_active",
+            "test_port_physical_state_linkup",
+            "test_port_error_counters",
+        ),
+        "swept_cables",
+    ),
     "slurm": (("test_node_idle_or_allocated",), "slurm_nodes"),
     "slurm_topology": (("test_topology_switch",), "slurm_switches"),
     "efa": (("test_efa_devices", "test_efa_provider"), "efa_hosts"),
