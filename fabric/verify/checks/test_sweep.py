@@ -7,9 +7,9 @@ discovered as declared (far end, width, speed), both ports Active/LinkUp, counte
 the thresholds. That is every cable-level question the suite asks, so no per-host SSH check
 asks them again (``plan.host_ports`` keeps only the ports the sweep does not judge).
 
-The sweep runs once per check run (a session fixture; the conftest puts every item of this
-family in one xdist group, so one worker runs it), and each cable's verdict is its own check
-item, under the names the causes-first report files (a pulled cable is one "cable down", a
+The sweep runs once per check run: the first xdist worker that needs it runs it under a file
+lock in the run's shared temporary directory and leaves its verdicts there as JSON; the other
+workers read them. Each cable's verdict is its own check item, under the names the causes-first report files (a pulled cable is one "cable down", a
 narrow link one "port degraded", a counter rise one "cable with errors"). A question the sweep
 could not answer (a tool that kept failing, counters not read) is a harness error, never a
 fabric failure.
@@ -17,8 +17,12 @@ fabric failure.
 
 from __future__ import annotations
 
+import fcntl
+import json
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 
@@ -33,6 +37,9 @@ pytestmark = pytest.mark.family("sweep")
 
 #: The discovery cache on the vantage host.
 CACHE = "/tmp/railyard-sweep.cache"
+#: Each MAD's timeout in the lab (ms): ibsim answers a node's MADs over UDP, one at a time,
+#: on a machine shared with the whole lab (50 ms, the sweep's default, is for real switches).
+LAB_TIMEOUT_MS = 200
 Record = Callable[[str, object], None]
 
 
@@ -53,7 +60,7 @@ def run_sweep(
     return sweep(
         declared,
         run,
-        SweepConfig(cache=cache),
+        SweepConfig(cache=cache, timeout_ms=LAB_TIMEOUT_MS if plan.simulated else 50),
         before=before,
         window_s=spec.health.sample_seconds if before is None and counters else 0.0,
         overrides=spec.health.counters.model_dump(),
@@ -72,6 +79,17 @@ class Swept:
         by_key = {f"{r.name}[{r.param}]": r for r in outcome.results}
         fatal = by_key.get("test_fabric_sweep[sweep]")
         return cls(by_key, fatal.message if fatal is not None else None)
+
+    def save(self, path: Path) -> None:
+        """Write the verdicts for the run's other workers."""
+        rows = [r.model_dump() for r in self.results.values()]
+        path.write_text(json.dumps({"why": self.why, "results": rows}))
+
+    @classmethod
+    def load(cls, path: Path) -> Swept:
+        data = json.loads(path.read_text())
+        results = [CheckResult.model_validate(row) for row in data["results"]]
+        return cls({f"{r.name}[{r.param}]": r for r in results}, data["why"])
 
     def verdict(self, name: str, param: str, record: Record | None = None) -> None:
         """Pass, fail, skip or raise a harness error as the sweep judged ``name[param]``."""
@@ -100,13 +118,28 @@ def _shell(facts: Facts, host: str) -> Callable[[str], tuple[int, str, str]]:
 
 
 @pytest.fixture(scope="session")
-def swept(request: pytest.FixtureRequest, facts: Facts, plan: CheckPlan) -> Swept:
+def swept(
+    request: pytest.FixtureRequest,
+    tmp_path_factory: pytest.TempPathFactory,
+    facts: Facts,
+    plan: CheckPlan,
+) -> Swept:
     """The run's one sweep, from the plan's vantage host (counters read twice only when a
-    counter check was selected)."""
-    host = plan.sweep_hosts[0]
-    wanted = {getattr(item, "originalname", "") for item in request.session.items}
-    counters = test_port_error_counters.__name__ in wanted
-    return Swept.of(run_sweep(plan, shell_runner(_shell(facts, host)), counters=counters))
+    counter check was selected), shared by every xdist worker of the run."""
+    shared = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        shared = shared.parent  # the run's directory, above each worker's own
+    verdicts = shared / "railyard-sweep.json"
+    with open(shared / "railyard-sweep.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        if verdicts.is_file():
+            return Swept.load(verdicts)
+        host = plan.sweep_hosts[0]
+        wanted = {getattr(item, "originalname", "") for item in request.session.items}
+        counters = test_port_error_counters.__name__ in wanted
+        found = Swept.of(run_sweep(plan, shell_runner(_shell(facts, host)), counters=counters))
+        found.save(verdicts)
+        return found
 
 
 def test_declared_link_discovered(
