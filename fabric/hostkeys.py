@@ -2,9 +2,10 @@
 
 One module for every target. A node's keys come from, in this order:
 
-- what the provider reports: the SSH HOST KEY block cloud-init writes to an EC2 instance's
-  console output (:func:`console_host_keys`), or GCP's ``hostkeys/`` guest attributes
-  (:func:`guest_attribute_host_keys`); :func:`pin` writes them to the stack's known_hosts;
+- what the provider reports, read by the target's own source (``fabric/targets/<name>/hostkeys.py``:
+  the SSH HOST KEY block cloud-init writes to an EC2 instance's console output, GCP's
+  ``hostkeys/`` guest attributes), polled by :func:`reported_host_keys`; :func:`pin` writes
+  them to the stack's known_hosts;
 - otherwise the first SSH contact (:func:`record_first_contact`): ``ssh`` with
   ``StrictHostKeyChecking=accept-new`` into the stack's own known_hosts file only.
 
@@ -21,13 +22,12 @@ from __future__ import annotations
 import base64
 import binascii
 import fcntl
-import json
 import re
 import shlex
 import shutil
 import subprocess
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,8 +40,7 @@ __all__ = [
     "HostKeyError",
     "JumpHost",
     "check_contact",
-    "console_host_keys",
-    "guest_attribute_host_keys",
+    "key_line",
     "known_hosts_line",
     "known_hosts_name",
     "pin",
@@ -61,9 +60,6 @@ HOST_KEY_TYPES = (
     "ecdsa-sha2-nistp521",
     "ssh-rsa",
     "ssh-dss",
-)
-_BLOCK = re.compile(
-    r"-----BEGIN SSH HOST KEY KEYS-----\r?\n(.*?)-----END SSH HOST KEY KEYS-----", re.DOTALL
 )
 #: How long one ssh attempt may take (connect, key exchange, ``true``).
 SSH_TIMEOUT = 30.0
@@ -93,7 +89,7 @@ class JumpHost:
     port: int = 22
 
 
-def _key_line(line: str, where: str) -> str:
+def key_line(line: str, where: str) -> str:
     """``type base64`` of an OpenSSH public key line (comment dropped), checked."""
     parts = line.split()
     if len(parts) < 2 or parts[0] not in HOST_KEY_TYPES:
@@ -107,33 +103,6 @@ def _key_line(line: str, where: str) -> str:
     if raw[4 : 4 + size].decode(errors="replace") != kind:
         raise HostKeyError(f"{where}: the {kind} key's blob names another key type")
     return f"{kind} {blob}"
-
-
-def console_host_keys(console: str) -> list[str]:
-    """The host keys (``type base64``) in the last SSH HOST KEY KEYS block of an instance's
-    console output (EC2 ``GetConsoleOutput``); ``[]`` while cloud-init has not written it.
-
-    Raises :class:`HostKeyError` when a block is there but a line in it is not a host key.
-    """
-    blocks = _BLOCK.findall(console)
-    if not blocks:
-        return []
-    lines = [line for line in blocks[-1].splitlines() if line.strip()]
-    return [_key_line(line, f"console host key block line {n}") for n, line in enumerate(lines, 1)]
-
-
-def guest_attribute_host_keys(items: Iterable[Any]) -> list[str]:
-    """The host keys in GCP guest attributes (``query_values`` of ``hostkeys/``: items with
-    ``namespace``, ``key`` = key type, ``value`` = ``type base64``), as the guest agent
-    publishes them; other namespaces are ignored."""
-    keys = []
-    for item in items:
-        get = item.get if isinstance(item, dict) else lambda name, i=item: getattr(i, name, None)
-        if get("namespace") != "hostkeys":
-            continue
-        value = str(get("value") or "")
-        keys.append(_key_line(value, f"guest attribute hostkeys/{get('key')}"))
-    return keys
 
 
 def known_hosts_name(address: str, port: int = 22) -> str:
@@ -177,7 +146,7 @@ def pin(known_hosts: Path, host: str, address: str, keys: Iterable[str], port: i
     A key type already pinned for the address with another key raises
     :class:`HostKeyChanged`. Returns whether the file changed.
     """
-    wanted = [_key_line(k, f"{host} reported key") for k in keys]
+    wanted = [key_line(k, f"{host} reported key") for k in keys]
     if not wanted:
         raise HostKeyError(f"{host}: no host key to pin")
     name = known_hosts_name(address, port)
@@ -371,42 +340,28 @@ def _cli(command: list[str], timeout: float) -> str | None:
     return proc.stdout if proc.returncode == 0 else None
 
 
-def reported_host_keys(source: dict[str, Any], *, timeout: float, poll: float = 15.0) -> list[str]:
-    """The keys the cloud reports for one instance, polled until they appear or ``timeout``:
-
-    - ``{"cloud": "aws", "instance_id", "region"}``: the console output's SSH HOST KEY block
-      (``aws ec2 get-console-output``);
-    - ``{"cloud": "gcp", "name", "zone", "project"}``: the ``hostkeys/`` guest attributes
-      (``gcloud compute instances get-guest-attributes``; the instance has metadata
-      ``enable-guest-attributes=TRUE``).
+def reported_host_keys(
+    command: list[str],
+    parse: Callable[[str], list[str]],
+    *,
+    timeout: float,
+    poll: float = 15.0,
+) -> list[str]:
+    """The keys a cloud reports for one instance, polled until they appear or ``timeout``:
+    ``command`` (the target's ``hostkeys.command(source)``, e.g. ``aws ec2
+    get-console-output``) run again every ``poll`` seconds, its output read by ``parse``
+    (the target's ``hostkeys.parse``).
 
     ``[]`` when the CLI is missing or nothing was reported in time: the caller then records
     the key at first contact.
     """
-    if source.get("cloud") == "aws":
-        command = [
-            "aws", "ec2", "get-console-output", "--instance-id", source["instance_id"],
-            "--region", source["region"], "--query", "Output", "--output", "text",
-        ]  # fmt: skip
-    elif source.get("cloud") == "gcp":
-        command = [
-            "gcloud", "compute", "instances", "get-guest-attributes", source["name"],
-            "--zone", source["zone"], "--project", source["project"],
-            "--query-path=hostkeys/", "--format=json",
-        ]  # fmt: skip
-    else:
-        raise ValueError(f"no host key source {source!r}")
     deadline = time.monotonic() + timeout
     while True:
         out = _cli(command, timeout=min(60.0, max(timeout, 1.0)))
         if out is None and shutil.which(command[0]) is None:
             return []
         if out:
-            keys = (
-                console_host_keys(out)
-                if source["cloud"] == "aws"
-                else guest_attribute_host_keys(json.loads(out))
-            )
+            keys = parse(out)
             if keys:
                 return keys
         if time.monotonic() + poll > deadline:

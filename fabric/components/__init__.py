@@ -1,4 +1,4 @@
-"""Pulumi ComponentResources, one per target; ``cluster_component`` picks the spec's.
+"""Pulumi ComponentResources: ``cluster_component`` picks the spec's target component.
 
 Every target (lab, aws, gcp, baremetal, existing: a running cluster adopted over SSH) is a
 :class:`fabric.components.target.TargetCluster` and exports the same
@@ -7,30 +7,23 @@ outputs (``TARGET_OUTPUTS``: inventory, hosts, switches, fabric, bmc_endpoints, 
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING
 
 import pulumi
 
 from fabric.spec import ClusterSpec
+from fabric.targets import TARGETS, part
 
 if TYPE_CHECKING:
     from fabric.components.target import TargetCluster
-
-#: target -> (module, class); imported lazily so a lab run needs no cloud SDK.
-TARGETS = {
-    "lab": ("fabric.components.lab", "LabCluster"),
-    "aws": ("fabric.components.aws", "AwsCluster"),
-    "gcp": ("fabric.components.gcp", "GcpCluster"),
-    "baremetal": ("fabric.components.baremetal", "BaremetalCluster"),
-    "existing": ("fabric.components.existing", "ExistingCluster"),
-}
 
 
 def cluster_component(
     name: str, spec: ClusterSpec, opts: pulumi.ResourceOptions | None = None
 ) -> TargetCluster:
-    """Return the component that builds ``spec`` on ``spec.target`` (a ``TargetCluster``)."""
+    """Return the component that builds ``spec`` on ``spec.target`` (a ``TargetCluster``),
+    the class :data:`fabric.targets.TARGETS` names in ``fabric/targets/<target>/component.py``
+    (imported only here, so a lab run needs no cloud SDK)."""
     if spec.target not in TARGETS:
         from fabric.spec import Problem, SpecError
 
@@ -43,11 +36,12 @@ def cluster_component(
                 )
             ]
         )
-    module, cls = TARGETS[spec.target]
+    cls = TARGETS[spec.target].component
     try:
-        factory = getattr(importlib.import_module(module), cls)
+        factory = getattr(part(spec.target, "component"), cls)
     except (ImportError, AttributeError) as exc:
         raise RuntimeError(
-            f"target {spec.target!r} needs {module}.{cls}, which could not be loaded: {exc}"
+            f"target {spec.target!r} needs fabric.targets.{spec.target}.component.{cls},"
+            f" which could not be loaded: {exc}"
         ) from exc
     return factory(name, spec, opts)

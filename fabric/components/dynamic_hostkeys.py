@@ -1,7 +1,8 @@
 """A node's host key pinned in the stack's known_hosts before anything connects to it.
 
 :class:`HostKeyPin` takes the keys the cloud reports for the instance (its console output on
-EC2, its ``hostkeys/`` guest attributes on GCP; :func:`fabric.hostkeys.reported_host_keys`),
+EC2, its ``hostkeys/`` guest attributes on GCP: the target's ``hostkeys`` part, found through
+the registry ``fabric.targets``, polled by :func:`fabric.hostkeys.reported_host_keys`),
 or, when none are reported in time, records the key at first contact through the bastion
 (:func:`fabric.hostkeys.wait_first_contact`); keys the spec declares (bare metal,
 ``{"declared": true, "keys": [...]}`` as the source) are pinned as given. A key that differs
@@ -28,9 +29,17 @@ from fabric.hostkeys import (
     reported_host_keys,
     wait_first_contact,
 )
+from fabric.targets import part
 
 #: Inputs whose change pins again (a replaced instance, another bastion).
 _PIN_ON = ("address", "port", "source", "known_hosts", "jump", "replaced")
+
+
+def _reported(source: dict[str, Any], timeout: float) -> list[str]:
+    """The keys ``source`` (``{"cloud": TARGET, ...}``) reports, read by that target's
+    ``hostkeys`` part."""
+    reporter = part(source["cloud"], "hostkeys")
+    return reported_host_keys(reporter.command(source), reporter.parse, timeout=timeout)
 
 
 def pin_host_key(props: dict[str, Any]) -> dict[str, Any]:
@@ -42,7 +51,7 @@ def pin_host_key(props: dict[str, Any]) -> dict[str, Any]:
     if source and source.get("declared"):
         keys = list(source["keys"])
     else:
-        keys = reported_host_keys(source, timeout=timeout) if source else []
+        keys = _reported(source, timeout) if source else []
     if keys:
         pin(known, host, address, keys, port=port)
         origin = "spec" if source.get("declared") else f"{source['cloud']} report"

@@ -19,7 +19,6 @@ from typing import Any
 
 import pulumi
 
-from fabric.inventory import provisioned_inventory
 from fabric.spec import ClusterSpec
 from fabric.state import StateLayout
 
@@ -73,22 +72,3 @@ class TargetCluster(pulumi.ComponentResource):
 def target_outputs(target: TargetCluster) -> dict[str, pulumi.Output[Any]]:
     """The target's :data:`TARGET_OUTPUTS`, by name."""
     return {key: getattr(target, key) for key in TARGET_OUTPUTS}
-
-
-def target_inventory(
-    spec: ClusterSpec, addresses: pulumi.Input[dict[str, str]], config: pulumi.Config | None = None
-) -> pulumi.Output[dict[str, Any]]:
-    """The inventory of a bare-metal or cloud target over ``addresses`` (host -> SSH address).
-
-    The key and known_hosts files come from config ``sshPrivateKeyFile`` / ``knownHostsFile``
-    (``~`` expanded), by default the stack's ``provided_ssh_key`` and ``known_hosts``
-    (``state/<stack>/id_ed25519``, ``state/<stack>/known_hosts``; ``fabric.state``).
-    """
-    config = config or pulumi.Config()
-    layout = StateLayout(pulumi.get_stack())
-    key, known = config.get("sshPrivateKeyFile"), config.get("knownHostsFile")
-    return pulumi.Output.from_input(addresses).apply(
-        lambda a: provisioned_inventory(
-            spec, a, layout, private_key_file=key, known_hosts_file=known
-        )
-    )

@@ -19,6 +19,7 @@ from fabric.model.cluster import ClusterModel
 from fabric.spec import ClusterSpec
 from fabric.spec.constants import SM_MEMBER_KEYWORDS
 from fabric.spec.models import EcnQueue
+from fabric.targets import parts
 from fabric.topology.from_spec import graph_from_spec
 from fabric.topology.render import render
 
@@ -78,8 +79,8 @@ def role_vars_from_spec(spec: ClusterSpec) -> dict[str, Any]:
     out |= hca_vars(spec)
     out |= subnet_manager_vars(spec)
     out |= roce_qos_vars(spec)
-    out |= efa_vars(spec)
-    out |= gcp_gpudirect_vars(spec)
+    for _, handoff in parts("handoff"):  # each target's roles (efa, gcp_gpudirect)
+        out |= handoff.role_vars(spec)
     out |= slurm_vars(spec)
     out |= node_health_vars(ClusterModel(spec), out.get("slurm_extra_config", {}))
     if spec.bmc is not None and spec.bmc.endpoints:
@@ -96,11 +97,9 @@ def role_vars_from_spec(spec: ClusterSpec) -> dict[str, Any]:
     env = job_environment(spec)
     out["railyard_job_environment"] = env
     out["slurm_task_prolog"] = bool(env)
-    # The RxDM's prolog/epilog (gcp_gpudirect) runs through the slurm role's dispatchers.
-    out["slurm_prolog_epilog_dirs"] = any(
-        h["gcp_gpudirect_transport"] in ("gpudirect-tcpx", "gpudirect-tcpxo")
-        for h in out.get("railyard_gcp_gpudirect", {}).values()
-    )
+    # A target's prolog/epilog (the gcp_gpudirect RxDM's) runs through the slurm role's
+    # dispatchers; listed last, as the slurm role reads it.
+    out["slurm_prolog_epilog_dirs"] = out.pop("slurm_prolog_epilog_dirs", False)
     return out
 
 
@@ -258,132 +257,13 @@ def switch_qos_vars(spec: ClusterSpec) -> dict[str, Any]:
     }
 
 
-#: Job environment on EFA instances (aws/aws-ofi-nccl doc/efa-env-var.md): libfabric's efa
-#: provider, and device RDMA where the instance supports it (p4, p5).
-EFA_JOB_ENV = {"FI_PROVIDER": "efa"}
-EFA_DEVICE_RDMA_ENV = {"FI_EFA_USE_DEVICE_RDMA": "1"}
-
-
-def efa_vars(spec: ClusterSpec) -> dict[str, Any]:
-    """The efa role on EFA instances (``kind: efa``): installer from the spec, GPUDirect RDMA
-    (peer memory) when ``aws.gpudirect_rdma``, ptrace for the shared-memory path; the EFA
-    devices each host must show, from the instance catalog (``railyard_efa_hosts``, host ->
-    device count: site.yml runs the role on these hosts only)."""
-    from fabric.catalog import aws_instance
-
-    aws = spec.aws
-    if spec.fabric.kind != "efa" or aws is None or not aws.efa:
-        return {}
-    hosts: dict[str, int] = {}
-    for host, group in spec.hosts.items():
-        known = aws_instance(group.instance_type or "")
-        if group.role == "compute" and known is not None and known.efa:
-            hosts[host] = known.efa_interfaces
-    out: dict[str, Any] = {
-        "railyard_efa_hosts": hosts,
-        "efa_gpudirect_rdma": aws.gpudirect_rdma,
-        "efa_ptrace_scope": 0,
-    }
-    if aws.efa_installer_url:  # with its checksum: the spec's target rules require both
-        out["efa_installer_url"] = aws.efa_installer_url
-        out["efa_installer_checksum"] = aws.efa_installer_checksum
-    if aws.efa_installer_version:
-        out["efa_installer_version"] = aws.efa_installer_version
-    return out
-
-
-def gcp_gpudirect_vars(spec: ClusterSpec) -> dict[str, Any]:
-    """GPU NICs of A3 instances (``kind: gcp-gpudirect``): per host (``railyard_gcp_gpudirect``,
-    host -> settings: site.yml runs the gcp_gpudirect role on these hosts only) the GPU subnets
-    (one VPC per NIC, the GCP component's ranges), MTU, machine type and transport, and on A3
-    Ultra the RDMA stack for its ConnectX RoCE NICs (``railyard_roce_hosts``)."""
-    from fabric.catalog import gcp_machine
-    from fabric.model.gcp import gpu_subnet_cidrs
-
-    gcp = spec.gcp
-    if spec.fabric.kind != "gcp-gpudirect" or gcp is None:
-        return {}
-    hosts: dict[str, dict[str, Any]] = {}
-    for host, group in spec.hosts.items():
-        known = gcp_machine(group.instance_type or "")
-        if group.role != "compute" or known is None or known.gpu_nics == 0:
-            continue
-        hosts[host] = {
-            "gcp_gpudirect_machine_type": known.name,
-            "gcp_gpudirect_transport": known.transport,
-            "gcp_gpudirect_subnets": gpu_subnet_cidrs(gcp, known.gpu_nics),
-            "gcp_gpudirect_mtu": known.gpu_nic_mtu
-            if known.transport == "rdma-roce"
-            else gcp.gpu_nic_mtu,
-        }
-    return {
-        "railyard_gcp_gpudirect": hosts,
-        "railyard_roce_hosts": sorted(
-            h for h, v in hosts.items() if v["gcp_gpudirect_transport"] == "rdma-roce"
-        ),
-    }
-
-
-#: NCCL environment of multi-node jobs per GPUDirect-TCPX(O) machine type, as Cluster Toolkit's
-#: A3 blueprints set it (examples/machine-learning/a3-highgpu-8g/nccl-tests/run-nccl-tests.sh,
-#: a3-megagpu-8g/nccl-tests/run-nccl-tests.sh, commit 1047080375afbb44da4b596be314634e7486af4a).
-#: ``${SLURM_JOB_ID}`` is expanded by the task prolog for each job.
-TCPX_JOB_ENV = {
-    "a3-highgpu-8g": {
-        "NCCL_NET": "GPUDirectTCPX_v7",
-        "NCCL_SOCKET_IFNAME": "enp0s12",
-        "NCCL_GPUDIRECTTCPX_CTRL_DEV": "enp0s12",
-        "NCCL_GPUDIRECTTCPX_SOCKET_IFNAME": "enp6s0,enp12s0,enp134s0,enp140s0",
-        "NCCL_CROSS_NIC": "0",
-        "NCCL_ALGO": "Ring",
-        "NCCL_PROTO": "Simple",
-        "NCCL_NSOCKS_PERTHREAD": "4",
-        "NCCL_SOCKET_NTHREADS": "1",
-        "NCCL_DYNAMIC_CHUNK_SIZE": "524288",
-        "NCCL_P2P_NET_CHUNKSIZE": "524288",
-        "NCCL_P2P_PCI_CHUNKSIZE": "524288",
-        "NCCL_P2P_NVL_CHUNKSIZE": "1048576",
-        "NCCL_BUFFSIZE": "4194304",
-        "NCCL_NET_GDR_LEVEL": "PIX",
-        "NCCL_P2P_PXN_LEVEL": "0",
-        "NCCL_GPUDIRECTTCPX_UNIX_CLIENT_PREFIX": "/run/tcpx-${SLURM_JOB_ID}",
-        "NCCL_GPUDIRECTTCPX_PROGRAM_FLOW_STEERING_WAIT_MICROS": "500000",
-        "NCCL_GPUDIRECTTCPX_TX_BINDINGS": "enp6s0:8-21,112-125;enp12s0:8-21,112-125;"
-        "enp134s0:60-73,164-177;enp140s0:60-73,164-177",
-        "NCCL_GPUDIRECTTCPX_RX_BINDINGS": "enp6s0:22-35,126-139;enp12s0:22-35,126-139;"
-        "enp134s0:74-87,178-191;enp140s0:74-87,178-191",
-        "LD_LIBRARY_PATH": "/var/lib/tcpx/lib64:${LD_LIBRARY_PATH}",
-    },
-    "a3-megagpu-8g": {
-        "NCCL_FASTRAK_CTRL_DEV": "enp0s12",
-        "NCCL_FASTRAK_IFNAME": "enp6s0,enp7s0,enp13s0,enp14s0,enp134s0,enp135s0,enp141s0,enp142s0",
-        "NCCL_SOCKET_IFNAME": "enp0s12",
-        "NCCL_FASTRAK_LLCM_DEVICE_DIRECTORY": "/dev/aperture_devices",
-        "LD_LIBRARY_PATH": "/var/lib/tcpxo/lib64:${LD_LIBRARY_PATH}",
-    },
-}
-
-
 def job_environment(spec: ClusterSpec) -> dict[str, dict[str, dict[str, str]]]:
     """Per host, the environment the slurm role's task prolog gives every job (``all``) and
-    multi-node jobs only (``multinode``: TCPX(O) runs only between nodes)."""
-    from fabric.catalog import aws_instance, gcp_machine
-
+    multi-node jobs only (``multinode``), from each target's ``job_environment`` (EFA's
+    libfabric provider, GPUDirect-TCPX(O)'s NCCL settings)."""
     out: dict[str, dict[str, dict[str, str]]] = {}
-    for host, group in spec.hosts.items():
-        if group.role != "compute":
-            continue
-        if spec.fabric.kind == "efa" and spec.aws is not None and spec.aws.efa:
-            known = aws_instance(group.instance_type or "")
-            if known is not None and known.efa:
-                env = dict(EFA_JOB_ENV)
-                if known.gpudirect_rdma and spec.aws.gpudirect_rdma:
-                    env |= EFA_DEVICE_RDMA_ENV
-                out[host] = {"all": env, "multinode": {}}
-        elif spec.fabric.kind == "gcp-gpudirect":
-            machine = gcp_machine(group.instance_type or "")
-            if machine is not None and machine.name in TCPX_JOB_ENV:
-                out[host] = {"all": {}, "multinode": dict(TCPX_JOB_ENV[machine.name])}
+    for _, handoff in parts("handoff"):
+        out |= handoff.job_environment(spec)
     return out
 
 
@@ -500,8 +380,6 @@ def write_group_vars(spec: ClusterSpec, state_dir: Path) -> Path:
 __all__ = [
     "HandoffError",
     "cluster_hosts_vars",
-    "efa_vars",
-    "gcp_gpudirect_vars",
     "job_environment",
     "hca_vars",
     "rdma_stack_vars",

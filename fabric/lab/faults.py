@@ -14,7 +14,7 @@ import subprocess
 from fabric.topology.ibsim import SPEED_MASKS
 from fabric.topology.ibsim_console import FaultError
 
-#: The label every lab node container carries (``fabric.components.lab``): the lab made it.
+#: The label every lab node container carries (``fabric.targets.lab.component``): the lab made it.
 LAB_LABEL = "railyard.stack"
 
 

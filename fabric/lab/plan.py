@@ -3,7 +3,7 @@
 Pure and deterministic, so ``pulumi preview`` and the unit tests see exactly what
 ``pulumi up`` builds. Node addresses depend on the previous assignment too (a node keeps its
 address while it exists): :func:`allocate` computes them, run by the ``AddressPool`` dynamic
-resource with its previous inputs (``fabric/components/dynamic_lab.py``).
+resource with its previous inputs (``fabric/targets/lab/dynamic_lab.py``).
 """
 
 from __future__ import annotations

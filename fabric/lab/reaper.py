@@ -7,7 +7,7 @@ every tool of the lab waits for a slot until it gives up (seen on a 32-node lab:
 held, 8 of them by processes long gone).
 
 The reaper runs beside ibsim (the lab starts and stops it with ibsim:
-``fabric.components.dynamic_lab.IbSimReaper``) and follows ibsim's log. When ibsim refuses a
+``fabric.targets.lab.dynamic_lab.IbSimReaper``) and follows ibsim's log. When ibsim refuses a
 client ("can't open new connection") it lists the clients (``Attached``) and drops each one
 whose node no longer has the client's UDP port bound (umad2sim registers that port as the
 client's pid; see ``fabric.topology.ibsim_clients``). The refused client's shim asks again

@@ -19,9 +19,10 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from fabric.catalog import aws_instance, gcp_machine
 from fabric.model.pairs import ring_pairs
 from fabric.spec import ClusterSpec
+from fabric.targets.aws.catalog import aws_instance
+from fabric.targets.gcp.catalog import gcp_machine
 
 #: Where ``roles/nccl_tests`` puts the binaries on every GPU node (built, or linked to a
 #: declared path): its ``nccl_tests_bin_dir`` default.

@@ -1,7 +1,7 @@
 """``ip -j -4 addr show``: the netdevs with an IPv4 address inside given subnets.
 
 Not in ``PARSERS`` (``python -m fabric parse``): a query over the JSON ``ip`` prints, shared by
-the GPU NIC check (``fabric.verify.cloud``) and the gcp_gpudirect role's filter plugin.
+the GPU NIC check (``fabric.targets.gcp.checks``) and the gcp_gpudirect role's filter plugin.
 """
 
 from __future__ import annotations

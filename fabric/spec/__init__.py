@@ -7,8 +7,10 @@ validator imports the rules when it runs):
 - ``problems``: :class:`Problem` (a path and a message) and :class:`SpecError`;
 - ``models``: the pydantic models, ClusterSpec at the top;
 - ``checker``: :class:`Checker`, through which every rule reads a spec;
-- ``targets``: what each target needs (lab, baremetal, aws, gcp), and what a stack's own
-  config must agree with (:func:`~fabric.spec.targets.stack_config_problems`);
+- ``common``: what the target rules share (per-host entries, GPU types, stack config values);
+- ``targets``: the target rules, each target's own (``fabric/targets/<name>/rules.py``, found
+  through the registry ``fabric.targets``) and the shared access and egress rules, and what a
+  stack's own config must agree with (:func:`~fabric.spec.targets.stack_config_problems`);
 - ``networks``: subnets that must not overlap, addresses that must fit them;
 - ``rules``: the general cross-field rules and :func:`cross_field_problems`, which runs
   them, the network rules and the target rules;
@@ -75,7 +77,6 @@ from fabric.spec.models import (
 )
 from fabric.spec.problems import Problem, SpecError
 from fabric.spec.rules import cross_field_problems, provision_problems
-from fabric.spec.targets import baremetal_settings_problems
 
 __all__ = [
     "BOOT_TARGETS",
@@ -123,7 +124,6 @@ __all__ = [
     "SubnetManager",
     "Switch",
     "Target",
-    "baremetal_settings_problems",
     "cluster_mapping",
     "cross_field_problems",
     "format_path",

@@ -58,7 +58,7 @@ def check_hca_guids_unique(c: Checker) -> None:
     owners: dict[str, str] = {}
     for host, guid in (lab.hca_guids if lab is not None else {}).items():
         if host not in c.spec.hosts:
-            continue  # not a node: the lab target rule (spec/targets.py) names it
+            continue  # not a node: the lab target rule (fabric/targets/lab/rules.py) names it
         if int(guid, 16) == 0:
             c.add(
                 f"lab.hca_guids.{host}",

@@ -7,7 +7,7 @@ the controller, slurmd on compute nodes), the efa role's installer (``efa``), th
 gcp_gpudirect role's docker and RxDM container image (A3 High and Mega), the rdma_stack
 role's distro packages (A3 Ultra's ConnectX NICs), the NVIDIA driver on GPU nodes, and what
 Cluster Toolkit's A3 images carry that no role installs (the TCPX kernel, the dmabuf import
-helper and aperture devices, the gIB plugin: fabric.catalog.GcpA3Blueprint).
+helper and aperture devices, the gIB plugin: fabric.targets.gcp.catalog.GcpA3Blueprint).
 :func:`offline_image_lacks` is pure: the spec rule ``check_egress`` (fabric.spec.targets)
 runs it before anything is created, so the hand-off never starts on an image that lacks a
 package it would have to download.
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from fabric.catalog import gcp_blueprint, gcp_machine
+from fabric.targets.gcp.catalog import gcp_blueprint, gcp_machine
 
 if TYPE_CHECKING:  # the validator (models) runs the rules, which call these: types only here
     from fabric.spec.models import ClusterSpec, EgressSpec

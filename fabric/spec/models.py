@@ -10,8 +10,8 @@ Field names are part of the public interface: stack files, the JSON Schema
 This module holds the models. pydantic checks each field (types, ranges, unknown
 keys); once every field parses, ClusterSpec's validator runs the rules that span
 fields (fabric.spec.rules: unique hosts, switch ports, MTU per fabric kind, QoS ranges,
-host references; fabric.spec.targets: target blocks, cloud machine types, what each
-target needs) and raises one SpecError. fabric.spec.load reports both kinds together
+host references; fabric.spec.targets: each target's rules from fabric/targets/<name>/rules.py,
+what each target needs) and raises one SpecError. fabric.spec.load reports both kinds together
 as problems, running the rules on a best-effort spec when some fields fail.
 
 Imports go one way: the rules import these models; the validator imports the rules

@@ -152,7 +152,7 @@ def check_cloud_networks(c: Checker) -> None:
 
 def _has_second_gvnic(spec: ClusterSpec) -> bool:
     """Whether a compute group's A3 kind has a second gVNIC network (A3 Ultra)."""
-    from fabric.catalog import gcp_blueprint
+    from fabric.targets.gcp.catalog import gcp_blueprint
 
     kinds = [gcp_blueprint(g.instance_type or "") for g in spec.nodes if g.role == "compute"]
     return any(k is not None and k.gvnic_networks > 1 for k in kinds)

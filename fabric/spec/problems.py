@@ -2,7 +2,7 @@
 
 Every check of the spec package reports problems: pydantic field errors turned readable
 (fabric.spec.load), the cross-field rules (fabric.spec.rules), the target rules
-(fabric.spec.targets). A path reads like the YAML: ``nodes[0].hcas[1].rate_gbps``.
+(fabric.spec.targets, each target's fabric/targets/<name>/rules.py). A path reads like the YAML: ``nodes[0].hcas[1].rate_gbps``.
 """
 
 from __future__ import annotations

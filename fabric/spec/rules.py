@@ -2,7 +2,8 @@
 
 Each rule reads a ClusterSpec through a :class:`~fabric.spec.checker.Checker` and records
 problems; :func:`cross_field_problems` runs them all (these general rules with the network
-rules of fabric.spec.networks, then the target rules of fabric.spec.targets), so a user
+rules of fabric.spec.networks, then the target rules of fabric.spec.targets: each target's
+``fabric/targets/<name>/rules.py``, then the shared ones), so a user
 sees every mistake in one pass. Paths
 are written as users read them: ``fabric.infiniband.subnet_managers[1].priority``.
 
@@ -40,7 +41,7 @@ from fabric.spec.constants import (
 )
 from fabric.spec.networks import NETWORK_RULES
 from fabric.spec.problems import Problem
-from fabric.spec.targets import TARGET_RULES
+from fabric.spec.targets import target_rules
 
 if TYPE_CHECKING:  # the models run these rules in ClusterSpec's validator
     from fabric.spec.models import ClusterSpec, FatTree, LinkLayer, NodeGroup, Target
@@ -881,7 +882,7 @@ GENERAL_RULES: tuple[Rule, ...] = (
 )
 
 #: Every rule ``validate`` and the components run: the general rules, then the target rules.
-RULES: tuple[Rule, ...] = GENERAL_RULES + TARGET_RULES
+RULES: tuple[Rule, ...] = GENERAL_RULES + target_rules()
 
 
 def cross_field_problems(spec: ClusterSpec, unknown: Collection[str] = ()) -> list[Problem]:

@@ -16,7 +16,7 @@ manager answered, ``sminfo`` (``fabric.parsers.sminfo``):
 What a capture cannot tell (each node's SSH address, the management subnet, MTU, Slurm
 partitions, GPUs, and without ``sminfo`` where OpenSM runs) becomes a placeholder marked
 ``PLACEHOLDER`` in the YAML and listed in ``Imported.notes`` for stderr. The target is
-``existing`` (``fabric.components.existing``): the spec validates as written (``check --plan``,
+``existing`` (``fabric.targets.existing.component``): the spec validates as written (``check --plan``,
 ``topology --spec`` and the diff take it), and ``pulumi up`` refuses it, naming the nodes,
 until every ``existing.ssh`` address is set.
 """
@@ -32,7 +32,7 @@ from fabric.hostlist import compress, expand
 from fabric.parsers.sminfo import SminfoReport
 from fabric.spec import HOSTNAME_PATTERN, SpecError, spec_from_mapping
 from fabric.spec.constants import RDMA_DEVICE_PATTERN
-from fabric.spec.targets import SSH_PLACEHOLDER
+from fabric.targets.existing.rules import SSH_PLACEHOLDER
 from fabric.topology.spec_yaml import Row, dump
 
 #: Placeholders for what a capture cannot tell (TEST-NET-1: never a real network).

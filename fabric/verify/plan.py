@@ -1,8 +1,9 @@
 """What to check, derived from the spec and the inventory alone (no SSH).
 
 Each check family gets its parameters here (HCA ports, netdevs, subnet managers, host
-pairs, declared links, Slurm switches; for cloud instances without declared HCAs, what the
-instance catalog ``fabric.catalog`` says each must show: EFA devices, A3 GPU NICs), or a
+pairs, declared links, Slurm switches; a target's own families, e.g. the EFA devices or A3 GPU
+NICs its instance catalog says each instance must show, come from its ``checks`` part
+``fabric/targets/<name>/checks.py``, found through the registry ``fabric.targets``), or a
 reason why it is not generated for this spec/target; the check suite parametrises over these
 and reports the reasons, and ``describe`` lists them (``python -m fabric check --plan``).
 """
@@ -10,6 +11,7 @@ and reports the reasons, and ``describe`` lists them (``python -m fabric check -
 from __future__ import annotations
 
 from functools import cached_property
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
@@ -32,6 +34,7 @@ from fabric.model.ports import (
     hca_ports,
 )
 from fabric.spec import ClusterSpec
+from fabric.targets import parts
 
 
 class _Model(BaseModel):
@@ -107,39 +110,6 @@ class SweptCable(_Model):
     def id(self) -> str:
         """Test id: the link, both ends."""
         return self.link
-
-
-class EfaHost(_Model):
-    """An EFA instance and what it must show, from the instance catalog (``fabric.catalog``)."""
-
-    host: str
-    instance_type: str
-    devices: int
-    gpudirect_rdma: bool
-    placement_group: str | None = None
-
-    @property
-    def id(self) -> str:
-        """Test id: the host."""
-        return self.host
-
-
-class GpuNicHost(_Model):
-    """A GCP A3 instance's GPU NICs as the catalog and the spec declare them."""
-
-    host: str
-    machine_type: str
-    nics: int
-    mtu: int
-    subnets: list[str]
-    driver: str | None = None
-    transport: str
-    rxdm: bool = False
-
-    @property
-    def id(self) -> str:
-        """Test id: the host."""
-        return self.host
 
 
 class CheckPlan(_Model):
@@ -340,65 +310,29 @@ class CheckPlan(_Model):
         out |= {sw: (sorted(nodes_below(sw)), sorted(kids)) for sw, kids in tree.uppers.items()}
         return out
 
-    @cached_property
-    def efa_hosts(self) -> list[EfaHost]:
-        """Selected EFA instances of an ``efa`` fabric that declares no HCAs: the catalog's
-        device count, GPUDirect RDMA where both the spec (``aws.gpudirect_rdma``) and the type
-        support it, and the declared cluster placement group."""
-        from fabric.catalog import aws_instance
-
-        aws = self.spec.aws
-        if self.spec.fabric.kind != "efa" or aws is None or not aws.efa:
-            return []
-        out = []
-        for host in self.hosts:
-            group = self.spec.hosts.get(host)
-            known = aws_instance(group.instance_type or "") if group else None
-            if group is None or group.hcas or known is None or not known.efa:
-                continue
-            placement = aws.placement_group if aws.placement_strategy == "cluster" else None
-            out.append(
-                EfaHost(
-                    host=host,
-                    instance_type=known.name,
-                    devices=known.efa_interfaces,
-                    gpudirect_rdma=aws.gpudirect_rdma and known.gpudirect_rdma,
-                    placement_group=placement,
-                )
-            )
-        return out
+    def params(self, source: str) -> list[Any]:
+        """The parameters of a source: the plan's own (``ib_pairs``), or a target's
+        (``PARAMETERS`` of ``fabric/targets/<name>/checks.py``, e.g. ``efa_hosts``), computed
+        once."""
+        if source in self.target_parameters:
+            return self.target_parameters[source]
+        return list(getattr(self, source))
 
     @cached_property
-    def gpu_nic_hosts(self) -> list[GpuNicHost]:
-        """Selected A3 instances of a ``gcp-gpudirect`` fabric that declares no HCAs: GPU NIC
-        count, MTU and one subnet per NIC (the GCP component's ranges), the NIC driver, and
-        whether the receive-data-path manager must run (TCPX, TCPXO)."""
-        from fabric.catalog import gcp_machine
+    def target_parameters(self) -> dict[str, list[Any]]:
+        return {
+            source: compute(self.spec, self.hosts)
+            for _, checks in parts("checks")
+            for source, compute in checks.PARAMETERS.items()
+        }
 
-        gcp = self.spec.gcp
-        if self.spec.fabric.kind != "gcp-gpudirect" or gcp is None:
-            return []
-        out = []
-        for host in self.hosts:
-            group = self.spec.hosts.get(host)
-            known = gcp_machine(group.instance_type or "") if group else None
-            if group is None or group.hcas or group.role != "compute" or known is None:
-                continue
-            from fabric.model.gcp import gpu_subnet_cidrs
-
-            out.append(
-                GpuNicHost(
-                    host=host,
-                    machine_type=known.name,
-                    nics=known.gpu_nics,
-                    mtu=gcp.gpu_nic_mtu,
-                    subnets=gpu_subnet_cidrs(gcp, known.gpu_nics),
-                    driver=known.gpu_nic_driver,
-                    transport=known.transport,
-                    rxdm=known.rxdm,
-                )
-            )
-        return out
+    def family_params(self, family: str) -> list[Any]:
+        """The parameters a family runs over: its source's, or the part a target's ``SELECT``
+        keeps (``efa_gpudirect``: the EFA hosts with GPUDirect RDMA)."""
+        source = FAMILIES[family][1]
+        keep = next((c.SELECT[family] for _, c in parts("checks") if family in c.SELECT), None)
+        values = self.params(source)
+        return [v for v in values if keep(v)] if keep else values
 
     @cached_property
     def gpu_hosts(self) -> list[str]:
@@ -512,7 +446,8 @@ class CheckPlan(_Model):
             )
         elif kind not in ("infiniband", "roce"):
             out["verbs"] = f"fabric.kind is {kind}: verbs pair tests cover infiniband and roce"
-        out |= self._cloud_not_generated()
+        for _, checks in parts("checks"):
+            out |= checks.not_generated(self.spec, self.params)
         if kind != "roce":
             out["roce_qos"] = (
                 f"fabric.kind is {kind}: RoCE QoS (mlnx_qos) applies to roce with a ConnectX"
@@ -579,54 +514,13 @@ class CheckPlan(_Model):
             out["roce_bandwidth"] = f"fabric.kind is {kind}: ib_write_bw -R with a ToS is RoCE"
         return out
 
-    def _cloud_not_generated(self) -> dict[str, str]:
-        """Why the instance-catalog families (EFA, GCP GPU NICs) are not generated."""
-        spec, out = self.spec, {}
-        kind = spec.fabric.kind
-        if kind != "efa":
-            out["efa"] = f"fabric.kind is {kind}, not efa"
-        elif spec.aws is None or not spec.aws.efa:
-            out["efa"] = "aws.efa is false: the instances get no EFA interface"
-        elif not self.efa_hosts:
-            out["efa"] = (
-                "no selected instance of an EFA type from fabric/catalog.py without declared HCAs"
-            )
-        if "efa" in out:
-            out["efa_gpudirect"] = out["efa"]
-            out["placement_group"] = out["efa"]
-        else:
-            if not any(h.gpudirect_rdma for h in self.efa_hosts):
-                out["efa_gpudirect"] = (
-                    "aws.gpudirect_rdma is false"
-                    if spec.aws and not spec.aws.gpudirect_rdma
-                    else "no selected instance type supports GPUDirect RDMA over EFA (p4, p5)"
-                )
-            if not any(h.placement_group for h in self.efa_hosts):
-                out["placement_group"] = (
-                    "no cluster placement group declared (aws.placement_group with "
-                    "placement_strategy cluster)"
-                )
-        if kind != "gcp-gpudirect":
-            reason = f"fabric.kind is {kind}, not gcp-gpudirect"
-            out |= {"gpu_nics": reason, "gvnic": reason, "rxdm": reason}
-            return out
-        if not self.gpu_nic_hosts:
-            reason = "no selected A3 compute instance (fabric/catalog.py) without declared HCAs"
-            return out | {"gpu_nics": reason, "gvnic": reason, "rxdm": reason}
-        if not any(h.driver == "gve" for h in self.gpu_nic_hosts):
-            out["gvnic"] = "no selected machine type has gVNIC GPU NICs (A3 Ultra: ConnectX RoCE)"
-        if not any(h.rxdm for h in self.gpu_nic_hosts):
-            out["rxdm"] = "no selected machine type uses GPUDirect-TCPX(O) (A3 High, A3 Mega)"
-        return out
 
-
-#: Check family -> (the checks it holds, the plan's parameters they run over). What
-#: ``python -m fabric check --plan`` lists; a unit test keeps it equal to the check suite.
+#: The general families before the targets' own (``FAMILIES`` of their ``checks`` part).
 #: Cable-level questions (state, physical state, rate, width, far end, error counters) are
 #: the ``sweep`` family's: one vantage host judges every declared cable, under the checks'
 #: own names; ``ports`` and ``ib_links`` ask them on a host only of a port the sweep does not
 #: judge (RoCE, or InfiniBand without declared cabling).
-FAMILIES: dict[str, tuple[tuple[str, ...], str]] = {
+_GENERAL: dict[str, tuple[tuple[str, ...], str]] = {
     "ports": (
         (
             "test_port_present",
@@ -675,15 +569,20 @@ FAMILIES: dict[str, tuple[tuple[str, ...], str]] = {
     ),
     "slurm": (("test_node_idle_or_allocated",), "slurm_nodes"),
     "slurm_topology": (("test_topology_switch",), "slurm_switches"),
-    "efa": (("test_efa_devices", "test_efa_provider"), "efa_hosts"),
-    "efa_gpudirect": (("test_efa_gpudirect_rdma",), "efa_hosts"),
-    "placement_group": (("test_placement_group",), "efa_hosts"),
-    "gpu_nics": (("test_gpu_nics",), "gpu_nic_hosts"),
-    "gvnic": (("test_gvnic_driver",), "gpu_nic_hosts"),
-    "rxdm": (("test_rxdm_prolog",), "gpu_nic_hosts"),
+}
+#: The GPU families, listed after the targets' own.
+_GPU: dict[str, tuple[tuple[str, ...], str]] = {
     "nccl": (("test_nccl_allreduce",), "nccl_runs"),
     "gpudirect": (("test_gpudirect_write_bandwidth",), "gpudirect_pairs"),
     "gpu_nic_affinity": (("test_gpu_nic_affinity",), "gpu_rails"),
+}
+#: Check family -> (the checks it holds, the parameter source they run over): the general
+#: families, every target's (found through the registry ``fabric.targets``), the GPU families.
+#: What ``python -m fabric check --plan`` lists; a unit test keeps it equal to the check suite.
+FAMILIES: dict[str, tuple[tuple[str, ...], str]] = {
+    **_GENERAL,
+    **{f: v for _, checks in parts("checks") for f, v in checks.FAMILIES.items()},
+    **_GPU,
 }
 
 
@@ -703,18 +602,11 @@ def describe(plan: CheckPlan) -> dict[str, dict[str, object]]:
     reasons = plan.not_generated()
     out: dict[str, dict[str, object]] = {}
     for family, (checks, source) in FAMILIES.items():
-        params: object = getattr(plan, source)
-        if family == "efa_gpudirect":
-            params = [e for e in plan.efa_hosts if e.gpudirect_rdma]
-        elif family == "placement_group":
-            params = [e for e in plan.efa_hosts if e.placement_group]
-        elif family == "gvnic":
-            params = [g for g in plan.gpu_nic_hosts if g.driver == "gve"]
-        elif family == "rxdm":
-            params = [g for g in plan.gpu_nic_hosts if g.rxdm]
-        elif family == "slurm_topology":
-            params = sorted(plan.slurm_switches)
-        values = list(params)  # type: ignore[call-overload]
+        values = (
+            sorted(plan.slurm_switches)
+            if family == "slurm_topology"
+            else plan.family_params(family)
+        )
         reason = reasons.get(family)
         if reason is None and not values:
             reason = f"nothing to check: no {source.replace('_', ' ')} among the selected hosts"

@@ -23,8 +23,8 @@ import bcrypt
 import pytest
 import requests
 
-from fabric.components.dynamic_redfish import RedfishNodeProvider, provision
 from fabric.redfish import RedfishClient, RedfishError
+from fabric.targets.baremetal.dynamic_redfish import RedfishNodeProvider, provision
 
 pytestmark = pytest.mark.integration
 

@@ -30,8 +30,8 @@ import yaml
 
 from fabric.parsers.ibnetdiscover import parse
 from fabric.spec import spec_from_mapping
-from fabric.spec.targets import existing_placeholder_problems
 from fabric.state import REPO_ROOT
+from fabric.targets.existing.rules import existing_placeholder_problems
 from tests.integration.labkit import PULUMI_BIN, OwnLab, own_lab
 
 pytestmark = pytest.mark.integration

@@ -74,7 +74,7 @@ class Mocks(pulumi.runtime.Mocks):
             outs.pop("password", None)
         elif args.typ == DYNAMIC:
             if args.name.endswith("-addresses"):  # a lab AddressPool
-                from fabric.components.dynamic_lab import AddressPoolProvider
+                from fabric.targets.lab.dynamic_lab import AddressPoolProvider
 
                 outs = AddressPoolProvider().check({}, outs).inputs
             outs.update(LAB_OUTPUTS)

@@ -11,9 +11,9 @@ import yaml
 from conftest import Mocks, build_component, mock_stack
 
 from fabric.cli import main
-from fabric.components.aws import AwsCluster
 from fabric.spec import SKIP_RULES, ClusterSpec, SpecError
 from fabric.state import REPO_ROOT
+from fabric.targets.aws.component import AwsCluster
 
 EXAMPLE = REPO_ROOT / "Pulumi.aws-efa.example.yaml"
 SPECS = Path(__file__).parent / "specs"
@@ -249,7 +249,7 @@ def test_verification_plan_of_the_example_is_not_empty(
     assert plan.slurm_nodes == ["gpu01", "gpu02", "gpu03", "gpu04"]
     assert plan.slurm_controller == "head1"
     # fabric checks derived from the catalog (issue 13 part 2): the EFA family has hosts
-    assert [h.host for h in plan.efa_hosts] == ["gpu01", "gpu02", "gpu03", "gpu04"]
+    assert [h.host for h in plan.params("efa_hosts")] == ["gpu01", "gpu02", "gpu03", "gpu04"]
     assert "efa" not in plan.not_generated()
 
 

@@ -15,16 +15,16 @@ import yaml
 from conftest import DYNAMIC, Mocks, build_component, mock_stack
 
 from fabric.cli import main
-from fabric.components.baremetal import BaremetalCluster, BareMetalSettings
-from fabric.components.dynamic_redfish import SshWaitError, wait_for_ssh
 from fabric.spec import (
     SKIP_RULES,
     ClusterSpec,
     SpecError,
-    baremetal_settings_problems,
     provision_problems,
 )
 from fabric.state import REPO_ROOT
+from fabric.targets.baremetal.component import BaremetalCluster, BareMetalSettings
+from fabric.targets.baremetal.dynamic_redfish import SshWaitError, wait_for_ssh
+from fabric.targets.baremetal.rules import baremetal_settings_problems
 
 EXAMPLE = REPO_ROOT / "Pulumi.baremetal-ib.example.yaml"
 SPECS = Path(__file__).parent / "specs"

@@ -20,11 +20,11 @@ import yaml
 from conftest import DYNAMIC, Mocks, build_component
 
 from fabric.cli import main
-from fabric.components.existing import ExistingCluster, ExistingNodeProvider
 from fabric.hostkeys import HostKeyError, pin, pinned_keys, trust_authorities
 from fabric.spec import SpecError, spec_from_mapping
-from fabric.spec.targets import cert_authorities, known_hosts_keys, ssh_target
 from fabric.state import REPO_ROOT
+from fabric.targets.existing.component import ExistingCluster, ExistingNodeProvider
+from fabric.targets.existing.rules import cert_authorities, known_hosts_keys, ssh_target
 
 EXAMPLE = REPO_ROOT / "Pulumi.existing.example.yaml"
 FIXTURES = REPO_ROOT / "tests" / "fixtures"

@@ -12,10 +12,10 @@ import yaml
 from conftest import Mocks, build_component, mock_stack
 
 from fabric.cli import main
-from fabric.components.gcp import GcpCluster
 from fabric.components.target import TARGET_OUTPUTS
 from fabric.spec import SKIP_RULES, ClusterSpec, SpecError
 from fabric.state import REPO_ROOT
+from fabric.targets.gcp.component import GcpCluster
 
 EXAMPLE = REPO_ROOT / "Pulumi.gcp-a3-high.example.yaml"
 SPECS = Path(__file__).parent / "specs"
@@ -192,7 +192,7 @@ def test_verification_plan_of_the_example_has_gpu_nic_checks(
     plan = CheckPlan(spec=ClusterSpec.model_validate(example()), hosts=groups["all"], groups=groups)
     assert plan.slurm_nodes == ["a3-01", "a3-02"]
     # fabric checks derived from the catalog (issue 13 part 2): 4 GPU NICs per a3-highgpu-8g
-    assert [h.host for h in plan.gpu_nic_hosts] == ["a3-01", "a3-02"]
+    assert [h.host for h in plan.params("gpu_nic_hosts")] == ["a3-01", "a3-02"]
 
 
 def test_wrong_subnet_count_refused_before_any_resource() -> None:
@@ -518,7 +518,7 @@ def test_a3_ultra_as_its_blueprint() -> None:
 
 
 def test_blueprint_facts_per_kind() -> None:
-    from fabric.catalog import gcp_blueprint
+    from fabric.targets.gcp.catalog import gcp_blueprint
 
     high, mega, ultra = (gcp_blueprint(f"a3-{k}gpu-8g") for k in ("high", "mega", "ultra"))
     assert high and mega and ultra

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import json
 import re
 import shlex
 from pathlib import Path
@@ -14,14 +15,14 @@ from fabric.hostkeys import (
     HostKeyChanged,
     HostKeyError,
     JumpHost,
-    console_host_keys,
-    guest_attribute_host_keys,
     known_hosts_name,
     pin,
     pinned_keys,
     ssh_common_args,
 )
 from fabric.state import REPO_ROOT
+from fabric.targets.aws.hostkeys import console_host_keys
+from fabric.targets.gcp.hostkeys import guest_attribute_host_keys
 
 CONSOLE = (REPO_ROOT / "tests/fixtures/ec2_console__gremlinchaosmonkey__1.txt").read_text()
 
@@ -72,6 +73,32 @@ def test_guest_attributes_keep_only_the_hostkeys_namespace() -> None:
     items = [{"namespace": "hostkeys", "key": k.split()[0], "value": k} for k in keys]
     items.append({"namespace": "guestInventory", "key": "ShortName", "value": "debian"})
     assert guest_attribute_host_keys(items) == keys
+
+
+def test_reported_keys_come_from_the_targets_source_through_a_real_process(
+    tmp_path: Path,
+) -> None:
+    """The poller runs the command the target's hostkeys part names and reads its output with
+    that part's parser; here ``cat`` of the captured console output stands in for the CLI."""
+    from fabric.hostkeys import reported_host_keys
+    from fabric.targets import part
+
+    aws = part("aws", "hostkeys")
+    command = aws.command({"instance_id": "i-0123456789abcdef0", "region": "us-east-2"})
+    assert command[:3] == ["aws", "ec2", "get-console-output"]
+    assert "i-0123456789abcdef0" in command and "us-east-2" in command
+    console = tmp_path / "console.txt"
+    console.write_text(CONSOLE)
+    keys = reported_host_keys(["cat", str(console)], aws.parse, timeout=5, poll=1)
+    assert keys == console_host_keys(CONSOLE)
+    gcp = part("gcp", "hostkeys")
+    attributes = tmp_path / "attributes.json"
+    attributes.write_text(
+        json.dumps([{"namespace": "hostkeys", "key": k.split()[0], "value": k} for k in keys])
+    )
+    assert reported_host_keys(["cat", str(attributes)], gcp.parse, timeout=5, poll=1) == keys
+    missing = ["railyard-no-such-cli", "x"]
+    assert reported_host_keys(missing, aws.parse, timeout=5, poll=1) == []
 
 
 def test_pin_writes_once_and_refuses_a_changed_key(tmp_path: Path) -> None:

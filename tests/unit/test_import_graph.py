@@ -6,7 +6,12 @@ flow"); only imports under ``if TYPE_CHECKING:`` (annotations, never run) are le
 covers ``fabric/`` and the Python that roles and playbooks load (filter plugins, modules).
 
 ``LAYERS`` is the flow as a table: each layer names its modules (the longest prefix names a
-module's layer) and the layers it may import besides its own. Data, not code, crosses the
+module's layer; ``*`` stands for one name, so ``fabric.targets.*.rules`` is every target's
+rules) and the layers it may import besides its own. A target's parts are found by name
+through the registry (``fabric.targets.part(target, "<role>")``): each such call counts as an
+import of every registered target's ``<role>`` module, so a part sits in its role's layer
+(``rules`` and ``catalog`` in spec, ``model`` in model, ``hostkeys`` in inventory,
+``handoff`` in handoff, ``checks`` in verify, the component and its helpers in targets) and the rule holds for it too. Data, not code, crosses the
 steps: a target's implementation (``fabric/lab``, the Pulumi components) is imported by no
 later step, and a fact two steps need lives in the lowest layer that needs it.
 """
@@ -14,6 +19,7 @@ later step, and a fact two steps need lives in the lowest layer that needs it.
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 import networkx as nx
@@ -32,28 +38,37 @@ LAYERS: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = (
             "fabric.catalog",
             "fabric.graph",
             "fabric.redact",
+            "fabric.targets",
         ),
         (),
     ),
     ("parsers", ("fabric.parsers",), ("base",)),
-    ("spec", ("fabric.spec",), ("base",)),
-    ("model", ("fabric.topology", "fabric.model"), ("base", "parsers", "spec")),
+    ("spec", ("fabric.spec", "fabric.targets.*.rules", "fabric.targets.*.catalog"), ("base",)),
+    (
+        "model",
+        ("fabric.topology", "fabric.model", "fabric.targets.*.model"),
+        ("base", "parsers", "spec"),
+    ),
     ("pulumi", ("fabric.components.rerun",), ("base",)),
     (
         "targets",
-        ("fabric.lab", "fabric.redfish", "fabric.components"),
+        ("fabric.lab", "fabric.redfish", "fabric.components", "fabric.targets.*"),
         ("base", "parsers", "spec", "model", "pulumi", "inventory"),
     ),
-    ("inventory", ("fabric.inventory", "fabric.hostkeys"), ("base", "spec", "model")),
+    (
+        "inventory",
+        ("fabric.inventory", "fabric.hostkeys", "fabric.targets.*.hostkeys"),
+        ("base", "spec", "model"),
+    ),
     (
         "handoff",
-        ("fabric.handoff", "fabric.components.handoff"),
+        ("fabric.handoff", "fabric.components.handoff", "fabric.targets.*.handoff"),
         ("base", "parsers", "spec", "model", "pulumi", "inventory"),
     ),
     ("roles", ("roles", "playbooks"), ("base", "parsers")),
     (
         "verify",
-        ("fabric.verify", "fabric.components.verify"),
+        ("fabric.verify", "fabric.components.verify", "fabric.targets.*.checks"),
         ("base", "parsers", "spec", "model", "pulumi"),
     ),
     ("report", ("fabric.watch",), ("base", "parsers", "spec", "model", "verify")),
@@ -92,15 +107,27 @@ def module_name(path: Path) -> str:
     return ".".join(parts)
 
 
+#: Prefixes that name one module only, the package's ``__init__`` (the registry of targets
+#: imports nothing of the project; each target's parts are in their own layers).
+EXACT = frozenset({"fabric", "fabric.targets"})
+
+
+def _names(prefix: str, module: str) -> bool:
+    """Whether ``prefix`` (``*`` = any one name) names ``module`` or a module under it."""
+    want, have = prefix.split("."), module.split(".")
+    if len(have) < len(want) or (prefix in EXACT and len(have) != len(want)):
+        return False
+    return all(w in ("*", h) for w, h in zip(want, have, strict=False))
+
+
 def layer_of(module: str) -> str:
-    """The layer of ``module``: the one with the longest prefix naming it (``fabric`` names
-    the package's ``__init__`` only)."""
+    """The layer of ``module``: the one with the longest prefix naming it (``fabric`` and
+    ``fabric.targets`` name the package's ``__init__`` only)."""
     best, length = "", -1
     for name, prefixes, _ in LAYERS:
         for prefix in prefixes:
-            under = prefix != "fabric" and module.startswith(prefix + ".")
-            if (module == prefix or under) and len(prefix) > length:
-                best, length = name, len(prefix)
+            if _names(prefix, module) and prefix.count(".") > length:
+                best, length = name, prefix.count(".")
     if not best:
         raise AssertionError(f"{module} is in no layer of LAYERS")
     return best
@@ -128,15 +155,64 @@ def imports(tree: ast.Module) -> list[ast.Import | ast.ImportFrom]:
     return found
 
 
+#: The registry's functions that find a target's part by role: ``part(target, "rules")``,
+#: ``parts("rules")``; the role is the first string constant among the arguments.
+PART_FINDERS = ("part", "parts")
+
+
+def part_lookups(tree: ast.Module) -> list[tuple[str, int]]:
+    """(role, line) of every call of the registry's part finders imported from
+    ``fabric.targets`` into this module, at module level or inside functions."""
+    names = {
+        alias.asname or alias.name
+        for node in imports(tree)
+        if isinstance(node, ast.ImportFrom) and node.module == "fabric.targets"
+        for alias in node.names
+        if alias.name in PART_FINDERS
+    }
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in names:
+            roles = [
+                a.value for a in node.args if isinstance(a, ast.Constant) and type(a.value) is str
+            ]
+            if not roles:
+                raise AssertionError(
+                    f"line {node.lineno}: {node.func.id}() needs its role as a string constant,"
+                    " so the import graph can see which parts it loads"
+                )
+            found.append((roles[0], node.lineno))
+    return found
+
+
+def registered_parts(role: str) -> list[str]:
+    """The modules ``fabric.targets.<target>.<role>`` of every registered target with one."""
+    from fabric.targets import TARGETS, has_part
+
+    return [f"fabric.targets.{name}.{role}" for name in TARGETS if has_part(name, role)]
+
+
 def import_graph() -> nx.DiGraph:
-    """Module -> the project modules it imports; each edge keeps the line (``line``)."""
+    """Module -> the project modules it imports; each edge keeps the line (``line``). A part
+    found through the registry is an import of every target's part of that role. A fresh
+    copy each call (tests plant edges in it); the sources are read once."""
+    return _import_graph().copy()
+
+
+@functools.cache
+def _import_graph() -> nx.DiGraph:
     files = [p for pattern in SOURCES for p in REPO_ROOT.glob(pattern)]
     modules = {module_name(p): p for p in files if "molecule" not in p.parts}
     graph = nx.DiGraph()
     graph.add_nodes_from(modules)
     for name, path in modules.items():
         package = name if path.name == "__init__.py" else name.rpartition(".")[0]
-        for node in imports(ast.parse(path.read_text(), str(path))):
+        tree = ast.parse(path.read_text(), str(path))
+        for role, line in part_lookups(tree):
+            for target in registered_parts(role):
+                if target != name:
+                    graph.add_edge(name, target, line=line)
+        for node in imports(tree):
             if isinstance(node, ast.Import):
                 targets = [alias.name for alias in node.names]
             else:
@@ -174,6 +250,55 @@ def test_the_graph_sees_the_package_and_function_level_imports():
     assert graph.has_edge("roles.hca.filter_plugins.mlxconfig", "fabric.parsers.mlxconfig")
 
 
+def test_a_part_found_through_the_registry_counts_as_an_import():
+    graph = import_graph()
+    # fabric.spec.targets runs every target's RULES, found by part(name, "rules")
+    assert graph.has_edge("fabric.spec.targets", "fabric.targets.gcp.rules")
+    assert graph.has_edge("fabric.spec.targets", "fabric.targets.lab.rules")
+    # cluster_component loads the spec's component
+    assert graph.has_edge("fabric.components", "fabric.targets.aws.component")
+    tree = ast.parse("from fabric.targets import part\ndef f(t, r):\n    return part(t, r)\n")
+    with pytest.raises(AssertionError, match="string constant"):
+        part_lookups(tree)
+
+
+@pytest.mark.parametrize(
+    ("module", "layer"),
+    [
+        ("fabric.targets", "base"),
+        ("fabric.targets.aws.rules", "spec"),
+        ("fabric.targets.gcp.catalog", "spec"),
+        ("fabric.targets.gcp.model", "model"),
+        ("fabric.targets.gcp.hostkeys", "inventory"),
+        ("fabric.targets.aws.checks", "verify"),
+        ("fabric.targets.gcp.handoff", "handoff"),
+        ("fabric.targets.lab.component", "targets"),
+        ("fabric.targets.lab.dynamic_lab", "targets"),
+        ("fabric.targets.lab", "targets"),
+    ],
+)
+def test_a_target_part_sits_in_its_role_layer(module: str, layer: str):
+    assert layer_of(module) == layer
+
+
+def test_only_the_registry_imports_a_target_part_by_computed_name():
+    """``importlib.import_module("fabric.targets...")`` elsewhere would hide an import from the
+    graph; the registry's ``part`` is the one way (and the graph counts it)."""
+    hidden = []
+    for pattern in SOURCES:
+        for path in REPO_ROOT.glob(pattern):
+            if path == REPO_ROOT / "fabric" / "targets" / "__init__.py":
+                continue
+            for node in ast.walk(ast.parse(path.read_text(), str(path))):
+                func = getattr(node, "func", None)
+                called = getattr(func, "attr", None) or getattr(func, "id", None)
+                if isinstance(node, ast.Call) and called in ("import_module", "__import__"):
+                    text = ast.unparse(node)
+                    if "targets" in text:
+                        hidden.append(f"{path.relative_to(REPO_ROOT)}:{node.lineno} {text}")
+    assert not hidden, hidden
+
+
 def test_every_module_is_in_a_layer():
     graph = import_graph()
     assert {layer_of(m) for m in graph} <= {name for name, _, _ in LAYERS}
@@ -202,9 +327,13 @@ def test_a_planted_cycle_is_found():
         ("fabric.spec.networks", "fabric.lab.plan"),
         ("fabric.parsers.ibnetdiscover.lines", "fabric.topology.slurm"),
         ("fabric.handoff.vars", "fabric.verify.plan"),
-        ("fabric.handoff.vars", "fabric.components.gcp"),
-        ("roles.gcp_gpudirect.filter_plugins.gpu_nics", "fabric.verify.cloud"),
-        ("fabric.watch.collect", "fabric.components.lab"),
+        ("fabric.handoff.vars", "fabric.targets.gcp.component"),
+        ("roles.gcp_gpudirect.filter_plugins.gpu_nics", "fabric.targets.gcp.checks"),
+        ("fabric.watch.collect", "fabric.targets.lab.component"),
+        ("fabric.targets.gcp.rules", "fabric.targets.gcp.component"),
+        ("fabric.targets.gcp.model", "fabric.verify.plan"),
+        ("fabric.targets.aws.catalog", "fabric.targets.aws.hostkeys"),
+        ("fabric.targets.aws.checks", "fabric.targets.aws.component"),
     ],
 )
 def test_a_planted_import_against_the_flow_is_found(importer: str, imported: str):

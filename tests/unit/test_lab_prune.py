@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from fabric.components.dynamic_lab import _prune
+from fabric.targets.lab.dynamic_lab import _prune
 
 
 def test_removes_empty_parents_up_to_and_including_root(tmp_path: Path) -> None:

@@ -12,9 +12,9 @@ import pulumi
 import pytest
 from conftest import Mocks
 
-from fabric.components.dynamic_switch import LabSwitchProvider
 from fabric.lab.plan import LabPlanError, plan_lab
 from fabric.spec import SKIP_RULES, ClusterSpec
+from fabric.targets.lab.dynamic_switch import LabSwitchProvider
 
 HCA = {"device": "mlx5_0", "link_layer": "Ethernet", "netdev": "fab0"}
 LEAF = {

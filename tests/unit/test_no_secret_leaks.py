@@ -31,11 +31,11 @@ import pytest
 import yaml
 
 from fabric.cli import main
-from fabric.components.dynamic_redfish import provision
 from fabric.lab.ssh import SshError, connect
 from fabric.redfish import RedfishClient, RedfishError
 from fabric.spec import SpecError, load_spec, spec_from_mapping
 from fabric.state import ARTIFACTS_ROOT, REPO_ROOT
+from fabric.targets.baremetal.dynamic_redfish import provision
 
 SPECS = Path(__file__).parent / "specs" / "valid"
 MARK = f"S3CRET-MARK-{uuid.uuid4()}"

@@ -12,10 +12,10 @@ import pytest
 import yaml
 from conftest import Mocks
 
-from fabric.components.dynamic_lab import AddressPoolProvider
 from fabric.lab.plan import LabPlanError, allocate, plan_lab
 from fabric.spec import SKIP_RULES, ClusterSpec, SpecError, spec_from_mapping
 from fabric.state import REPO_ROOT
+from fabric.targets.lab.dynamic_lab import AddressPoolProvider
 
 LAB = yaml.safe_load((REPO_ROOT / "Pulumi.lab.yaml").read_text())["config"]["railyard:cluster"]
 

@@ -11,7 +11,6 @@ import pytest
 import yaml
 
 import fabric.spec.rules
-from fabric.catalog import aws_instance, gcp_machine
 from fabric.spec import (
     SKIP_RULES,
     ClusterSpec,
@@ -24,6 +23,8 @@ from fabric.spec import (
 )
 from fabric.spec.rules import Checker, path_parts
 from fabric.state import REPO_ROOT
+from fabric.targets.aws.catalog import aws_instance
+from fabric.targets.gcp.catalog import gcp_machine
 
 SPECS = Path(__file__).parent / "specs"
 VALID = sorted((SPECS / "valid").glob("*.yaml"))

@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from fabric.spec import SpecError, spec_from_mapping
-from fabric.spec.targets import MISSING_ONE_BY_ONE
+from fabric.spec.common import MISSING_ONE_BY_ONE
 
 SPECS = Path(__file__).parent / "specs" / "valid"
 

@@ -35,25 +35,25 @@ def _cluster(path: Path) -> dict[str, Any]:
 
 
 def _aws(spec: ClusterSpec) -> Any:
-    from fabric.components.aws import AwsCluster
+    from fabric.targets.aws.component import AwsCluster
 
     return AwsCluster("c", spec)
 
 
 def _gcp(spec: ClusterSpec) -> Any:
-    from fabric.components.gcp import GcpCluster
+    from fabric.targets.gcp.component import GcpCluster
 
     return GcpCluster("c", spec)
 
 
 def _baremetal(spec: ClusterSpec) -> Any:
-    from fabric.components.baremetal import BaremetalCluster
+    from fabric.targets.baremetal.component import BaremetalCluster
 
     return BaremetalCluster("c", spec)
 
 
 def _existing(spec: ClusterSpec) -> Any:
-    from fabric.components.existing import ExistingCluster
+    from fabric.targets.existing.component import ExistingCluster
 
     return ExistingCluster("c", spec)
 

@@ -1,4 +1,4 @@
-"""The cloud checks' judging (fabric.verify.cloud) on captured real output."""
+"""The cloud checks' judging (fabric/targets/aws/checks.py, fabric/targets/gcp/checks.py) on captured real output."""
 
 from __future__ import annotations
 
@@ -9,15 +9,13 @@ import pytest
 
 from fabric.parsers import PARSERS
 from fabric.state import REPO_ROOT
-from fabric.verify.cloud import (
+from fabric.targets.aws.checks import (
     EFA_PCI_SCAN,
-    driver_problems,
     efa_device_problems,
     efa_provider_problems,
-    gpu_nic_addresses,
-    gpu_nic_problems,
     placement_group_problems,
 )
+from fabric.targets.gcp.checks import driver_problems, gpu_nic_addresses, gpu_nic_problems
 from fabric.verify.harness import HarnessError
 
 FIXTURES = REPO_ROOT / "tests" / "fixtures"
@@ -136,7 +134,7 @@ def test_gvnic_driver() -> None:
     ids=["dma-buf", "efa_nv_peermem", "nvidia_peermem", "open-module-on-an-old-kernel"],
 )
 def test_gpudirect_paths(probe: str, paths: list[str]) -> None:
-    from fabric.verify.cloud import gpudirect_paths, gpudirect_problems
+    from fabric.targets.aws.checks import gpudirect_paths, gpudirect_problems
 
     assert gpudirect_paths(probe) == paths
     problems = gpudirect_problems(paths)
@@ -146,7 +144,7 @@ def test_gpudirect_paths(probe: str, paths: list[str]) -> None:
 
 
 def test_gpudirect_probe_without_its_lines_is_a_harness_error() -> None:
-    from fabric.verify.cloud import gpudirect_paths
+    from fabric.targets.aws.checks import gpudirect_paths
     from fabric.verify.harness import HarnessError
 
     with pytest.raises(HarnessError, match="no kernel/open_module line"):

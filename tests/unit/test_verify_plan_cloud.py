@@ -37,9 +37,9 @@ def _plan(spec) -> CheckPlan:
 
 def test_aws_example_expects_the_catalogs_efa_devices() -> None:
     plan = _plan(_spec(AWS))
-    assert [(e.host, e.devices, e.gpudirect_rdma, e.placement_group) for e in plan.efa_hosts] == [
-        (f"gpu0{i}", 32, True, "efa-p5-pg") for i in range(1, 5)
-    ]
+    assert [
+        (e.host, e.devices, e.gpudirect_rdma, e.placement_group) for e in plan.params("efa_hosts")
+    ] == [(f"gpu0{i}", 32, True, "efa-p5-pg") for i in range(1, 5)]
     reasons = plan.not_generated()
     assert {"efa", "efa_gpudirect", "placement_group"}.isdisjoint(reasons)
     assert reasons["gpu_nics"] == "fabric.kind is efa, not gcp-gpudirect"
@@ -53,24 +53,24 @@ def test_p4d_has_four_efa_devices_and_no_gpudirect_when_not_declared() -> None:
         aws__gpudirect_rdma=False,
     )
     plan = _plan(spec)
-    assert {e.devices for e in plan.efa_hosts} == {4}
+    assert {e.devices for e in plan.params("efa_hosts")} == {4}
     assert plan.not_generated()["efa_gpudirect"] == "aws.gpudirect_rdma is false"
 
 
 def test_gcp_examples_expect_gpu_nics_per_machine_type() -> None:
     high = _plan(_spec(GCP))
-    assert [(g.host, g.nics, g.mtu, g.driver, g.rxdm) for g in high.gpu_nic_hosts] == [
+    assert [(g.host, g.nics, g.mtu, g.driver, g.rxdm) for g in high.params("gpu_nic_hosts")] == [
         ("a3-01", 4, 8244, "gve", True),
         ("a3-02", 4, 8244, "gve", True),
     ]
-    assert high.gpu_nic_hosts[0].subnets == [
+    assert high.params("gpu_nic_hosts")[0].subnets == [
         "172.16.0.0/20",
         "172.16.16.0/20",
         "172.16.32.0/20",
         "172.16.48.0/20",
     ]
     mega = _plan(_spec(GCP, nodes__0__instance_type="a3-megagpu-8g", gcp__gpu_subnet_cidrs=[]))
-    assert {(g.nics, g.transport, len(set(g.subnets))) for g in mega.gpu_nic_hosts} == {
+    assert {(g.nics, g.transport, len(set(g.subnets))) for g in mega.params("gpu_nic_hosts")} == {
         (8, "gpudirect-tcpxo", 8)
     }
 

@@ -1,6 +1,6 @@
 """EFA instances (fabric.kind efa): what each must show, from the instance catalog.
 
-Parametrised over the plan's EFA hosts (``CheckPlan.efa_hosts``): the catalog's EFA device
+Parametrised over the plan's EFA hosts (``efa_hosts`` of ``fabric/targets/aws/checks.py``): the catalog's EFA device
 count, ``fi_info -p efa`` with one provider entry per device, GPUDirect RDMA (peer memory) where
 declared and supported, and the declared cluster placement group (instance metadata, IMDSv2).
 """
@@ -12,10 +12,11 @@ import shlex
 import pytest
 
 from fabric.parsers import PARSERS, ParseError
-from fabric.verify.cloud import (
+from fabric.targets.aws.checks import (
     EFA_PCI_SCAN,
     GPUDIRECT_PROBE,
     IMDS_PLACEMENT_GROUP,
+    EfaHost,
     efa_device_problems,
     efa_provider_problems,
     gpudirect_paths,
@@ -23,7 +24,6 @@ from fabric.verify.cloud import (
     placement_group_problems,
 )
 from fabric.verify.harness import HarnessError
-from fabric.verify.plan import EfaHost
 
 #: The efa role's install prefix (efa_install_dir); fi_info is not on PATH by default.
 FI_INFO = "/opt/amazon/efa/bin/fi_info"

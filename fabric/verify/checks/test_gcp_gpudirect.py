@@ -1,6 +1,6 @@
 """GCP A3 instances (fabric.kind gcp-gpudirect): GPU NICs as the instance catalog declares them.
 
-Parametrised over ``CheckPlan.gpu_nic_hosts``: the GPU NIC count (4 on a3-highgpu-8g, 8 on
+Parametrised over ``gpu_nic_hosts`` of ``fabric/targets/gcp/checks.py``: the GPU NIC count (4 on a3-highgpu-8g, 8 on
 a3-megagpu-8g), each at ``gcp.gpu_nic_mtu`` and in its own VPC subnet; the gVNIC driver; the
 receive-data-path manager's Slurm prolog where GPUDirect-TCPX(O) is used.
 """
@@ -10,9 +10,13 @@ from __future__ import annotations
 import pytest
 
 from fabric.parsers import PARSERS, ParseError
-from fabric.verify.cloud import driver_problems, gpu_nic_addresses, gpu_nic_problems
+from fabric.targets.gcp.checks import (
+    GpuNicHost,
+    driver_problems,
+    gpu_nic_addresses,
+    gpu_nic_problems,
+)
 from fabric.verify.harness import HarnessError
-from fabric.verify.plan import GpuNicHost
 
 #: Where the gcp_gpudirect role installs the RxDM prolog/epilog (gcp_gpudirect_rxdm_script).
 RXDM_SCRIPT = "/usr/local/libexec/railyard/rxdm"

@@ -16,8 +16,9 @@ from typing import Any
 
 import pytest
 
-from fabric.catalog import gcp_machine, multi_node_allreduce, single_node_allreduce
+from fabric.catalog import multi_node_allreduce, single_node_allreduce
 from fabric.model.gpus import NODE_BIN_DIR
+from fabric.targets.gcp.catalog import gcp_machine
 from fabric.verify.facts import Facts
 from fabric.verify.gids import roce_gid_index
 from fabric.verify.harness import HarnessError

@@ -18,18 +18,6 @@ from typing import Any
 import pulumi
 
 from fabric.components.config_secret import config_secret
-from fabric.components.dynamic_lab import (
-    AddressPool,
-    IbSim,
-    IbSimReaper,
-    LabFile,
-    LabNetwork,
-    LabNode,
-    NodeImage,
-    RedfishEmulator,
-    SshKey,
-)
-from fabric.components.dynamic_switch import LabSwitch
 from fabric.components.target import TargetCluster
 from fabric.inventory import build_inventory, inventory_text, switch_hosts
 from fabric.lab.bmc import system_uuid
@@ -40,6 +28,18 @@ from fabric.lab.node import ibsim_environment
 from fabric.lab.plan import LabPlan, NetPlan, NodePlan, SwitchPlan, plan_lab
 from fabric.spec import ClusterSpec
 from fabric.state import StateLayout
+from fabric.targets.lab.dynamic_lab import (
+    AddressPool,
+    IbSim,
+    IbSimReaper,
+    LabFile,
+    LabNetwork,
+    LabNode,
+    NodeImage,
+    RedfishEmulator,
+    SshKey,
+)
+from fabric.targets.lab.dynamic_switch import LabSwitch
 from fabric.topology.from_spec import graph_from_spec
 from fabric.topology.ibsim import ibsim_limits, net_hash, render_net
 

@@ -7,7 +7,7 @@ per host with gVNIC on every interface and ``on_host_maintenance: TERMINATE``.
 Head nodes (login, controller) get the system NIC only and an external address.
 Each instance's host key is pinned from its ``hostkeys/`` guest attributes (else at first
 contact), through ``access.bastion`` when set (``fabric.components.access``).
-GPU NIC counts come from :mod:`fabric.catalog`. Outputs: every target's (``TargetCluster``;
+GPU NIC counts come from :mod:`fabric.targets.gcp.catalog`. Outputs: every target's (``TargetCluster``;
 ``fabric`` carries the VPCs, also exported as ``networks``; no switches, no BMCs).
 """
 
@@ -18,12 +18,12 @@ from typing import Any
 import pulumi
 import pulumi_gcp as gcp
 
-from fabric.catalog import GcpA3Blueprint, gcp_blueprint
 from fabric.components.access import pinned_inventory
 from fabric.components.cloudinit import boot_cloud_config
 from fabric.components.target import TargetCluster
-from fabric.model.gcp import gpu_nic_count, gpu_subnet_cidrs
 from fabric.spec import ClusterSpec, GcpSpec, NodeGroup, SpecError, provision_problems
+from fabric.targets.gcp.catalog import GcpA3Blueprint, gcp_blueprint
+from fabric.targets.gcp.model import gpu_nic_count, gpu_subnet_cidrs
 
 #: Network tag of head nodes (the SSH firewall rule targets it).
 HEAD_TAG = "railyard-head"

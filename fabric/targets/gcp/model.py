@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import ipaddress
 
-from fabric.catalog import gcp_machine
 from fabric.spec import GcpSpec, NodeGroup
+from fabric.targets.gcp.catalog import gcp_machine
 
 #: First address block of the default GPU subnets, one /20 per GPU NIC.
 DEFAULT_GPU_SUPERNET = ipaddress.IPv4Network("172.16.0.0/16")

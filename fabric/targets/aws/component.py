@@ -4,7 +4,7 @@ Children: a VPC and subnet (or the existing ones named in ``spec.aws``), a clust
 placement group, one security group that lets its members talk freely in both
 directions (EFA's OS-bypass traffic needs a self-referencing ingress *and*
 egress rule), one launch template per compute node group carrying every EFA
-interface of the instance type (counts from :mod:`fabric.catalog`), and one
+interface of the instance type (counts from :mod:`fabric.targets.aws.catalog`), and one
 instance per host. Non-compute nodes (login, controller) become plain instances
 in the same subnet and security group: the head node. Each instance's host key is
 pinned from its console output's SSH HOST KEY block (else at first contact), through
@@ -19,11 +19,11 @@ from typing import Any
 import pulumi
 import pulumi_aws as aws
 
-from fabric.catalog import aws_efa_only, aws_instance
 from fabric.components.access import pinned_inventory
 from fabric.components.cloudinit import boot_cloud_config
 from fabric.components.target import TargetCluster
 from fabric.spec import AwsSpec, ClusterSpec, NodeGroup, SpecError, provision_problems
+from fabric.targets.aws.catalog import aws_efa_only, aws_instance
 
 #: EC2 tag keys railyard sets on everything it creates.
 TAG_CLUSTER = "railyard:cluster"
@@ -95,7 +95,7 @@ def launch_interfaces(
     security_group_id: pulumi.Input[str],
 ) -> list[aws.ec2.LaunchTemplateNetworkInterfaceArgs]:
     """A compute group's interfaces: ENA + ``efa-only`` where the catalog says the type takes
-    them (fabric.catalog.aws_efa_only), else one ``efa`` interface per card."""
+    them (fabric.targets.aws.catalog.aws_efa_only), else one ``efa`` interface per card."""
     count = efa_interface_count(group, settings)
     if count and aws_efa_only(group.instance_type or ""):
         return efa_only_network_interfaces(count, subnet_id, security_group_id)

@@ -19,16 +19,16 @@ from typing import Any
 import pulumi
 
 from fabric.components.access import pinned_inventory
-from fabric.components.dynamic_redfish import RedfishNode
 from fabric.components.target import TargetCluster
 from fabric.inventory import switch_hostvars
 from fabric.spec import (
     ClusterSpec,
     SpecError,
     Switch,
-    baremetal_settings_problems,
     provision_problems,
 )
+from fabric.targets.baremetal.dynamic_redfish import RedfishNode
+from fabric.targets.baremetal.rules import baremetal_settings_problems
 
 
 @dataclass(frozen=True)

@@ -20,19 +20,18 @@ from typing import Any
 import pulumi
 from pulumi.dynamic import CreateResult, DiffResult, UpdateResult
 
-from fabric.components.baremetal import switch_hostvars
 from fabric.components.dynamic_hostkeys import HostKeyPinProvider
 from fabric.components.target import TargetCluster
 from fabric.hostkeys import check_contact, known_hosts_name, pinned_keys, trust_authorities
-from fabric.inventory import provisioned_inventory
+from fabric.inventory import provisioned_inventory, switch_hostvars
 from fabric.spec import ClusterSpec, SpecError, provision_problems
-from fabric.spec.targets import (
+from fabric.state import StateLayout
+from fabric.targets.existing.rules import (
     cert_authorities,
     existing_placeholder_problems,
     known_hosts_keys,
     ssh_target,
 )
-from fabric.state import StateLayout
 
 #: Seconds the first contact waits for a node's SSH answer (config ``hostKeyTimeout``).
 DEFAULT_TIMEOUT = 60.0

@@ -1,0 +1,59 @@
+"""The AWS target's hand-off variables: the efa role on EFA instances and the job environment
+EFA needs (found by ``fabric.handoff.vars`` through the registry)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from fabric.targets.aws.catalog import aws_instance
+
+if TYPE_CHECKING:
+    from fabric.spec import ClusterSpec
+
+
+#: Job environment on EFA instances (aws/aws-ofi-nccl doc/efa-env-var.md): libfabric's efa
+#: provider, and device RDMA where the instance supports it (p4, p5).
+EFA_JOB_ENV = {"FI_PROVIDER": "efa"}
+EFA_DEVICE_RDMA_ENV = {"FI_EFA_USE_DEVICE_RDMA": "1"}
+
+
+def role_vars(spec: ClusterSpec) -> dict[str, Any]:
+    """The efa role on EFA instances (``kind: efa``): installer from the spec, GPUDirect RDMA
+    (peer memory) when ``aws.gpudirect_rdma``, ptrace for the shared-memory path; the EFA
+    devices each host must show, from the instance catalog (``railyard_efa_hosts``, host ->
+    device count: site.yml runs the role on these hosts only)."""
+    aws = spec.aws
+    if spec.fabric.kind != "efa" or aws is None or not aws.efa:
+        return {}
+    hosts: dict[str, int] = {}
+    for host, group in spec.hosts.items():
+        known = aws_instance(group.instance_type or "")
+        if group.role == "compute" and known is not None and known.efa:
+            hosts[host] = known.efa_interfaces
+    out: dict[str, Any] = {
+        "railyard_efa_hosts": hosts,
+        "efa_gpudirect_rdma": aws.gpudirect_rdma,
+        "efa_ptrace_scope": 0,
+    }
+    if aws.efa_installer_url:  # with its checksum: the spec's target rules require both
+        out["efa_installer_url"] = aws.efa_installer_url
+        out["efa_installer_checksum"] = aws.efa_installer_checksum
+    if aws.efa_installer_version:
+        out["efa_installer_version"] = aws.efa_installer_version
+    return out
+
+
+def job_environment(spec: ClusterSpec) -> dict[str, dict[str, dict[str, str]]]:
+    """Per EFA compute host, the job environment (every job): libfabric's efa provider, and
+    device RDMA where the instance and the spec have it."""
+    out: dict[str, dict[str, dict[str, str]]] = {}
+    if spec.fabric.kind != "efa" or spec.aws is None or not spec.aws.efa:
+        return out
+    for host, group in spec.hosts.items():
+        known = aws_instance(group.instance_type or "")
+        if group.role == "compute" and known is not None and known.efa:
+            env = dict(EFA_JOB_ENV)
+            if known.gpudirect_rdma and spec.aws.gpudirect_rdma:
+                env |= EFA_DEVICE_RDMA_ENV
+            out[host] = {"all": env, "multinode": {}}
+    return out

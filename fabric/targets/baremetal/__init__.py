@@ -1,0 +1,1 @@
+"""Bare metal (Redfish BMCs) target: its parts, one module per role (fabric/targets/__init__.py)."""

@@ -1,0 +1,1 @@
+"""Google Cloud target: its parts, one module per role (fabric/targets/__init__.py)."""

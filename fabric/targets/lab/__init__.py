@@ -1,0 +1,1 @@
+"""The one-machine lab target: its parts, one module per role (fabric/targets/__init__.py)."""
