@@ -299,10 +299,12 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 
 def _group(item: pytest.Item, plan: CheckPlan, params: Any, pair: Any) -> str:
-    """The xdist group an item runs in (``--dist loadgroup``: a group runs on one worker):
-    every item of the sweep together (one sweep per run); a pair's by its target (one server
-    per target at a time); the rest by the host they run on, so each host's tool outputs are
-    gathered once (``Facts``) and the host part spreads over the workers host by host."""
+    """The xdist group an item asks for (``--dist loadgroup``): every item of the sweep
+    together; a pair's by its target (one server per target at a time); the rest by the host
+    they run on, so each host's tool outputs are gathered once (``Facts``). pytest-xdist 3.8
+    here did not keep a group on one worker (a module's statically marked items spread over
+    three workers too), so nothing relies on it: the sweep runs once per run under a file
+    lock (``test_sweep.swept``), and a pair's server is started and reaped per check."""
     marker = item.get_closest_marker("family")
     if marker is not None and marker.args and marker.args[0] == "sweep":
         return "sweep"
