@@ -79,8 +79,16 @@ run: bootstrap ## Run a playbook on the stack: make run PLAYBOOK=playbooks/x.yml
 check: bootstrap ## Run the verification checks against the stack.
 	$(PYTHON) -m fabric check --stack $(STACK)
 
-test: bootstrap image ## Run every test: unit, integration, molecule, lint.
+# make test builds what it needs itself (the Pulumi CLI and the node image beside the lint and
+# the first tests); RAILYARD_TEST_JOBS=N sets how many steps run at once (docs/testing.md).
+test: ## Run every test: unit, integration, molecule, lint (logs in artifacts/test-run/).
 	@scripts/run-tests.sh
+
+test-integration: ## Run the integration modules only, side by side.
+	@scripts/run-tests.sh --only 'integration:*'
+
+test-molecule: ## Run every role's molecule scenario only, side by side.
+	@scripts/run-tests.sh --only 'molecule:*'
 
 test-unit: bootstrap ## Run the fast unit tests only (tests/unit and the roles' own tests).
 	$(PYTHON) -m pytest tests/unit roles/*/tests -q

@@ -2,6 +2,8 @@
 # Bootstrap everything railyard needs on a Debian 12 machine, idempotently.
 #
 #   scripts/bootstrap.sh            # Debian packages, .venv, Pulumi CLI
+#   scripts/bootstrap.sh base       # Debian packages, .venv (what scripts/run-tests.sh needs first)
+#   scripts/bootstrap.sh pulumi     # the Pulumi CLI only (run-tests.sh builds it beside other steps)
 #
 # Each step checks before it acts, so a warm run takes a few seconds.
 # Build output (the Pulumi CLI) is cached outside the repo under
@@ -139,11 +141,23 @@ raise_inotify_limit() {
 }
 
 main() {
-  install_debian_packages
-  raise_inotify_limit
-  create_venv
-  install_pulumi
-  step "bootstrap done"
+  local what="${1:-all}"
+  case "$what" in
+    all | base | pulumi) ;;
+    *)
+      echo "usage: scripts/bootstrap.sh [all|base|pulumi]" >&2
+      exit 2
+      ;;
+  esac
+  if [[ "$what" != pulumi ]]; then
+    install_debian_packages
+    raise_inotify_limit
+    create_venv
+  fi
+  if [[ "$what" != base ]]; then
+    install_pulumi
+  fi
+  step "bootstrap ($what) done"
 }
 
 main "$@"

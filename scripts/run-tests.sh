@@ -1,36 +1,15 @@
 #!/usr/bin/env bash
-# Run every test: lint, each role's molecule scenario, then pytest (unit + integration).
+# Run every test (make test): the one-time builds where they are missing (the Pulumi CLI, the
+# node image), lint, each role's molecule scenario, the unit tests and each integration module,
+# side by side where they can be (scripts/testrun.py; docs/testing.md has the why and the times).
 # Called by `make test` with the Makefile's environment (PATH, CONTAINERS_CONF, Pulumi settings).
+# Arguments go to scripts/testrun.py: --jobs N (or RAILYARD_TEST_JOBS), --only PATTERN, --list.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
+# Debian packages and .venv first: every step needs them. The Pulumi CLI is a step of its own.
+"$ROOT/scripts/bootstrap.sh" base
 PY="$ROOT/.venv/bin/python"
-step() { printf '\033[1m==> %s\033[0m\n' "$*"; }
-
-export RAILYARD_NODE_IMAGE="${RAILYARD_NODE_IMAGE:-$("$PY" -m fabric lab image)}"
-step "node image: $RAILYARD_NODE_IMAGE"
-
-step "lint: ruff check"
-"$ROOT/.venv/bin/ruff" check .
-step "lint: ruff format --check"
-"$ROOT/.venv/bin/ruff" format --check .
-step "lint: yamllint"
-"$ROOT/.venv/bin/yamllint" -s .
-step "lint: ansible-lint (production profile)"
-"$ROOT/.venv/bin/ansible-lint" --profile production
-
-# Scenarios not run here, each with its reason (none at present).
-NOT_RUN_HERE=()
-
-for scenario in roles/*/molecule/default; do
-  role_dir="${scenario%/molecule/default}"
-  if [[ " ${NOT_RUN_HERE[*]} " == *" ${role_dir#roles/} "* ]]; then
-    step "molecule test: ${role_dir#roles/} NOT RUN (see NOT_RUN_HERE in scripts/run-tests.sh)"
-    continue
-  fi
-  step "molecule test: ${role_dir#roles/}"
-  (cd "$role_dir" && "$ROOT/.venv/bin/molecule" test)
-done
-
-step "pytest: unit and integration"
-"$PY" -m pytest tests roles -q
+# The tag the build:image step builds (a hash of the package list: nothing is built here).
+export RAILYARD_NODE_IMAGE="${RAILYARD_NODE_IMAGE:-$("$PY" -c 'from fabric.lab.image import image_tag; print(image_tag())')}"
+exec "$PY" "$ROOT/scripts/testrun.py" "$@"

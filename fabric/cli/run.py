@@ -47,6 +47,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "(default: the stack's)",
     )
     parser.add_argument(
+        "--timeout",
+        type=_seconds,
+        default=None,
+        metavar="SECONDS",
+        help="stop the run after this many seconds (default: 14400, four hours)",
+    )
+    parser.add_argument(
         "--result-json",
         default=None,
         help="also write the result (status, rc, recap, per-host counts, summary) to this JSON file",
@@ -79,11 +86,18 @@ def _extra_var(text: str) -> tuple[str, str]:
     return key, value
 
 
+def _seconds(text: str) -> int:
+    """A positive whole number of seconds."""
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive whole number of seconds")
+    return int(text)
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     """Run the playbook; a bad spec or a HandoffError is bad input: exit 2 (via main)."""
     import json
 
-    from fabric.handoff.runner import REPO_ROOT, run_playbook
+    from fabric.handoff.runner import PLAYBOOK_TIMEOUT, REPO_ROOT, run_playbook
     from fabric.handoff.secrets import munge_key
     from fabric.spec import load_spec
 
@@ -97,6 +111,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         limit=args.limit,
         secret_vars={"slurm_munge_key": key} if key else None,
         extra_vars=dict(args.extra_vars),
+        timeout=args.timeout or PLAYBOOK_TIMEOUT,
     )
     doc = _result_doc(result)
     if args.result_json:

@@ -31,6 +31,8 @@ RERUN_ON = ("stack", "spec_json", "inventory", "playbook", "limit", "content_has
 #: Paths under roles/ and playbooks/ that do not change what runs on the hosts.
 IGNORED_PARTS = frozenset({"molecule", "tests", "__pycache__", ".pytest_cache"})
 OUTPUTS = ("status", "rc", "recap", "artifacts", "changed_hosts")
+#: Seconds the provider waits for the child past its playbook's own timeout (start, summary).
+CHILD_MARGIN = 300
 
 
 def content_hash(root: Path = REPO_ROOT, dirs: tuple[str, ...] = ("roles", "playbooks")) -> str:
@@ -51,14 +53,15 @@ def run(props: dict[str, Any]) -> dict[str, Any]:
     and a fork of this provider process, whose gRPC threads are running, produced an
     ansible-playbook that wrote nothing and failed at once (``fork_posix.cc: Other threads are
     currently calling into gRPC, skipping fork() handlers``). The child's progress lines
-    (stderr) pass straight through to ``pulumi up``.
+    (stderr) pass straight through to ``pulumi up``. The child stops its playbook after
+    ``PLAYBOOK_TIMEOUT``; this process waits that long and a margin, then stops the child.
     """
     import os
     import subprocess
     import sys
     import tempfile
 
-    from fabric.handoff.runner import write_inventory
+    from fabric.handoff.runner import PLAYBOOK_TIMEOUT, write_inventory
 
     write_inventory(props["stack"], props["inventory"])
     with tempfile.TemporaryDirectory(prefix="railyard-handoff-") as tmp:
@@ -88,15 +91,23 @@ def run(props: dict[str, Any]) -> dict[str, Any]:
         }
         if props.get("munge_key"):
             env[MUNGE_KEY_ENV] = props["munge_key"]
-        proc = subprocess.run(
-            argv,
-            cwd=REPO_ROOT,
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=None,
-            text=True,
-            check=False,
-        )
+        try:
+            proc = subprocess.run(
+                argv,
+                cwd=REPO_ROOT,
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=None,
+                text=True,
+                check=False,
+                timeout=PLAYBOOK_TIMEOUT + CHILD_MARGIN,
+            )
+        except subprocess.TimeoutExpired as exc:
+            raise RuntimeError(
+                f"python -m fabric run {props['playbook']} was still running after "
+                f"{exc.timeout:.0f} s and was stopped; its artifacts are under "
+                f"artifacts/{props['stack']}/"
+            ) from None
         if not result_file.is_file():
             raise RuntimeError(
                 f"python -m fabric run exited {proc.returncode} without a result: "

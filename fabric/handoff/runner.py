@@ -41,6 +41,10 @@ MAX_FORKS = 64
 #: How long cached facts stay valid (s), as ansible.cfg's: a host changed outside Ansible (a new
 #: kernel after a reboot) is seen again within this; a changed inventory empties the cache.
 FACT_CACHE_TIMEOUT = 7200
+#: How long one playbook run may take (s) before ansible-runner stops it (status ``timeout``):
+#: a DOCA-OFED build and a firmware reset on a large cluster take about an hour; four is a bound
+#: that only a hung run reaches. ``python -m fabric run --timeout`` changes it.
+PLAYBOOK_TIMEOUT = 4 * 3600
 
 
 class AnsibleSettings(BaseModel):
@@ -233,6 +237,7 @@ def run_playbook(
     secret_vars: dict[str, str] | None = None,
     extra_vars: dict[str, str] | None = None,
     settings: AnsibleSettings | None = None,
+    timeout: int = PLAYBOOK_TIMEOUT,
 ) -> PlaybookResult:
     """Run ``playbook`` against ``stack``'s inventory; stream progress through ``emit``.
 
@@ -241,7 +246,8 @@ def run_playbook(
     private file that is removed after the run; ``extra_vars`` (plain values such as
     ``railyard_new_nodes``) as ordinary extra vars, kept in the run's artifacts. Returns the
     typed result; ``result.summary()`` is the short report. ``settings``: how Ansible runs
-    (default :func:`handoff_settings`; ``extra_env`` still wins over them).
+    (default :func:`handoff_settings`; ``extra_env`` still wins over them). A run past
+    ``timeout`` seconds is stopped and reported with status ``timeout``.
     """
     import ansible_runner  # imported here: the CLI's other commands do not need it
 
@@ -290,6 +296,7 @@ def run_playbook(
             quiet=True,
             # Keep every run's record; they are small and git-ignored.
             rotate_artifacts=0,
+            timeout=timeout,
             **settings.runner_kwargs(),
         )
     rc = runner.rc if isinstance(runner.rc, int) else 1

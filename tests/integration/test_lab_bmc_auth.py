@@ -1,6 +1,9 @@
 """The lab's Redfish BMCs require HTTP basic auth: a 2-node lab built by ``pulumi up``
 (Automation API, file backend in tmp) first with a generated password, then with the spec's
-``bmc.password`` config secret. The password never shows in clear in state or logs."""
+``bmc.password`` config secret. The password never shows in clear in state or logs.
+
+Own stack name ``rybmc-<hex>``, subnets 198.18.120-134.0/24 (management) and 198.18.136-150.0/24
+(BMC), ports 19100-19129 (BMC) and 17500-17734 (ibsim)."""
 
 from __future__ import annotations
 
@@ -40,8 +43,8 @@ def _spec(tag: int) -> dict[str, Any]:
             },
             "infiniband": {"subnet_managers": [{"host": "sm1", "priority": 14}]},
         },
-        "management": {"subnet": f"198.18.{160 + tag}.0/24"},
-        "bmc": {"subnet": f"198.18.{176 + tag}.0/24", "username": "operator"},
+        "management": {"subnet": f"198.18.{120 + tag}.0/24"},
+        "bmc": {"subnet": f"198.18.{136 + tag}.0/24", "username": "operator"},
         "lab": {"bmc_port": 19100 + 2 * tag, "ibsim_port": 17500 + 16 * tag},
     }
 

@@ -8,7 +8,7 @@ every 2 s; the test asks Prometheus's HTTP API. The cable is pulled and restored
 ibsim's console (``fabric.lab.faults``).
 
 Own stack name ``rywatch-<hex>``, subnets 198.19.236-239.0/24 (management) and
-198.19.240-243.0/24 (BMC), ports 19800-19807 (BMC), 20600-20663 (ibsim), 20900-20903
+198.19.190-193.0/24 (BMC), ports 19700-19707 (BMC), 24000-24058 (ibsim), 20900-20903
 (``fabric watch``) and 20950-20953 (Prometheus), all on loopback or the lab's own networks.
 """
 
@@ -64,9 +64,9 @@ def _spec(tag: int) -> dict[str, Any]:
             },
         },
         "management": {"subnet": f"198.19.{236 + tag}.0/24"},
-        "bmc": {"subnet": f"198.19.{240 + tag}.0/24"},
+        "bmc": {"subnet": f"198.19.{190 + tag}.0/24"},
         "slurm": {"controller": "sm1"},
-        "lab": {"bmc_port": 19800 + 2 * tag, "ibsim_port": 20600 + 16 * tag},
+        "lab": {"bmc_port": 19700 + 2 * tag, "ibsim_port": 24000 + 16 * tag},
     }
 
 

@@ -96,3 +96,42 @@ def test_cli_refuses_a_secret_before_running_anything(tmp_path: Path) -> None:
     assert "bmc_password looks like a secret" in proc.stderr
     assert "hunter2" not in proc.stdout + proc.stderr
     assert not result_json.exists()
+
+
+HANGING = """\
+- name: A play that outlives its timeout
+  hosts: all
+  gather_facts: false
+  tasks:
+    - name: Wait longer than the run may take
+      ansible.builtin.pause:
+        seconds: 120
+"""
+
+
+def test_a_run_past_its_timeout_is_stopped_and_says_so(tmp_path: Path) -> None:
+    book, _ = local_stack(tmp_path, HANGING)
+    result = run_playbook(
+        book,
+        stack="t",
+        emit=lambda _: None,
+        state_root=tmp_path / "state",
+        artifacts_root=tmp_path / "artifacts",
+        timeout=3,
+    )
+    assert not result.ok
+    assert result.status == "timeout"
+
+
+@pytest.mark.parametrize("text", ["0", "-5", "1.5", "soon"])
+def test_cli_refuses_a_timeout_that_is_not_whole_seconds(text: str) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "fabric", "run", "site.yml", "--timeout", text],
+        check=False,
+        capture_output=True,
+        text=True,
+        cwd=REPO_ROOT,
+        timeout=120,
+    )
+    assert proc.returncode == 2
+    assert "--timeout" in proc.stderr and "whole number of seconds" in proc.stderr
