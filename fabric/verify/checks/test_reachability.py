@@ -16,7 +16,7 @@ import pytest
 from fabric.parsers import PARSERS
 from fabric.topology.ibsim_console import IbsimConsole
 from fabric.verify.bandwidth import min_write_bw
-from fabric.verify.facts import Facts
+from fabric.verify.facts import TOOL_ATTEMPTS, Facts
 from fabric.verify.gids import roce_gid_index
 from fabric.verify.harness import (
     HarnessError,
@@ -144,6 +144,18 @@ def test_ibping(host, facts: Facts, ib_pair: Pair, ibping_server: Served) -> Non
     )
     if not report.pongs and (gone := ibping_server.gone()) is not None:
         raise gone
+    if not report.pongs:
+        # lost echoes while the target's port answers the source's LID-routed PerfMgt MADs:
+        # the path works, the echo server did not answer (a loaded node), not the fabric
+        lid = facts.lid(ib_pair.target)
+        pma = facts.judged(ib_pair.source, "perfquery", f"perfquery {lid} 1") if lid else None
+        if pma is not None and pma.ok:
+            raise HarnessError(
+                f"{ib_pair.source} -> {ib_pair.target} (port {guid}): no ibping reply in "
+                f"{TOOL_ATTEMPTS} runs ({report.reason}), while the target's port (lid {lid}) "
+                "answers PerfMgt MADs from the source: the echo server did not answer, the "
+                "path works"
+            )
     assert report.pongs, (
         f"{ib_pair.source} -> {ib_pair.target} (port {guid}): no ibping reply: {report.reason}"
     )
