@@ -18,7 +18,7 @@ any HealthCheckInterval), so what drains or resumes a node is known.
    program once on every node it drained, so fh2 is IDLE when the converge ends.
 
 Its own stack name, subnets 198.18.24-31.0/24 (management) and 198.18.32-39.0/24 (BMC),
-Redfish ports 24000-24015 and ibsim ports 24200-24322, so it runs beside the other modules.
+Redfish ports 25400-25415 and ibsim ports 25600-25722, so it runs beside the other modules.
 """
 
 from __future__ import annotations
@@ -84,7 +84,7 @@ def _spec(tag: int) -> dict[str, Any]:
             "partitions": [{"name": "gpu", "nodes": "fh[1-2]", "default": True}],
         },
         "health": {"interval": 0},
-        "lab": {"bmc_port": 24000 + 2 * tag, "ibsim_port": 24200 + 16 * tag},
+        "lab": {"bmc_port": 25400 + 2 * tag, "ibsim_port": 25600 + 16 * tag},
     }
 
 
