@@ -43,7 +43,7 @@ export PYTHONPATH := $(ROOT)
 help: ## Show the targets.
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-18s %s\n", $$1, $$2}'
 
-bootstrap: ## Install Debian packages, .venv and the Pulumi CLI (idempotent).
+bootstrap: ## Install Debian packages, .venv, the Pulumi CLI and the IMDS mock (idempotent).
 	@scripts/bootstrap.sh
 
 image: bootstrap ## Build the lab node image (cached by its package list).

@@ -114,13 +114,17 @@ def compress(hosts: Iterable[str]) -> str:
     bracket, with consecutive numbers written as ranges, as ``scontrol show
     hostlist`` does: ``gpu001,gpu002,gpu004`` -> ``gpu[001-002,004]``. An
     unpadded number as wide as a padded group joins it (``gpu099,gpu100`` ->
-    ``gpu[099-100]``), again as Slurm does.
+    ``gpu[099-100]``), again as Slurm does. A name whose number is followed by more text
+    (``n1-ib``, AWS's ``nn-1111111111example``) is kept whole: Slurm 22.05 refuses a bracket
+    with a suffix (``scontrol show hostnames 'n[1-2]-ib'``: "Invalid hostlist"; slurmctld
+    exits on such a topology.conf line: "Invalid switches"), and ``scontrol show hostlist``
+    leaves such names uncompressed.
     """
     parsed: list[str | tuple[str, str, str]] = []
     padded: set[tuple[str, str, int]] = set()
     for host in hosts:
         match = _NUMBERED.match(host)
-        if not match:
+        if not match or match.group(3):
             parsed.append(host)
             continue
         prefix, digits, suffix = match.groups()

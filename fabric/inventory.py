@@ -81,7 +81,12 @@ def build_inventory(
     for role in ROLE_GROUPS:
         members = spec.hosts_with_role(role)
         children[role] = {"hosts": {h: {} for h in members}}
-    sms = spec.fabric.infiniband.subnet_managers if spec.fabric.infiniband else []
+    # railyard runs OpenSM only for managed entries: an external or switch SM is not its own
+    sms = [
+        sm
+        for sm in (spec.fabric.infiniband.subnet_managers if spec.fabric.infiniband else [])
+        if sm.mode == "managed" and sm.host is not None
+    ]
     unknown = [sm.host for sm in sms if sm.host not in spec.hosts]
     if unknown:
         raise InventoryError(f"fabric.infiniband.subnet_managers names unknown host(s) {unknown}")

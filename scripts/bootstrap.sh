@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Bootstrap everything railyard needs on a Debian 12 machine, idempotently.
 #
-#   scripts/bootstrap.sh            # Debian packages, .venv, Pulumi CLI
+#   scripts/bootstrap.sh            # Debian packages, .venv, Pulumi CLI, IMDS mock
 #   scripts/bootstrap.sh base       # Debian packages, .venv (what scripts/run-tests.sh needs first)
-#   scripts/bootstrap.sh pulumi     # the Pulumi CLI only (run-tests.sh builds it beside other steps)
+#   scripts/bootstrap.sh pulumi     # the Go builds only: the Pulumi CLI and the IMDS mock
+#                                   # (run-tests.sh builds them beside other steps)
 #
 # Each step checks before it acts, so a warm run takes a few seconds.
 # Build output (the Pulumi CLI) is cached outside the repo under
@@ -18,6 +19,10 @@ PULUMI_VERSION="3.259.0"
 # LanguageRuntime protocol and runs programs with the pinned Python SDK.
 PULUMI_PYHOST_SDK_VERSION="3.79.0"
 PULUMI_BIN="$CACHE/pulumi/v$PULUMI_VERSION/bin"
+# The EC2 instance metadata service the cloud-shaped tests read (IMDSv2): AWS's own mock,
+# amazon-ec2-metadata-mock, built from its Go module as the Pulumi CLI is.
+IMDS_MOCK_VERSION="1.13.0"
+IMDS_MOCK_BIN="$CACHE/imds-mock/v$IMDS_MOCK_VERSION/bin"
 
 APT_PACKAGES=(
   podman runc debootstrap uidmap slirp4netns fuse-overlayfs
@@ -125,6 +130,29 @@ install_pulumi() {
   build_pulumi
 }
 
+build_imds_mock() {
+  if [[ -x "$IMDS_MOCK_BIN/ec2-metadata-mock" ]]; then
+    step "amazon-ec2-metadata-mock: v$IMDS_MOCK_VERSION cached in $IMDS_MOCK_BIN"
+    return
+  fi
+  if ! have go; then
+    echo "error: no Go toolchain to build amazon-ec2-metadata-mock (tests/integration/test_imds_mock.py)." >&2
+    echo "  fix: install Go >= 1.23 and run this script again." >&2
+    exit 1
+  fi
+  step "amazon-ec2-metadata-mock: building v$IMDS_MOCK_VERSION from Go modules (one time)"
+  local work="$CACHE/imds-mock/build"
+  mkdir -p "$work" "$IMDS_MOCK_BIN"
+  cat >"$work/go.mod" <<EOF
+module example.invalid/railyard-imds-mock
+go 1.23
+require github.com/aws/amazon-ec2-metadata-mock v$IMDS_MOCK_VERSION
+EOF
+  (cd "$work" && GOFLAGS="-mod=mod -buildvcs=false" nice -n 15 go build -trimpath \
+    -o "$IMDS_MOCK_BIN/ec2-metadata-mock" \
+    github.com/aws/amazon-ec2-metadata-mock/cmd/ec2-metadata-mock)
+}
+
 raise_inotify_limit() {
   # Every lab node runs systemd, which holds several inotify instances; the kernel's
   # default of 128 per user leaves nodes of a 32-node lab without sshd.
@@ -156,6 +184,7 @@ main() {
   fi
   if [[ "$what" != base ]]; then
     install_pulumi
+    build_imds_mock
   fi
   step "bootstrap ($what) done"
 }

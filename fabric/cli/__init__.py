@@ -40,6 +40,7 @@ COMMANDS = {
     "validate": "fabric.cli.validate",
     "schema": "fabric.cli.validate",
     "topology": "fabric.cli.topology",
+    "kubernetes": "fabric.cli.kubernetes",
     "parse": "fabric.cli.parse",
     "lab": "fabric.cli.lab",
     "run": "fabric.cli.run",

@@ -1,8 +1,11 @@
 """``python -m fabric import``: write a cluster spec from what a running fabric reports.
 
-From an ``ibnetdiscover`` capture file, or from a host reached over SSH (``--ssh HOST``:
-``ibnetdiscover`` and ``sminfo`` run there, each with a timeout, the host key checked against
-the user's known_hosts). The spec goes to stdout or ``--output FILE``; what the capture cannot
+From an ``ibnetdiscover`` capture file (with ``--sminfo FILE``, ``sminfo``'s output captured
+beside it), or from a host reached over SSH (``--ssh HOST``: ``ibnetdiscover``, ``sminfo`` and
+``smpquery nodeinfo``/``nodedesc`` on the master SM's LID run there, each with a timeout, the
+host key checked against the user's known_hosts). The subnet manager is never one railyard
+would start unasked: a switch's SM or an external one as found, ``managed`` only with
+``--manage-sm`` (fabric.topology.importer). The spec goes to stdout or ``--output FILE``; what the capture cannot
 tell is marked PLACEHOLDER in it and listed on stderr (fabric.topology.importer).
 """
 
@@ -36,6 +39,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "capture", nargs="?", metavar="FILE", help="ibnetdiscover output ('-': stdin)"
     )
     source.add_argument("--ssh", metavar="[USER@]HOST", help="run ibnetdiscover and sminfo there")
+    parser.add_argument(
+        "--sminfo",
+        metavar="FILE",
+        help="sminfo's output captured with FILE: names the master SM's port (capture only)",
+    )
+    parser.add_argument(
+        "--manage-sm",
+        action="store_true",
+        help="railyard takes over the master SM found on a host's HCA (mode managed: it "
+        "then runs OpenSM there); without it the SM is written as external or switch",
+    )
     parser.add_argument("--name", default="imported", help="the spec's cluster name")
     parser.add_argument("--output", metavar="FILE", help="write the spec here, not to stdout")
     parser.add_argument(
@@ -147,6 +161,30 @@ def _remote(host: str, timeout: int, limit_mib: int) -> tuple[str, str | None]:
     return run.stdout, sm.stdout if sm.returncode == 0 else None
 
 
+def _sm_identity(host: str, lid: int, timeout: int, limit_mib: int) -> object | None:
+    """What ``smpquery nodeinfo``/``nodedesc`` on ``host`` say about the node at ``lid``
+    (a ``fabric.topology.importer.SmIdentity``), or None when neither answers."""
+    from fabric.parsers.common import ParseError
+    from fabric.parsers.smpquery import NodeDescReport, NodeInfoReport, parse
+    from fabric.topology.importer import SmIdentity
+
+    node_type = description = None
+    for query in ("nodeinfo", "nodedesc"):
+        run = _ssh(host, f"smpquery {query} {lid}", timeout, limit_mib)
+        try:
+            report = parse(run.stdout + run.stderr)
+        except ParseError as err:
+            note(f"smpquery {query} {lid} on {host}: {err}")
+            continue
+        if isinstance(report, NodeInfoReport) and report.ok:
+            node_type = report.node_type
+        elif isinstance(report, NodeDescReport) and report.ok:
+            description = report.description
+    if node_type is None and description is None:
+        return None
+    return SmIdentity(node_type=node_type, description=description)
+
+
 def cmd_import(args: argparse.Namespace) -> int:
     """Read the capture (file or SSH), write the spec, list the placeholders on stderr."""
     from fabric.parsers.common import ParseError
@@ -160,15 +198,33 @@ def cmd_import(args: argparse.Namespace) -> int:
     if not HOSTNAME_PATTERN.match(args.name) or args.name != args.name.lower():
         raise CommandError(f"--name {args.name!r}: use lowercase letters, digits and hyphens")
     sm: SminfoReport | None = None
+    identity = None
     limit_mib = args.max_mb or DEFAULT_LIMIT_MIB
+    if args.ssh and args.sminfo:
+        raise CommandError("--sminfo goes with a capture FILE; --ssh runs sminfo itself")
     if args.ssh:
         text, sm_text = _remote(args.ssh, args.timeout, limit_mib)
         try:
             sm = parse_sminfo(sm_text) if sm_text else None
         except ParseError as err:  # no SM answer is a placeholder, not a failed import
             note(f"sminfo on {args.ssh}: {err}")
+        if sm is not None and sm.ok and sm.sm_lid is not None:
+            identity = _sm_identity(args.ssh, sm.sm_lid, args.timeout, limit_mib)
         where = f"{args.ssh}: ibnetdiscover"
     else:
+        if args.sminfo:
+            sm_source = read_input(
+                args.sminfo, "pass sminfo's output (a file)", limit_mib, "--max-mb N"
+            )
+            try:
+                sm = parse_sminfo(sm_source.text)
+            except ParseError as err:
+                raise CommandError(f"--sminfo {args.sminfo}: {err}") from None
+            if not sm.ok:
+                raise CommandError(
+                    f"--sminfo {args.sminfo}: sminfo found no SM ({sm.reason}); capture it "
+                    "again once the SM answers, or leave --sminfo out"
+                )
         source = read_input(args.capture, _FIX, limit_mib, "--max-mb N")
         if not source.complete:
             raise CommandError(
@@ -180,7 +236,7 @@ def cmd_import(args: argparse.Namespace) -> int:
     graph = parse(text)
     del text  # up to --max-mb of it: not kept while the spec is built and validated
     try:
-        imported = import_fabric(graph, args.name, sm)
+        imported = import_fabric(graph, args.name, sm, identity, args.manage_sm)  # type: ignore[arg-type]
     except CaptureError as err:
         raise CommandError(f"{where}: {err}") from None
     if args.output:

@@ -1,5 +1,5 @@
-"""``python -m fabric topology``: print the Slurm topology (or ibsim net, or oversubscription)
-of a declared fabric (``--spec``), a discovered one (``--from-ibnetdiscover``), or cloud
+"""``python -m fabric topology``: print the Slurm topology (or Kubernetes topology labels and a
+Kueue Topology, ibsim net, or oversubscription) of a declared fabric (``--spec``), a discovered one (``--from-ibnetdiscover``), or cloud
 instances as their provider places them (``--from-aws-topology``, ``--from-gce-instances``)."""
 
 from __future__ import annotations
@@ -25,7 +25,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "topology",
         help="print Slurm topology.conf / topology.yaml from a spec or ibnetdiscover output",
-        description="Print the Slurm topology of a fabric. Hosts cabled to several leaves "
+        description="Print the Slurm topology of a fabric, or (--plugin kubernetes) its "
+        "Kubernetes Node topology labels and a Kueue Topology naming them "
+        "(fabric.topology.kubernetes). Hosts cabled to several leaves "
         "(rail-optimized) are placed under their rail-0 leaf (see fabric.topology.slurm). "
         "Exit 0, or 2 on a bad spec, a bad option, or ibnetdiscover output that is unreadable, "
         "binary, larger than --max-mb, empty, cut off or not ibnetdiscover's, or a fabric with "
@@ -47,6 +49,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="FILE",
         help="gcloud compute instances list --format=json ('-' for stdin): their placement",
     )
+    source.add_argument(
+        "--from-placement",
+        metavar="FILE",
+        help="JSON host -> {stdout, rc, stderr} of each compute node's placement reading "
+        "(fabric.verify.cloud_topology.PLACEMENT_COMMANDS, as the hand-off gathers it); "
+        "needs --provider, and --region on aws (DescribeInstanceTopology through the AWS CLI)",
+    )
+    parser.add_argument("--provider", choices=("aws", "gcp"), help="with --from-placement")
+    parser.add_argument("--region", help="the AWS region, with --from-placement --provider aws")
     parser.add_argument(
         "--hosts",
         metavar="FILE",
@@ -54,9 +65,23 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "--plugin",
-        choices=("tree", "block", "yaml"),
+        choices=("tree", "block", "yaml", "kubernetes"),
         default="tree",
-        help="topology.conf for topology/tree (default) or topology/block, or topology.yaml",
+        help="topology.conf for topology/tree (default) or topology/block, topology.yaml, or "
+        "kubernetes: Node label patches (a v1 List) and a Kueue Topology",
+    )
+    parser.add_argument(
+        "--label-scheme",
+        choices=("topograph", "topograph-v0"),
+        help="kubernetes: fabric.topograph.run/tier-N (topograph 1.0+), or "
+        "network.topology.nvidia.com/leaf|spine|core (before 1.0); default: the spec's "
+        "kubernetes.labels.scheme, else topograph",
+    )
+    parser.add_argument(
+        "--kueue-topology",
+        metavar="NAME",
+        help="kubernetes: the Kueue Topology's name (default: the spec's "
+        "kubernetes.labels.kueue_topology, else the cluster's name, else fabric)",
     )
     parser.add_argument(
         "--block-size", type=int, metavar="N", help="BlockSizes base (block and yaml)"
@@ -97,7 +122,9 @@ def _cloud_graph(args: argparse.Namespace) -> FabricGraph:
     """The graph of a provider's placement data (fabric.topology.cloud)."""
     from fabric.topology.cloud import aws_topology_graph, gce_topology_graph
 
-    if args.from_gce_instances:
+    if args.from_placement:
+        graph = _placement_graph(args)
+    elif args.from_gce_instances:
         items = _json(
             args.from_gce_instances, "gcloud compute instances list --format=json", args.max_mb
         )
@@ -127,15 +154,41 @@ def _cloud_graph(args: argparse.Namespace) -> FabricGraph:
     return graph
 
 
+def _placement_graph(args: argparse.Namespace) -> FabricGraph:
+    """The graph of each node's placement reading (``--from-placement``)."""
+    from fabric.verify.cloud_topology import provider_graph
+    from fabric.verify.harness import HarnessError
+
+    if args.provider is None or (args.provider == "aws" and not args.region):
+        raise CommandError("--from-placement needs --provider aws|gcp (and --region on aws)")
+    data = _json(args.from_placement, "host -> {stdout, rc, stderr} JSON", args.max_mb)
+    if not isinstance(data, dict) or not all(isinstance(v, dict) for v in data.values()):
+        raise CommandError(f"{args.from_placement}: not a JSON object of host -> reading")
+    readings = {
+        str(h): (str(v.get("stdout", "")), int(v.get("rc", 1)), str(v.get("stderr", "")))
+        for h, v in data.items()
+    }
+    try:
+        return provider_graph(args.provider, readings, args.region or "")
+    except HarnessError as error:
+        raise CommandError(f"placement not read: {error}") from None
+
+
 def _graph(args: argparse.Namespace) -> FabricGraph:
-    if args.from_aws_topology or args.from_gce_instances:
+    if args.from_aws_topology or args.from_gce_instances or args.from_placement:
         return _cloud_graph(args)
     spec = given_spec(args)
     if spec is not None:
         from fabric.spec import load_spec
         from fabric.topology.from_spec import graph_from_spec
 
-        return graph_from_spec(load_spec(spec))
+        cluster = load_spec(spec)
+        labels = cluster.kubernetes.labels if cluster.kubernetes is not None else None
+        args.label_scheme = args.label_scheme or (labels.scheme if labels else None)
+        args.kueue_topology = args.kueue_topology or (
+            (labels.kueue_topology if labels else None) or cluster.name
+        )
+        return graph_from_spec(cluster)
     from fabric.parsers.ibnetdiscover import parse
 
     return parse(_capture(args))
@@ -161,6 +214,15 @@ def _render(args: argparse.Namespace, graph: FabricGraph) -> str:
             f"{'no uplinks' if load.oversubscription is None else f'{load.oversubscription:.2f}:1'}\n"
             for load in graph.leaf_loads()
         )
+    if args.plugin == "kubernetes":
+        from fabric.topology.kubernetes import render
+
+        text, warnings = render(
+            graph, args.label_scheme or "topograph", args.kueue_topology or "fabric"
+        )
+        for warning in warnings:
+            print(f"warning: {warning}", file=sys.stderr)
+        return text
     if args.plugin == "tree":
         return tree_conf(graph)
     if args.plugin == "block":
@@ -180,6 +242,16 @@ def cmd_topology(args: argparse.Namespace) -> int:
         raise CommandError("--block-size must be 1 or more")
     if args.max_mb < 1:
         raise CommandError("--max-mb must be 1 or more")
+    if args.plugin != "kubernetes" and (args.label_scheme or args.kueue_topology):
+        raise CommandError("--label-scheme and --kueue-topology go with --plugin kubernetes")
+    if args.kueue_topology is not None:
+        from fabric.spec.kubernetes import DNS_SUBDOMAIN
+
+        if not DNS_SUBDOMAIN.match(args.kueue_topology):
+            raise CommandError(
+                f"--kueue-topology {args.kueue_topology!r} is not an object name; use "
+                "lower-case letters, digits, '-' and '.', e.g. fabric"
+            )
     if args.from_ibnetdiscover and args.plugin == "tree" and not _other_output(args):
         from fabric.parsers.ibnetdiscover.tree import compiled_tree_conf  # no graph
 
@@ -193,6 +265,9 @@ def cmd_topology(args: argparse.Namespace) -> int:
         sys.stdout.write(conf)
         return Exit.OK
     graph = _graph(args)
+    if args.from_placement and not graph.cas:  # nothing placed: Slurm gets no topology
+        print("warning: the provider places none of the nodes: no topology", file=sys.stderr)
+        return Exit.OK
     if args.nodes is not None:
         from fabric.hostlist import HostlistError, expand
         from fabric.topology.render import only_hosts

@@ -1,6 +1,8 @@
 """The health check's configuration per compute node (``railyard_node_health``), from the
 cluster model (``fabric.model.cluster.ClusterModel``): the node's declared InfiniBand ports,
-what each must show and where its cable ends.
+what each must show and where its cable ends; on a cloud instance without declared HCAs, what
+its type has (``fabric.catalog``): the EFA devices, or the A3 GPU NICs, and the GPUDirect RDMA
+paths that serve it.
 
 ``roles/node_health`` writes it as the JSON file ``fabric/verify/health.py`` reads on the node.
 """
@@ -123,13 +125,55 @@ def slow_config(spec: ClusterSpec, host: str) -> dict[str, Any]:
     return slow
 
 
+#: GPUDirect RDMA paths any one of which serves an EFA or ConnectX RoCE (A3 Ultra) node.
+GPUDIRECT_PATHS = ["dma-buf", "efa_nv_peermem", "nvidia_peermem"]
+
+
+def cloud_health_config(spec: ClusterSpec, host: str) -> dict[str, Any]:
+    """The health check's configuration for a cloud compute instance without declared HCAs:
+    the catalog's EFA device count (AWS) or the A3 GPU NICs (GCP); empty when its type has
+    neither."""
+    from fabric.targets.aws.catalog import aws_instance
+    from fabric.targets.gcp.catalog import gcp_machine
+    from fabric.targets.gcp.model import gpu_subnet_cidrs
+
+    group = spec.hosts[host]
+    base: dict[str, Any] = {"node": host, "ports": [], "thresholds": {}}
+    if spec.fabric.kind == "efa" and spec.aws is not None and spec.aws.efa:
+        known = aws_instance(group.instance_type or "")
+        if known is None or not known.efa:
+            return {}
+        gdr = spec.aws.gpudirect_rdma and known.gpudirect_rdma
+        return base | {
+            "efa": {"devices": known.efa_interfaces},
+            "gpudirect": GPUDIRECT_PATHS if gdr else [],
+        }
+    if spec.fabric.kind == "gcp-gpudirect" and spec.gcp is not None:
+        machine = gcp_machine(group.instance_type or "")
+        if machine is None:
+            return {}
+        nics = {
+            "subnets": gpu_subnet_cidrs(spec.gcp, machine.gpu_nics),
+            "mtu": spec.gcp.gpu_nic_mtu,
+        }
+        # TCPX and TCPXO move GPU memory over TCP (no peer memory); A3 Ultra's RoCE needs it
+        paths = GPUDIRECT_PATHS[::2] if machine.transport == "rdma-roce" else []
+        return base | {"gpu_nics": nics, "gpudirect": paths}
+    return {}
+
+
 def health_configs(model: ClusterModel) -> dict[str, dict[str, Any]]:
-    """Compute node -> its health check's configuration, for every compute node with a
-    declared InfiniBand port."""
+    """Compute node -> its health check's configuration: every compute node with a declared
+    InfiniBand port, and every EFA or A3 compute instance without declared HCAs."""
     spec, ib = model.spec, model.ib_ports
     with_ports = {p.host for p in ib}
-    return {
+    out = {
         host: health_config(spec, host, ib, model.expected_graph)
         for host in spec.hosts_with_role("compute")
         if host in with_ports
     }
+    if spec.fabric.kind in ("efa", "gcp-gpudirect"):
+        for host in spec.hosts_with_role("compute"):
+            if not spec.hosts[host].hcas and (config := cloud_health_config(spec, host)):
+                out[host] = config
+    return out

@@ -314,13 +314,14 @@ HEALTH_PROGRAM = "/usr/local/sbin/railyard-health"
 
 
 def node_health_vars(model: ClusterModel, extra: dict[str, Any]) -> dict[str, Any]:
-    """The health check per compute node with InfiniBand ports (``railyard_node_health``:
+    """The health check per compute node with InfiniBand ports, or on EFA and A3 instances
+    (``railyard_node_health``:
     host -> ``fabric.handoff.health.health_configs``), and slurm.conf's HealthCheckProgram,
     HealthCheckInterval and HealthCheckNodeState from ``health`` (interval 0: none)."""
     from fabric.handoff.health import health_configs
 
     spec = model.spec
-    if spec.fabric.kind != "infiniband":
+    if spec.fabric.kind not in ("infiniband", "efa", "gcp-gpudirect"):
         return {}
     configs = health_configs(model)
     out: dict[str, Any] = {"railyard_node_health": configs}
@@ -343,21 +344,37 @@ def slurm_topology_vars(spec: ClusterSpec, slurm_nodes: list[str]) -> dict[str, 
     ``railyard_topology_args``. The slurm role refuses block below Slurm 23.11 and yaml below
     25.05, naming the installed version (Debian 12 ships 22.05).
     """
+    plugin, size = spec.slurm.topology_plugin, spec.slurm.block_size
+    args = ["--plugin", plugin] + ([] if size is None else ["--block-size", str(size)])
+    cloud = spec.aws if spec.target == "aws" else spec.gcp if spec.target == "gcp" else None
+    if spec.fabric.topology is None and cloud is not None and slurm_nodes:
+        from fabric.topology.cloud import PLACEMENT_COMMANDS
+
+        # site.yml reads each node's placement and renders the file from the provider's
+        # topology (python -m fabric topology --from-placement); none placed: no topology
+        return {
+            "slurm_topology_plugin": plugin,
+            "slurm_topology_conf": "",
+            "railyard_topology_discover": False,
+            "railyard_topology_provider": spec.target,
+            "railyard_topology_region": cloud.region,
+            "railyard_placement_command": PLACEMENT_COMMANDS[spec.target],
+            "railyard_topology_nodes": compress(slurm_nodes),
+            "railyard_topology_args": args,
+        }
     if spec.fabric.topology is None:
         return {
             "slurm_topology_plugin": "none",
             "slurm_topology_conf": "",
             "railyard_topology_discover": False,
         }
-    plugin, size = spec.slurm.topology_plugin, spec.slurm.block_size
     conf = render(graph_from_spec(spec), plugin, slurm_nodes, size)
     return {
         "slurm_topology_plugin": plugin,
         "slurm_topology_conf": conf,
         "railyard_topology_discover": spec.fabric.kind == "infiniband",
         "railyard_topology_nodes": compress(slurm_nodes),
-        "railyard_topology_args": ["--plugin", plugin]
-        + ([] if size is None else ["--block-size", str(size)]),
+        "railyard_topology_args": args,
     }
 
 

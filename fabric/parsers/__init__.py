@@ -58,6 +58,7 @@ _MODULES: dict[str, str | None] = {
     "ibping": "ibping",
     "ibtracert": "ibtracert",
     "smpquery": "smpquery",
+    "saquery": "saquery",
     "ibqueryerrors": "ibqueryerrors",
     "nccl": "nccl",
     "nccl_tests": "nccl_tests",

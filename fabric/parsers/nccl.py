@@ -10,7 +10,8 @@ own lines, in between). What railyard judges (``fabric.verify.nccl``) is read he
   link layer), ``NET/IB : No device found.``, ``NET/Socket : Using [0]eth0:...``;
 - ``GPU Direct RDMA Enabled|Disabled for HCA 0 'mlx5_0'`` and channels ``via NET/IB/0/GDRDMA``;
 - the plugins: ``Initialized NET plugin X``, ``Failed to initialize NET plugin IB``,
-  aws-ofi-nccl's ``NET/OFI Selected Provider is efa (found 16 nics)``;
+  aws-ofi-nccl's ``NET/OFI Selected Provider is efa (found 16 nics)`` and its version
+  (``NET/OFI Initializing aws-ofi-nccl 1.9.1-aws``);
 - every ``NCCL WARN`` message.
 
 Lines that are not NCCL's (an nccl-tests table, a program's prints) are skipped; text with no
@@ -51,6 +52,7 @@ _CHANNEL = re.compile(r" via NET/(?P<net>[^/]+)/(?P<dev>\d+)(?:/(?P<flags>\S+))?
 _PLUGIN_OK = re.compile(r"^(?:Initialized|Assigned) NET plugin (?P<name>\S+)")
 _PLUGIN_FAIL = re.compile(r"^Failed to initialize NET plugin (?P<name>\S+)")
 _PLUGIN_PATH = re.compile(r"^(?:Plugin Path|NET/Plugin\s*: Loaded \w+ plugin)\s*:?\s*(?P<path>\S+)")
+_OFI_INIT = re.compile(r"NET/OFI Initializing aws-ofi-nccl (?P<version>\S+)")
 _OFI = re.compile(
     r"NET/OFI Selected [Pp]rovider is (?P<provider>[\w-]+)(?:.*?found (?P<nics>\d+) nics?)?"
 )
@@ -102,6 +104,7 @@ class NcclLog(ToolResult):
     plugin_paths: list[str] = []
     ofi_provider: str | None = None
     ofi_nics: int | None = None
+    ofi_nccl_version: str | None = None  # aws-ofi-nccl's "NET/OFI Initializing aws-ofi-nccl X"
     warnings: list[str] = []
 
 
@@ -180,6 +183,8 @@ def parse(text: str) -> NcclLog:
             _add(bad_plugins, plugin["name"])
         elif plugin := _PLUGIN_PATH.match(message):
             _add(paths, plugin["path"])
+        elif init := _OFI_INIT.search(message):
+            data.setdefault("ofi_nccl_version", init["version"])
         elif ofi := _OFI.search(message):
             data.setdefault("ofi_provider", ofi["provider"])
             if ofi["nics"]:

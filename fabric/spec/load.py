@@ -188,7 +188,14 @@ def _shown(value: Any) -> str:
 
 
 #: The Pulumi config key each secret field's examples name.
-_SECRET_EXAMPLES = {"bmc.password": "bmcPassword", "slurm.munge_key": "mungeKey"}
+_SECRET_EXAMPLES = {
+    "bmc.password": "bmcPassword",
+    "slurm.munge_key": "mungeKey",
+    "kubernetes.token": "kubernetesToken",
+    "kubernetes.client_certificate": "kubernetesClientCertificate",
+    "kubernetes.client_key": "kubernetesClientKey",
+    "kubernetes.ca_certificate": "kubernetesCa",
+}
 
 
 def _secret_field(loc: Sequence[int | str]) -> str | None:

@@ -53,12 +53,17 @@ __all__ = [
     "GcpSpec",
     "HcaSpec",
     "InfinibandSpec",
+    "IpamSpec",
+    "KubernetesLabels",
+    "KubernetesSpec",
     "LabSpec",
     "LinkWidth",
     "ManagementNetwork",
     "Model",
     "NodeGroup",
     "NodeRole",
+    "NetworkOperatorSpec",
+    "Orchestrator",
     "Partition",
     "RdmaStack",
     "RedfishEndpoint",
@@ -70,9 +75,11 @@ __all__ = [
     "DcqcnNp",
     "PortBuffer",
     "SwitchPort",
+    "SecondaryNetwork",
     "SecretRef",
     "SlurmPartition",
     "SlurmSpec",
+    "SmMode",
     "SubnetManager",
     "Switch",
     "Target",
@@ -82,6 +89,7 @@ Target = Literal["lab", "baremetal", "aws", "gcp", "existing"]
 NodeRole = Literal["compute", "controller", "login", "sm"]
 FabricKind = Literal["infiniband", "roce", "efa", "gcp-gpudirect"]
 LinkWidth = Literal["1x", "2x", "4x", "8x", "12x"]
+Orchestrator = Literal["slurm", "kubernetes", "both"]
 LinkSpeed = Literal["SDR", "DDR", "QDR", "FDR10", "FDR", "EDR", "HDR", "NDR", "XDR"]
 
 
@@ -196,15 +204,60 @@ class FatTree(Model):
     link_width: LinkWidth = "4x"
 
 
-class SubnetManager(Model):
-    """An OpenSM instance: the host it runs on and its priority (highest wins master)."""
+SmMode = Literal["managed", "external", "switch"]
 
-    host: str
+
+class SubnetManager(Model):
+    """A subnet manager of the fabric, in one of three modes:
+
+    * ``managed`` (the default): railyard installs and runs OpenSM on ``host``;
+    * ``external``: a host SM railyard does not run (NVIDIA UFM, another team's OpenSM), known
+      by the ``node_description`` and/or port ``guid`` its port answers with;
+    * ``switch``: the SM inside the managed ``switch``; ``configure: true`` has railyard enable
+      it (in the lab: an OpenSM bound to that ibsim switch's port 0).
+
+    The expected master is the entry with ``role: master``, else the highest priority.
+    """
+
+    mode: SmMode = Field(
+        default="managed",
+        description="managed (railyard runs OpenSM on host), external (UFM, another team's "
+        "OpenSM) or switch (the SM inside a managed switch)",
+    )
+    host: str | None = Field(default=None, description="managed: the host railyard runs OpenSM on")
+    switch: str | None = Field(default=None, description="switch: the switch whose SM this is")
+    node_description: str | None = Field(
+        default=None,
+        max_length=64,
+        description="external/switch: the NodeDescription of the SM's node (smpquery nodedesc)",
+    )
+    guid: str | None = Field(
+        default=None,
+        pattern=r"^0x[0-9a-f]{16}$",
+        description="external/switch: the SM's port GUID (sminfo's sm guid), or its node GUID",
+    )
     priority: int = Field(
         default=0,
         description="sm_priority, 0-15",
         json_schema_extra=_range_schema(SM_PRIORITY_RANGE),
     )
+    role: Literal["master", "standby"] | None = Field(
+        default=None,
+        description="the expected role; unset: the highest priority is the master",
+    )
+    configure: bool = Field(
+        default=False, description="switch: railyard enables the switch's SM (lab only)"
+    )
+
+    @property
+    def id(self) -> str:
+        """How checks and messages name it: the host, ``switch:<name>`` or
+        ``external:<description or guid>``."""
+        if self.mode == "managed":
+            return self.host or "managed:?"
+        if self.mode == "switch":
+            return f"switch:{self.switch}"
+        return f"external:{self.node_description or self.guid}"
 
 
 class Partition(Model):
@@ -515,6 +568,110 @@ class SlurmSpec(Model):
     )
 
 
+class IpamSpec(Model):
+    """Addresses for a secondary network's pod interfaces (a CNI IPAM plugin)."""
+
+    type: Literal["nv-ipam", "whereabouts", "host-local"] = Field(
+        default="nv-ipam",
+        description="nv-ipam (the Network Operator's), whereabouts (cluster-wide) or "
+        "host-local (per node: only with one node per range)",
+    )
+    range: ipaddress.IPv4Network = Field(description="the pods' addresses, e.g. 198.18.64.0/20")
+    gateway: ipaddress.IPv4Address | None = None
+    exclude: list[ipaddress.IPv4Network] = Field(
+        default_factory=list, description="addresses in the range never handed out"
+    )
+
+
+class SecondaryNetwork(Model):
+    """A network pods attach to beside the cluster's own (Multus), on the fabric's netdevs."""
+
+    name: str = Field(description="the network attachment's name (a DNS-1123 label)")
+    kind: Literal["ipoib", "macvlan", "host-device"] = Field(
+        description="ipoib (IPoIB child of an InfiniBand netdev), macvlan (over a RoCE "
+        "netdev) or host-device (a whole SR-IOV VF moved into the pod)"
+    )
+    master: str | None = Field(
+        default=None,
+        description="ipoib/macvlan: the host netdev the pods' interfaces hang off, e.g. ib0",
+    )
+    ipam: IpamSpec
+
+
+class NetworkOperatorSpec(Model):
+    """The NVIDIA Network Operator's NicClusterPolicy: what makes the HCAs usable by pods."""
+
+    namespace: str = Field(default="nvidia-network-operator", description="the operator's")
+    repository: str | None = Field(
+        default=None,
+        description="where the operator's component images come from: NVIDIA's mellanox "
+        "image repository or your mirror of it (REGISTRY/PATH)",
+    )
+    version: str = Field(
+        default="network-operator-v26.4.1",
+        description="the components' image tag (the Network Operator release's)",
+    )
+    driver_version: str | None = Field(
+        default=None,
+        description="driver container: the DOCA driver image's tag, e.g. doca3.4.1-26.04-1.1.0.0-1",
+    )
+    driver: Literal["host", "container"] = Field(
+        default="host",
+        description="host: the nodes' own RDMA stack (rdma_stack); container: the operator's "
+        "DOCA-OFED driver container",
+    )
+    device_plugin: Literal["rdma-shared", "sriov"] = Field(
+        default="rdma-shared",
+        description="rdma-shared (pods share each HCA) or sriov (a VF per pod)",
+    )
+    resource_name: str = Field(
+        default="rdma_shared_device_a",
+        description="the extended resource pods request: rdma/<name> (rdma-shared) or "
+        "nvidia.com/<name> (sriov)",
+    )
+    hca_max: int = Field(
+        default=63, ge=1, le=1000, description="rdma-shared: pods that may share one HCA"
+    )
+    secondary_networks: list[SecondaryNetwork] = Field(default_factory=list)
+
+
+class KubernetesLabels(Model):
+    """The topology labels railyard writes on each Node and the Kueue Topology naming them."""
+
+    scheme: Literal["topograph", "topograph-v0"] = Field(
+        default="topograph",
+        description="topograph: fabric.topograph.run/tier-N (tier 0 the leaf; topograph 1.0+); "
+        "topograph-v0: network.topology.nvidia.com/leaf, spine, core (before 1.0)",
+    )
+    kueue_topology: str | None = Field(
+        default=None,
+        description="the Kueue Topology's name (default: the cluster's name)",
+    )
+
+
+class KubernetesSpec(Model):
+    """The Kubernetes cluster railyard configures (``orchestrator: kubernetes`` or ``both``):
+    its API server, the Network Operator's policy and the topology labels."""
+
+    api_server: str = Field(description="the API server's URL, https://HOST[:PORT]")
+    token: SecretRef | None = Field(
+        default=None, description="Pulumi config secret holding a bearer token"
+    )
+    client_certificate: SecretRef | None = Field(
+        default=None, description="Pulumi config secret holding a client certificate (PEM)"
+    )
+    client_key: SecretRef | None = Field(
+        default=None, description="Pulumi config secret holding the client certificate's key"
+    )
+    ca_certificate: SecretRef | None = Field(
+        default=None,
+        description="Pulumi config secret holding the API server's CA (PEM); unset: the "
+        "system's CAs",
+    )
+    network_operator: NetworkOperatorSpec = Field(default_factory=NetworkOperatorSpec)
+    labels: KubernetesLabels = Field(default_factory=KubernetesLabels)
+
+
 class LabSpec(Model):
     """Settings for the one-machine lab (target ``lab``)."""
 
@@ -621,6 +778,12 @@ class AwsSpec(Model):
         default=None,
         pattern=r"^sha256:[0-9a-fA-F]{64}$",
         description="sha256:<hex> of the tarball; required with efa_installer_url",
+    )
+    ofi_nccl_version: str | None = Field(
+        default=None,
+        pattern=r"^\d+\.\d+\.\d+$",
+        description="the aws-ofi-nccl release the installer or AMI carries, e.g. 1.13.2: NCCL "
+        "must load that plugin (its log's NET/OFI Initializing aws-ofi-nccl line, nccl checks)",
     )
     capacity_reservation_id: str | None = None
     capacity_block: bool = False
@@ -736,7 +899,13 @@ class ClusterSpec(Model):
     management: ManagementNetwork
     bmc: BmcNetwork | None = None
     access: AccessSpec = Field(default_factory=AccessSpec)
+    orchestrator: Orchestrator = Field(
+        default="slurm",
+        description="what runs the jobs: slurm, kubernetes (the NVIDIA Network Operator, "
+        "topology labels) or both",
+    )
     slurm: SlurmSpec = Field(default_factory=SlurmSpec)
+    kubernetes: KubernetesSpec | None = None
     rdma_stack: RdmaStack = Field(default_factory=RdmaStack)
     health: HealthSpec = Field(default_factory=HealthSpec)
     lab: LabSpec | None = None

@@ -39,12 +39,21 @@ from fabric.spec.constants import (
     SM_PRIORITY_RANGE,
     WIDTH_LANES,
 )
+from fabric.spec.kubernetes import KUBERNETES_RULES
 from fabric.spec.networks import NETWORK_RULES
 from fabric.spec.problems import Problem
+from fabric.spec.sm import expected_master
 from fabric.spec.targets import target_rules
 
 if TYPE_CHECKING:  # the models run these rules in ClusterSpec's validator
-    from fabric.spec.models import ClusterSpec, FatTree, LinkLayer, NodeGroup, Target
+    from fabric.spec.models import (
+        ClusterSpec,
+        FatTree,
+        LinkLayer,
+        NodeGroup,
+        SubnetManager,
+        Target,
+    )
 
 __all__ = [
     "GENERAL_RULES",
@@ -474,17 +483,32 @@ def check_three_levels(c: Checker, tree: FatTree) -> None:
 # --- InfiniBand ----------------------------------------------------------------------------
 
 
+#: The fields each SM mode takes beyond mode, priority and role.
+_SM_FIELDS = {
+    "managed": ("host",),
+    "external": ("node_description", "guid"),
+    "switch": ("switch", "node_description", "guid", "configure"),
+}
+_SM_EXAMPLE = (
+    "e.g. - {host: sm1, priority: 14} (railyard runs OpenSM), "
+    '- {mode: external, node_description: "ufm01 mlx5_0", priority: 15} (UFM) or '
+    "- {mode: switch, switch: leaf01, priority: 15}"
+)
+
+
 def check_subnet_managers(c: Checker) -> None:
-    """An InfiniBand fabric has subnet managers, with valid priorities, on declared IB hosts."""
+    """An InfiniBand fabric declares its subnet managers in any mode (managed OpenSM on a
+    declared host with an HCA, an external SM known by node description or GUID, a switch's
+    SM on a declared switch), with valid priorities and exactly one expected master."""
     fabric = c.spec.fabric
     if fabric.kind != "infiniband" or not c.known("fabric.kind"):
         return
     ib = fabric.infiniband
     if ib is None or not ib.subnet_managers:
         path = "fabric.infiniband" if ib is None else "fabric.infiniband.subnet_managers"
-        c.add(path, "an infiniband fabric needs at least one subnet manager, e.g. - {host: sm1}")
+        c.add(path, f"an infiniband fabric needs at least one subnet manager, {_SM_EXAMPLE}")
         return
-    seen: set[str] = set()
+    seen: dict[str, int] = {}
     for index, sm in enumerate(ib.subnet_managers):
         path = f"fabric.infiniband.subnet_managers[{index}]"
         if not in_range(sm.priority, SM_PRIORITY_RANGE):
@@ -493,17 +517,140 @@ def check_subnet_managers(c: Checker) -> None:
                 f"{path}.priority",
                 f"{sm.priority} is outside the sm_priority range {low}-{high}",
             )
-        c.check_host(f"{path}.host", sm.host)
-        if sm.host in seen:
-            c.add(f"{path}.host", f"{sm.host!r} runs a subnet manager already; list each host once")
-        seen.add(sm.host)
-        group = c.hosts.get(sm.host)
-        if group is not None and not c.spec.nodes[group].hcas:
+        _check_sm_fields(c, path, sm)
+        if sm.mode == "managed":
+            _check_managed_sm(c, path, index, sm)
+        elif sm.mode == "switch":
+            _check_switch_sm(c, path, sm)
+        elif sm.node_description is None and sm.guid is None:
             c.add(
-                f"{path}.host",
-                f"{sm.host!r} has no HCA, so OpenSM there cannot reach the fabric; run it on a"
-                f" host with an HCA, or give nodes[{group}] its hcas",
-                reads=[f"nodes[{group}].hcas"],
+                f"{path}.node_description",
+                "an external SM is known by what its port answers: set node_description "
+                "(smpquery nodedesc <its lid>) and/or guid (sminfo's sm guid)",
+            )
+        key = sm.id
+        if key in seen and sm.mode != "managed":
+            c.add(
+                path,
+                f"{key} is subnet_managers[{seen[key]}] already; list each subnet manager once",
+            )
+        seen.setdefault(key, index)
+    _check_expected_master(c, ib.subnet_managers)
+
+
+def _check_sm_fields(c: Checker, path: str, sm: SubnetManager) -> None:
+    """Fields another mode takes are refused, naming the mode that takes them."""
+    for name in ("host", "switch", "node_description", "guid", "configure"):
+        value = getattr(sm, name)
+        if value in (None, False) or name in _SM_FIELDS[sm.mode]:
+            continue
+        takes = " or ".join(m for m, fields in _SM_FIELDS.items() if name in fields)
+        c.add(
+            f"{path}.{name}",
+            f"mode {sm.mode} takes no {name} (only mode {takes} does); remove it or set the mode",
+        )
+
+
+def _check_managed_sm(c: Checker, path: str, index: int, sm: SubnetManager) -> None:
+    if sm.host is None:
+        c.add(
+            f"{path}.host",
+            "a managed SM runs on a declared host: set host (railyard runs OpenSM there), or "
+            "set mode external or switch for an SM railyard does not run",
+        )
+        return
+    c.check_host(f"{path}.host", sm.host)
+    sms = c.spec.fabric.infiniband.subnet_managers if c.spec.fabric.infiniband else []
+    if any(o.mode == "managed" and o.host == sm.host for o in sms[:index]):
+        c.add(f"{path}.host", f"{sm.host!r} runs a subnet manager already; list each host once")
+    group = c.hosts.get(sm.host)
+    if group is not None and not c.spec.nodes[group].hcas:
+        c.add(
+            f"{path}.host",
+            f"{sm.host!r} has no HCA, so OpenSM there cannot reach the fabric; run it on a"
+            f" host with an HCA, or give nodes[{group}] its hcas",
+            reads=[f"nodes[{group}].hcas"],
+        )
+
+
+def _fabric_switch_names(c: Checker) -> set[str] | None:
+    """The switch names of the declared fabric (fabric.switches, the cabling, the fat
+    tree's leafNN/spineNN/superspineNN), or None when the fat tree is not known."""
+    fabric = c.spec.fabric
+    names = {s.name for s in fabric.switches}
+    for cable in fabric.cabling:
+        names |= {end.switch for end in (cable.a, cable.b) if end.switch}
+    tree = fabric.topology
+    if tree is not None:
+        if not c.known("fabric.topology"):
+            return None
+        names |= {f"leaf{i + 1:02d}" for i in range(tree.leaves)}
+        names |= {f"spine{i + 1:02d}" for i in range(tree.spines)}
+        names |= {f"superspine{i + 1:02d}" for i in range(tree.super_spines)}
+    return names
+
+
+def _check_switch_sm(c: Checker, path: str, sm: SubnetManager) -> None:
+    if sm.switch is None:
+        c.add(
+            f"{path}.switch",
+            "a switch SM names its switch: set switch to a switch of the fabric, e.g. leaf01",
+        )
+        return
+    names = _fabric_switch_names(c)
+    if names is not None and sm.switch not in names:
+        shown = ", ".join(sorted(names)[:6]) + (" ..." if len(names) > 6 else "")
+        c.add(
+            f"{path}.switch",
+            f"{sm.switch!r} is not a switch of the fabric; name one of: {shown or 'none declared'}",
+        )
+    if sm.configure and not c.spec.simulated:
+        c.add(
+            f"{path}.configure",
+            "railyard enables a switch's SM only in the lab (ibsim); enable it on the switch "
+            "itself (its management interface) and set configure: false",
+        )
+
+
+def _check_expected_master(c: Checker, sms: list[SubnetManager]) -> None:
+    """Exactly one SM is expected to be master, and OpenSM's election would pick it: no other
+    SM has a higher priority (with equal priorities the lowest port GUID wins, which the spec
+    cannot know: the master needs the highest priority, or role: master to say so)."""
+    base = "fabric.infiniband.subnet_managers"
+    masters = [i for i, sm in enumerate(sms) if sm.role == "master"]
+    if len(masters) > 1:
+        c.add(
+            f"{base}[{masters[1]}].role",
+            f"subnet_managers[{masters[0]}] is the master already; exactly one SM is master: "
+            "set role: standby or remove role",
+        )
+        return
+    index = expected_master(sms)
+    if index is None:
+        open_ = [i for i, sm in enumerate(sms) if sm.role is None]
+        if not open_:
+            c.add(
+                f"{base}[0].role",
+                "every SM is role: standby, so none is expected master; set role: master on one",
+            )
+            return
+        top = max(sms[i].priority for i in open_)
+        tied = [i for i in open_ if sms[i].priority == top]
+        c.add(
+            f"{base}[{tied[1]}].priority",
+            f"subnet_managers[{tied[0]}] and [{tied[1]}] share the highest priority {top}, so "
+            "OpenSM picks the master by port GUID; give the master a higher priority, or set "
+            "role: master on it",
+        )
+        return
+    master = sms[index]
+    for i, sm in enumerate(sms):
+        if i != index and sm.priority > master.priority:
+            c.add(
+                f"{base}[{i}].priority",
+                f"priority {sm.priority} is above the expected master's "
+                f"(subnet_managers[{index}], {master.priority}), so this SM would win the "
+                "election; lower it, or make this one the master",
             )
 
 
@@ -876,6 +1023,7 @@ GENERAL_RULES: tuple[Rule, ...] = (
     check_switches_managed,
     check_slurm,
     check_slurm_partitions,
+    *KUBERNETES_RULES,
     check_management,
     *NETWORK_RULES,
     *CONSISTENCY_RULES,

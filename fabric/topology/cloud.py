@@ -5,10 +5,11 @@ Slurm's files unchanged.
 - AWS: ``DescribeInstanceTopology`` gives every running instance its ``NetworkNodes``, the
   node set of three (p6-b200: four) network layers, top first; the last is the node the
   instance connects to (EC2 User Guide, "How instance topology works").
-- GCE: ``resourceStatus.physicalHostTopology`` gives ``cluster``, ``block``, ``subblock`` (and
-  ``host``) of an A3/A4 or compact-placed VM (Compute Engine, "View the topology of
-  instances"); ``resourceStatus.physicalHost`` the same path as ``/cluster/block/subblock``
-  on older images of the API.
+- GCE: ``resourceStatus.physicalHostTopology`` gives ``cluster``, ``block``, ``subBlock`` (and
+  ``host``) of an A3/A4 VM on reserved blocks (AI Hypercomputer, "View topology of a compute
+  instance"); inside the VM the metadata key ``instance/attributes/physical_host_topology``
+  gives the same object (``gce_instances_from_metadata``); ``resourceStatus.physicalHost`` the
+  same path as ``/cluster/block/subblock`` on older images of the API.
 
 As NVIDIA topograph does, each network layer becomes a switch level: the bottom node (AWS) or
 sub-block (GCE) is the leaf switch that lists the instances, the upper layers list the switches
@@ -29,7 +30,49 @@ from typing import Any
 
 from fabric.graph import Ca, FabricGraph, GraphError, Link, Switch
 
-__all__ = ["aws_topology_graph", "gce_topology_graph", "graph_from_paths"]
+__all__ = [
+    "CURL_HTTP_ERROR",
+    "PLACEMENT_COMMANDS",
+    "aws_topology_graph",
+    "gce_instances_from_metadata",
+    "gce_topology_graph",
+    "graph_from_paths",
+]
+
+# What each compute node runs to give its placement (the hand-off and the check run the same).
+#: IMDSv2: a session token, then the instance id (documented endpoint).
+IMDS_INSTANCE_ID = (
+    "t=$(curl -sS -m 5 -X PUT http://169.254.169.254/latest/api/token "
+    "-H 'X-aws-ec2-metadata-token-ttl-seconds: 60') && "
+    'curl -sS -f -m 5 -H "X-aws-ec2-metadata-token: $t" '
+    "http://169.254.169.254/latest/meta-data/instance-id"
+)
+
+#: GCE metadata key of the VM's physical placement; curl -f exits 22 on its 404 (no key).
+GCE_PHYSICAL_HOST_TOPOLOGY = (
+    "curl -sS -f -m 5 -H 'Metadata-Flavor: Google' "
+    "http://metadata.google.internal/computeMetadata/v1/instance/attributes/physical_host_topology"
+)
+
+#: The older metadata key: the VM's path ``/cluster/block/subblock/host``.
+GCE_PHYSICAL_HOST = (
+    "curl -sS -f -m 5 -H 'Metadata-Flavor: Google' "
+    "http://metadata.google.internal/computeMetadata/v1/instance/attributes/physical_host"
+)
+
+#: curl's exit status for an HTTP error (``-f``): the key is absent.
+CURL_HTTP_ERROR = 22
+
+#: A VM's placement on GCE: the topology key, else the older path key; neither (HTTP error on
+#: both) prints nothing and exits 0, a metadata server that does not answer keeps curl's status.
+GCE_PLACEMENT = (
+    f"out=$({GCE_PHYSICAL_HOST_TOPOLOGY}); rc=$?; "
+    f"if [ $rc = {CURL_HTTP_ERROR} ]; then out=$({GCE_PHYSICAL_HOST}); rc=$?; fi; "
+    f"if [ $rc = {CURL_HTTP_ERROR} ]; then exit 0; fi; printf '%s' \"$out\"; exit $rc"
+)
+
+#: What each compute node runs to give its placement: provider -> shell command.
+PLACEMENT_COMMANDS = {"aws": IMDS_INSTANCE_ID, "gcp": GCE_PLACEMENT}
 
 #: What Slurm accepts as a switch or block name (no spaces, commas or brackets).
 _SLURM_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]*$")
@@ -110,7 +153,7 @@ def aws_topology_graph(response: Mapping[str, Any], names: Mapping[str, str]) ->
 
 def gce_topology_graph(instances: Sequence[Mapping[str, Any]]) -> FabricGraph:
     """The graph of Compute Engine instances (``instances.get``/``list`` items, JSON): their
-    ``resourceStatus.physicalHostTopology`` cluster / block / subblock, else the levels of
+    ``resourceStatus.physicalHostTopology`` cluster / block / subBlock, else the levels of
     ``resourceStatus.physicalHost`` above the host. Instance names are the hosts; a switch is
     named by its whole path (block ids are unique per organization, not per cluster)."""
     paths: dict[str, list[str]] = {}
@@ -119,7 +162,7 @@ def gce_topology_graph(instances: Sequence[Mapping[str, Any]]) -> FabricGraph:
         host = str(item.get("name"))
         status = item.get("resourceStatus") or {}
         topo = status.get("physicalHostTopology") or {}
-        levels = [str(topo.get(k) or "") for k in ("cluster", "block", "subblock")]
+        levels = [str(topo.get(k) or "") for k in ("cluster", "block", "subBlock")]
         physical = str(status.get("physicalHost") or "")
         if all(levels):
             path = ["-".join(levels[: i + 1]) for i in range(3)]
@@ -131,3 +174,29 @@ def gce_topology_graph(instances: Sequence[Mapping[str, Any]]) -> FabricGraph:
             continue
         paths[host] = path
     return graph_from_paths(paths, warnings)
+
+
+def gce_instances_from_metadata(readings: Mapping[str, str]) -> list[dict[str, Any]]:
+    """``instances.list`` items from what each VM's metadata server says: host -> the text of
+    ``instance/attributes/physical_host_topology`` (JSON), or ``""`` where the key is absent
+    (a VM off reserved blocks), or of the older key ``physical_host`` (a path
+    ``/cluster/block/subblock/host``). Other text raises ``GraphError``."""
+    import json
+
+    items: list[dict[str, Any]] = []
+    for host, text in readings.items():
+        topo: object = {}
+        if text.strip().startswith("/"):
+            items.append({"name": host, "resourceStatus": {"physicalHost": text.strip()}})
+            continue
+        if text.strip():
+            try:
+                topo = json.loads(text)
+            except ValueError as error:
+                raise GraphError(
+                    f"{host}: physical_host_topology is not JSON ({error}): {text.strip()[:80]!r}"
+                ) from error
+        if not isinstance(topo, dict):
+            raise GraphError(f"{host}: physical_host_topology is not a JSON object")
+        items.append({"name": host, "resourceStatus": {"physicalHostTopology": topo}})
+    return items

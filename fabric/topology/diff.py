@@ -38,12 +38,13 @@ class Discrepancy(BaseModel):
 
 
 def node_key(graph: FabricGraph, guid: str) -> NodeKey:
-    """A node as both graphs name it: a switch by name, a CA by host and device, else its GUID."""
+    """A node as both graphs name it: a switch by name, a CA by host and device, else (a
+    description that is not ``<host> <device>``, as a ``guid:`` cable end) its GUID."""
     sw = graph.switches.get(guid)
     if sw is not None:
         return ("sw", sw.name)
     ca = graph.cas.get(guid)
-    if ca is not None and ca.host is not None:
+    if ca is not None and ca.host is not None and ca.device is not None:
         return ("ca", ca.host, ca.device or "")
     return ("guid", guid)
 

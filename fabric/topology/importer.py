@@ -11,10 +11,15 @@ manager answered, ``sminfo`` (``fabric.parsers.sminfo``):
   difference on the day of the import;
 * the fat tree: inferred from switch tiers (leaves, spines, super-spines, host ports per leaf,
   uplinks), written only when the spec's topology rules accept it, and said so in a comment;
-* subnet managers: the host whose HCA port ``sminfo`` names.
+* subnet managers: never one railyard would start unasked. ``sminfo`` names the master's
+  port: a switch's own SM is written ``mode: switch``, any other ``mode: external`` (its node
+  description and port GUID), ``managed`` (railyard runs OpenSM there) only when asked
+  (``--manage-sm``) and the port is a host's HCA; without ``sminfo`` an ``external`` entry
+  whose node description is the PLACEHOLDER (``validate`` accepts it, ``pulumi up`` refuses
+  it, saying what to fill in).
 
 What a capture cannot tell (each node's SSH address, the management subnet, MTU, Slurm
-partitions, GPUs, and without ``sminfo`` where OpenSM runs) becomes a placeholder marked
+partitions, GPUs, and without ``sminfo`` where the SM runs) becomes a placeholder marked
 ``PLACEHOLDER`` in the YAML and listed in ``Imported.notes`` for stderr. The target is
 ``existing`` (``fabric.targets.existing.component``): the spec validates as written (``check --plan``,
 ``topology --spec`` and the diff take it), and ``pulumi up`` refuses it, naming the nodes,
@@ -32,6 +37,7 @@ from fabric.hostlist import compress, expand
 from fabric.parsers.sminfo import SminfoReport
 from fabric.spec import HOSTNAME_PATTERN, SpecError, spec_from_mapping
 from fabric.spec.constants import RDMA_DEVICE_PATTERN
+from fabric.spec.sm import SM_PLACEHOLDER
 from fabric.targets.existing.rules import SSH_PLACEHOLDER
 from fabric.topology.spec_yaml import Row, dump
 
@@ -181,27 +187,95 @@ def _fat_tree(graph: FabricGraph, leaves: list[str], spines: list[str], supers: 
     return tree
 
 
+@dataclass(frozen=True)
+class SmIdentity:
+    """What ``smpquery nodeinfo``/``nodedesc`` on the master SM's LID said (``import --ssh``)."""
+
+    node_type: str | None = None  #: Switch, Channel Adapter
+    description: str | None = None
+
+
 def _subnet_manager(
-    graph: FabricGraph, sm: SminfoReport | None, first_host: str, notes: list[str]
-) -> dict[str, Any]:
-    """The master SM's host from ``sminfo``'s port GUID (a CA's node GUID, or node GUID +
-    port number as ConnectX and ibsim number ports), else a placeholder on the first host."""
-    if sm is not None and sm.ok and sm.sm_guid is not None:
-        wanted = int(sm.sm_guid, 16)
-        for ca in graph.cas.values():
-            base = int(ca.guid, 16)
-            if _host_ca(ca) and base <= wanted <= base + max(ca.ports, 1):
-                return {"host": ca.host, "priority": sm.priority or 0}
+    graph: FabricGraph,
+    sm: SminfoReport | None,
+    identity: SmIdentity | None,
+    manage: bool,
+    notes: list[str],
+) -> tuple[dict[str, Any], str]:
+    """The master SM's entry and the YAML comment on it. Never an SM railyard would start
+    unasked: a switch's SM is ``switch``, any other ``external`` (node description and port
+    GUID), ``managed`` only when ``manage`` and the SM's port is a host's HCA. Without
+    ``sminfo`` an ``external`` entry whose node description is the PLACEHOLDER."""
+    if sm is None or not sm.ok or sm.sm_guid is None:
+        if manage:
+            raise CaptureError(
+                "--manage-sm: no sminfo answer says where the SM runs; import with --ssh HOST "
+                "or --sminfo FILE"
+            )
         notes.append(
-            f"PLACEHOLDER fabric.infiniband.subnet_managers: sminfo names SM port {sm.sm_guid}, "
-            f"which no host HCA in the capture has; {first_host} stands in: set the real host"
+            "PLACEHOLDER fabric.infiniband.subnet_managers: the capture does not say which "
+            "port the SM is on (import with --ssh HOST, or --sminfo FILE with sminfo's "
+            "output); written as an external SM railyard does not run: set its "
+            "node_description (smpquery nodedesc <sminfo's lid>) or guid before pulumi up"
+        )
+        entry = {"mode": "external", "node_description": SM_PLACEHOLDER, "priority": 0}
+        return entry, "PLACEHOLDER an external SM: the capture does not say where it runs"
+    guid, priority = sm.sm_guid, sm.priority or 0
+    wanted = int(guid, 16)
+    switch = next((w for w in graph.switches.values() if int(w.guid, 16) == wanted), None)
+    if switch is not None or (identity is not None and identity.node_type == "Switch"):
+        name = switch.name if switch is not None else (identity.description if identity else None)
+        if manage:
+            raise CaptureError(
+                f"--manage-sm: the master SM is the switch {name}'s own; railyard runs OpenSM "
+                "only on a host: import without --manage-sm"
+            )
+        if switch is not None:
+            notes.append(
+                f"fabric.infiniband.subnet_managers: the master SM is switch {name}'s own "
+                "(mode switch): railyard checks it and starts no SM"
+            )
+            entry = {"mode": "switch", "switch": switch.name, "priority": priority}
+            return entry, f"the master is switch {name}'s own SM (sminfo: port {guid})"
+    ca = next(
+        (
+            c
+            for c in graph.cas.values()
+            if int(c.guid, 16) <= wanted <= int(c.guid, 16) + max(c.ports, 1)
+        ),
+        None,
+    )
+    description = (identity.description if identity else None) or (
+        ca.description if ca is not None else None
+    )
+    if manage:
+        if ca is None or not _host_ca(ca):
+            raise CaptureError(
+                f"--manage-sm: the master SM's port {guid} is on no host HCA of the capture; "
+                "railyard runs OpenSM only on a declared host: import without --manage-sm"
+            )
+        notes.append(
+            f"fabric.infiniband.subnet_managers: --manage-sm: railyard runs OpenSM on {ca.host}, "
+            "where sminfo found the master SM"
+        )
+        return {"host": ca.host, "priority": priority}, f"OpenSM on {ca.host} (--manage-sm)"
+    entry: dict[str, Any] = {"mode": "external"}
+    if description:
+        entry["node_description"] = description
+    entry |= {"guid": guid, "priority": priority}
+    where = repr(description) if description else f"port {guid}"
+    if ca is not None and _host_ca(ca):
+        notes.append(
+            f"fabric.infiniband.subnet_managers: the master SM runs on {ca.host} ({where}), an "
+            "SM railyard does not run: written as external; to have railyard run OpenSM "
+            "there instead, import with --manage-sm"
         )
     else:
         notes.append(
-            "PLACEHOLDER fabric.infiniband.subnet_managers: the capture does not say where "
-            f"OpenSM runs (use --ssh for sminfo); {first_host} stands in: set the real host"
+            f"fabric.infiniband.subnet_managers: the master SM is {where}, on no cluster host: "
+            "written as external (UFM or another team's SM); railyard checks it, starts none"
         )
-    return {"host": first_host, "priority": 0}
+    return entry, f"the master SM is {where} (sminfo), which railyard does not run"
 
 
 def _cabling(cables: list[dict[str, Any]]) -> str:
@@ -210,7 +284,13 @@ def _cabling(cables: list[dict[str, Any]]) -> str:
     return "".join(f"  {line}\n" for line in text.splitlines())
 
 
-def import_fabric(graph: FabricGraph, name: str, sm: SminfoReport | None = None) -> Imported:
+def import_fabric(
+    graph: FabricGraph,
+    name: str,
+    sm: SminfoReport | None = None,
+    identity: SmIdentity | None = None,
+    manage_sm: bool = False,
+) -> Imported:
     """Return the spec of the fabric ``graph`` describes (see the module docstring).
 
     Raises ``CaptureError`` when the capture names no host (no HCA node description of the
@@ -238,7 +318,7 @@ def import_fabric(graph: FabricGraph, name: str, sm: SminfoReport | None = None)
         }
         for lk in graph.links
     ]
-    sm_entry = _subnet_manager(graph, sm, next(iter(hosts)), notes)
+    sm_entry, sm_note = _subnet_manager(graph, sm, identity, manage_sm, notes)
     fabric: dict[str, Any] = {"kind": "infiniband", "mtu": PLACEHOLDER_MTU}
     tree = _fat_tree(graph, leaves, spines, supers) if leaves else None
     spec: dict[str, Any] = {
@@ -268,13 +348,7 @@ def import_fabric(graph: FabricGraph, name: str, sm: SminfoReport | None = None)
         "PLACEHOLDER slurm: the capture has no Slurm partitions or controller; add them",
         "PLACEHOLDER nodes: GPUs, CPUs and memory are not in the capture; add gpus per group",
     ]
-    sm_note = next(
-        (n.split(": ", 1)[1] for n in notes if n.startswith("PLACEHOLDER fabric.infiniband")),
-        "the master that sminfo reported",
-    )
-    text = _render(
-        spec, graph, tree_note, "PLACEHOLDER " + sm_note if "stands in" in sm_note else sm_note
-    )
+    text = _render(spec, graph, tree_note, sm_note)
     return Imported(spec=spec, text=text, notes=notes)
 
 
@@ -329,4 +403,11 @@ def _render(spec: dict[str, Any], graph: FabricGraph, tree_note: str, sm_note: s
     return "".join(parts)
 
 
-__all__ = ["PLACEHOLDER_MTU", "PLACEHOLDER_SUBNET", "CaptureError", "Imported", "import_fabric"]
+__all__ = [
+    "PLACEHOLDER_MTU",
+    "PLACEHOLDER_SUBNET",
+    "CaptureError",
+    "Imported",
+    "SmIdentity",
+    "import_fabric",
+]

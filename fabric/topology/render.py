@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from fabric.graph import FabricGraph
-from fabric.topology.slurm import block_conf, topology_yaml, tree_conf
+from fabric.topology.slurm import block_conf, slurm_tree, topology_yaml, tree_conf
 
 
 def only_hosts(graph: FabricGraph, hosts: Iterable[str]) -> FabricGraph:
@@ -61,3 +61,22 @@ def render(
     if plugin == "yaml":
         return topology_yaml(graph, block_size)
     return tree_conf(graph)
+
+
+def slurm_switch_view(
+    graph: FabricGraph, hosts: Iterable[str]
+) -> dict[str, tuple[list[str], list[str]]]:
+    """Switch name -> (nodes below it, child switches), as ``scontrol show topology`` shows the
+    tree plugin's topology.conf that ``tree_conf`` writes for ``graph`` restricted to ``hosts``
+    (Slurm lists every node below a switch, not only its own)."""
+    tree = slurm_tree(only_hosts(graph, hosts))
+    below: dict[str, set[str]] = {sw: set(nodes) for sw, nodes in tree.leaves.items()}
+
+    def nodes_below(sw: str) -> set[str]:
+        if sw not in below:
+            below[sw] = set().union(*map(nodes_below, tree.uppers.get(sw, [])))
+        return below[sw]
+
+    out = {sw: (sorted(nodes), []) for sw, nodes in tree.leaves.items()}
+    out |= {sw: (sorted(nodes_below(sw)), sorted(kids)) for sw, kids in tree.uppers.items()}
+    return out

@@ -62,18 +62,20 @@ class SlurmTree:
         return [h for hosts in self.leaves.values() for h in hosts]
 
 
-def slurm_tree(graph: FabricGraph) -> SlurmTree:
-    """Apply the module's placement rule: hosts to their rail-0 leaf; upper levels by BFS."""
+def slurm_tree(graph: FabricGraph, slurm_names: bool = True) -> SlurmTree:
+    """Apply the module's placement rule: hosts to their rail-0 leaf; upper levels by BFS.
+    ``slurm_names``: refuse a switch name Slurm cannot read (a space, ``=``, ``,``, ...); off
+    for outputs that write names their own way (Kubernetes label values)."""
     enabled = gc.isenabled()
     gc.disable()  # builds only acyclic containers; the collector would rescan the whole graph
     try:
-        return _slurm_tree(graph)
+        return _slurm_tree(graph, slurm_names)
     finally:
         if enabled:
             gc.enable()
 
 
-def _slurm_tree(graph: FabricGraph) -> SlurmTree:
+def _slurm_tree(graph: FabricGraph, slurm_names: bool) -> SlurmTree:
     switches = graph.switches
     order = {guid: natural_key(sw.name) for guid, sw in switches.items()}
     rank_of = {key: n for n, key in enumerate(sorted(set(order.values())))}
@@ -122,7 +124,7 @@ def _slurm_tree(graph: FabricGraph) -> SlurmTree:
         for g, kids in sorted(uppers.items(), key=lambda kv: (level[kv[0]], rank[kv[0]]))
         if kids
     }
-    for sw_name in list(leaves) + list(upper_names):
+    for sw_name in list(leaves) + list(upper_names) if slurm_names else ():
         if re.search(r"[\s=,\[\]#]", sw_name):
             raise GraphError(
                 f"switch name {sw_name!r} cannot be a Slurm SwitchName; set a node description without spaces"

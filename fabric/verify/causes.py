@@ -70,7 +70,12 @@ HOST_FABRIC_CHECKS = {
 #: The error counter check (the fabric sweep's, ``checks/test_sweep.py``).
 COUNTER_CHECK = "test_port_error_counters"
 #: Checks of the master SM as the fabric sees it.
-MASTER_CHECKS = {"test_single_master", "test_host_sees_master"}
+MASTER_CHECKS = {
+    "test_single_master",
+    "test_host_sees_master",
+    "test_master_is_declared",
+    "test_standbys_declared",
+}
 #: The RoCE checks that cross a hop's host: path MTU and ``ib_write_bw -R`` between pairs.
 PATH_MTU_CHECK = "test_path_mtu"
 ROCE_BW_CHECK = "test_roce_write_bandwidth"

@@ -56,6 +56,10 @@ def harness_trouble(rc: int, text: str) -> str | None:
     return None
 
 
+#: Seconds each subnet-manager query (saquery, smpquery) may take.
+SM_TOOL_TIMEOUT = 30
+
+
 def keep_255(command: str) -> str:
     """``command``, with its exit status 255 reported as 254.
 
@@ -209,6 +213,59 @@ class Facts:
     def sminfo(self, host: str) -> Any:
         """``sminfo``: the master SM as ``host`` sees it."""
         return self.parsed(host, "sminfo", "sminfo")
+
+    def sm_ports(self, observer: str) -> Any:
+        """``saquery -s`` from ``observer``: every port with the IsSM bit, as the SA lists them."""
+        return self.parsed(observer, "saquery", f"timeout {SM_TOOL_TIMEOUT} saquery -s")
+
+    def node_at(self, observer: str, lid: int) -> tuple[Any, Any]:
+        """(``smpquery nodeinfo``, ``smpquery nodedesc``) of the node at ``lid``."""
+        t = SM_TOOL_TIMEOUT
+        return (
+            self.parsed(observer, "smpquery", f"timeout {t} smpquery nodeinfo {lid}"),
+            self.parsed(observer, "smpquery", f"timeout {t} smpquery nodedesc {lid}"),
+        )
+
+    def seen_sms(self, observer: str) -> Any:
+        """Every port with the IsSM bit as ``fabric.verify.sm.SeenSm`` (its SMInfo and its
+        node's identity), and the master ``sminfo`` names: in the lab the SA once listed the
+        other IsSM ports but not the master's own (an external OpenSM beside ibsim, every
+        check of it otherwise passing). A failed ``saquery`` (no SA: no master) raises
+        RuntimeError."""
+        from fabric.verify.sm import seen_sm
+
+        def run() -> Any:
+            ports = self.sm_ports(observer)
+            if not ports.ok:
+                raise RuntimeError(f"saquery -s on {observer}: {ports.reason}")
+            master = self.sminfo(observer)
+            lids = [*ports.sm_lids, *([master.sm_lid] if master.ok and master.sm_lid else [])]
+            return [
+                seen_sm(lid, self.sminfo_at(observer, lid), *self.node_at(observer, lid))
+                for lid in dict.fromkeys(lids)
+            ]
+
+        return self._once(("seen_sms", observer), run)
+
+    def seen_master(self, observer: str) -> Any:
+        """The master SM ``sminfo`` names from ``observer``, as a ``SeenSm``; a failed
+        ``sminfo`` raises RuntimeError."""
+        from fabric.verify.sm import seen_sm
+
+        info = self.sminfo(observer)
+        if not info.ok or info.sm_lid is None:
+            raise RuntimeError(f"sminfo on {observer}: {info.reason or 'no master SM named'}")
+        return seen_sm(info.sm_lid, info, *self.node_at(observer, info.sm_lid))
+
+    def host_guids(self, hosts: list[str]) -> dict[str, str | None]:
+        """Host -> the port GUID of its first InfiniBand port (ibstat), None when unread."""
+        out: dict[str, str | None] = {}
+        for host in hosts:
+            try:
+                out[host] = self.port_guid(host)
+            except Exception:  # noqa: BLE001 - an unreachable host: recognised by description
+                out[host] = None
+        return out
 
     def discovered(self) -> Any:
         """The fabric ``ibnetdiscover`` finds from the discovery host, as a FabricGraph."""

@@ -36,6 +36,14 @@ failure drains the node with
 resumes the node only when it is drained with a reason railyard's health check wrote (starting
 ``railyard:``), never an operator's drain nor the rolling upgrade's.
 
+On cloud instances (no declared HCA ports) the configuration names what the instance type has
+instead: ``efa`` (AWS: the EFA PCI devices the catalog gives the type, read from sysfs) and
+``gpu_nics`` (GCP A3: the GPU NICs, one IPv4 address in each declared subnet at the declared
+MTU, from ``ip -j -4 addr``); ``gpudirect`` lists the peer-memory paths any one of which
+serves (``dma-buf``: the NVIDIA open kernel module on Linux >= 5.12, ``efa_nv_peermem``,
+``nvidia_peermem``; empty: none needed, as GPUDirect-TCPX(O) on A3 High and Mega). Without it,
+a GPU node must have ``nvidia_peermem``, as on InfiniBand.
+
 Exit codes: 0 healthy, 1 a check failed, 2 bad configuration (one line naming the field),
 3 a check could not be made (harness error; nothing changed).
 """
@@ -225,6 +233,8 @@ class Checker:
         if self.config["ports"] and not self.failures and not self.harness_errors:
             self._sm()
         self._counters()
+        self._efa()
+        self._gpu_nics()
         self._peermem()
         return self.failures
 
@@ -337,9 +347,75 @@ class Checker:
                 return str(port["cable"])
         return "?"
 
+    def _efa(self) -> None:
+        """The EFA PCI devices (vendor 0x1d0f, device 0xefa*) against the type's count."""
+        efa = self.config.get("efa")
+        if not efa:
+            return
+        root = Path(str(efa.get("sysfs", "/sys"))) / "bus/pci/devices"
+        found = 0
+        for dev in sorted(root.glob("*")):
+            try:
+                vendor = (dev / "vendor").read_text().strip()
+                device = (dev / "device").read_text().strip()
+            except OSError:
+                continue
+            found += vendor == "0x1d0f" and device.startswith("0xefa")
+        if found != int(efa["devices"]):
+            self.fail(f"{found} EFA devices, the instance type has {efa['devices']}")
+
+    def _gpu_nics(self) -> None:
+        """Each declared GPU subnet has one address on a NIC at the declared MTU."""
+        import ipaddress
+
+        nics = self.config.get("gpu_nics")
+        if not nics:
+            return
+        rc, text = self._run(["ip", "-j", "-4", "addr", "show"])
+        if not self.judged(rc, text, "ip addr"):
+            return
+        try:
+            links = json.loads(text)
+        except ValueError:
+            self.harness_errors.append(f"ip -j addr printed no JSON: {_last(text, rc)}")
+            return
+        seen: dict[str, tuple[str, int]] = {}
+        for link in links if isinstance(links, list) else []:
+            for info in link.get("addr_info", []):
+                address = ipaddress.ip_address(str(info.get("local", "0.0.0.0")))
+                for subnet in nics["subnets"]:
+                    if address in ipaddress.ip_network(subnet):
+                        seen[subnet] = (str(link.get("ifname")), int(link.get("mtu", 0)))
+        for subnet in nics["subnets"]:
+            if subnet not in seen:
+                self.fail(f"no GPU NIC has an address in {subnet}")
+            elif seen[subnet][1] != int(nics["mtu"]):
+                name, mtu = seen[subnet]
+                self.fail(f"{name} MTU {mtu}, declared {nics['mtu']} ({subnet})")
+
     def _peermem(self) -> None:
-        if Path("/proc/driver/nvidia").exists() and not Path("/sys/module/nvidia_peermem").exists():
-            self.fail("nvidia_peermem not loaded (GPUDirect RDMA off)")
+        if not Path("/proc/driver/nvidia").exists():
+            return
+        paths = self.config.get("gpudirect")
+        if paths is None:
+            if not Path("/sys/module/nvidia_peermem").exists():
+                self.fail("nvidia_peermem not loaded (GPUDirect RDMA off)")
+            return
+        if paths and not any(gpudirect_path(p) for p in paths):
+            self.fail(f"no GPUDirect RDMA path ({', '.join(paths)}): EFA/RDMA cannot reach GPUs")
+
+
+def gpudirect_path(path: str) -> bool:
+    """Whether one GPUDirect RDMA path is there: a peer-memory module loaded, or ``dma-buf``
+    (the NVIDIA open kernel module on Linux >= 5.12, where RDMA maps dma-buf memory)."""
+    if path != "dma-buf":
+        return Path(f"/sys/module/{path}").exists()
+    try:
+        version = Path("/proc/driver/nvidia/version").read_text()
+    except OSError:
+        return False
+    release = tuple(int(p) for p in re.findall(r"\d+", os.uname().release)[:2])
+    return "Open Kernel Module" in version and release >= (5, 12)
 
 
 def reason_of(failures: list[str]) -> str:

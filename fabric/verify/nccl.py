@@ -13,6 +13,7 @@ over the results of the subsets run so far, which says which subsets to run next
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 
@@ -50,6 +51,7 @@ class NetworkExpectation:
     gdr: bool = False  # GPUDirect RDMA required on every HCA NCCL uses
     provider: str | None = None  # aws-ofi-nccl's libfabric provider
     hcas: tuple[str, ...] = ()  # the declared RDMA devices NCCL must use
+    plugin_version: str | None = None  # the declared aws-ofi-nccl release (aws.ofi_nccl_version)
 
     @property
     def label(self) -> str:
@@ -70,16 +72,20 @@ def expectation(
     transport: str | None = None,
     gdr: bool = True,
     hcas: Iterable[str] = (),
+    plugin_version: str | None = None,
 ) -> NetworkExpectation:
     """The network NCCL must use on a fabric of ``kind`` (``fabric.kind`` of the spec); for GCP
-    the catalog's ``transport``; ``gdr`` False where the spec turned GPUDirect RDMA off."""
+    the catalog's ``transport``; ``gdr`` False where the spec turned GPUDirect RDMA off;
+    ``plugin_version`` the aws-ofi-nccl release an EFA node must load."""
     hcas = tuple(hcas)
     if kind == "infiniband":
         return NetworkExpectation(kind, IB_NETWORKS, "IB", gdr, hcas=hcas)
     if kind == "roce":
         return NetworkExpectation(kind, IB_NETWORKS, "RoCE", gdr, hcas=hcas)
     if kind == "efa":
-        return NetworkExpectation(kind, ("Libfabric", "AWS"), provider="efa", gdr=False)
+        return NetworkExpectation(
+            kind, ("Libfabric", "AWS"), provider="efa", gdr=False, plugin_version=plugin_version
+        )
     if kind == "gcp-gpudirect":
         return NetworkExpectation(kind, GCP_NETWORKS.get(transport or "", ("GPUDirectTCPX",)))
     raise ValueError(f"no NCCL network is defined for fabric.kind {kind!r}")
@@ -180,7 +186,29 @@ def judge_network(log: NcclLog, expect: NetworkExpectation) -> list[str]:
             )
     if expect.provider and log.ofi_provider and log.ofi_provider != expect.provider:
         problems.append(f"aws-ofi-nccl selected provider {log.ofi_provider}, not {expect.provider}")
+    problems += plugin_version_problems(log, expect.plugin_version)
     return problems
+
+
+def plugin_version_problems(log: NcclLog, declared: str | None) -> list[str]:
+    """The aws-ofi-nccl release NCCL loaded (``1.9.1-aws``: the release, then AWS's build tag)
+    against the declared one; a log without the plugin's version line is a problem too, since
+    the plugin always prints it at NCCL_DEBUG=INFO."""
+    if not declared:
+        return []
+    got = log.ofi_nccl_version
+    if got is None:
+        return [
+            f"the log shows no aws-ofi-nccl version (declared {declared}, aws.ofi_nccl_version): "
+            "NCCL did not load the plugin (NCCL_NET_PLUGIN, LD_LIBRARY_PATH /opt/amazon/ofi-nccl)"
+        ]
+    release = re.match(r"v?(\d+(?:\.\d+)*)", got)
+    if release and release.group(1) == declared:
+        return []
+    return [
+        f"NCCL loaded aws-ofi-nccl {got}, declared {declared} (aws.ofi_nccl_version): install "
+        "the EFA installer or AMI that carries it, or declare the one in use"
+    ]
 
 
 def judge_table(report: NcclTestsReport, target: BusBwTarget | None) -> tuple[list[str], list[str]]:

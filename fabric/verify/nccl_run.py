@@ -29,6 +29,7 @@ from fabric.parsers.nccl import NcclLog
 from fabric.parsers.nccl import parse as parse_log
 from fabric.parsers.nccl_tests import NcclTestsReport
 from fabric.parsers.nccl_tests import parse as parse_table
+from fabric.targets.aws.catalog import efa_job_env
 from fabric.verify.nccl import NetworkExpectation, Verdict, judge
 
 #: nccl-tests binaries railyard runs (their ``-o``/``-d`` defaults: sum, float).
@@ -38,9 +39,9 @@ BINARIES = ("all_reduce_perf", "all_gather_perf", "reduce_scatter_perf", "alltoa
 #: Environment every run gets: the INFO lines the parser reads, and no more subsystems.
 DEBUG_ENV = {"NCCL_DEBUG": "INFO", "NCCL_DEBUG_SUBSYS": "INIT,NET"}
 
-#: EFA through aws-ofi-nccl: "FI_PROVIDER=efa, FI_EFA_USE_DEVICE_RDMA=1" (aws/aws-ofi-nccl
-#: doc/efa-env-var.md, commit 2daf7d303aa139a03140aa530957d10521e4478d; see fabric.catalog).
-EFA_ENV = {"FI_PROVIDER": "efa", "FI_EFA_USE_DEVICE_RDMA": "1"}
+#: EFA through aws-ofi-nccl: the jobs' own environment (``fabric.targets.aws.catalog``), device
+#: RDMA on.
+EFA_ENV = efa_job_env(device_rdma=True)
 
 
 class NcclHarnessError(RuntimeError):

@@ -34,6 +34,7 @@ from fabric.model.ports import (
     hca_ports,
 )
 from fabric.spec import ClusterSpec
+from fabric.spec.sm import expected_master
 from fabric.targets import parts
 
 
@@ -42,10 +43,31 @@ class _Model(BaseModel):
 
 
 class SubnetManagerExpect(_Model):
-    """A declared OpenSM instance."""
+    """A declared subnet manager, in any mode (``fabric.spec.models.SubnetManager``): how it
+    is recognised (a managed host's port, an external port's node description or GUID, a
+    switch's name), its priority and whether it is the expected master."""
 
-    host: str
+    mode: str = "managed"
+    host: str | None = None
+    switch: str | None = None
+    node_description: str | None = None
+    guid: str | None = None
     priority: int
+    master: bool = False
+
+    @property
+    def id(self) -> str:
+        """Test id and report subject: the host, ``switch:<name>`` or ``external:<what>``."""
+        if self.mode == "managed":
+            return self.host or "managed:?"
+        if self.mode == "switch":
+            return f"switch:{self.switch}"
+        return f"external:{self.node_description or self.guid}"
+
+    @property
+    def role(self) -> str:
+        """MASTER or STANDBY, as sminfo names the state it should answer with."""
+        return "MASTER" if self.master else "STANDBY"
 
 
 class Pair(_Model):
@@ -110,6 +132,21 @@ class SweptCable(_Model):
     def id(self) -> str:
         """Test id: the link, both ends."""
         return self.link
+
+
+class ProviderTopology(_Model):
+    """A cloud's placement of the Slurm compute nodes, read when the check runs
+    (``fabric.verify.cloud_topology``) and compared with the topology Slurm loaded."""
+
+    provider: str  # aws | gcp
+    controller: str
+    nodes: list[str]
+    region: str
+
+    @property
+    def id(self) -> str:
+        """Test id: the provider."""
+        return self.provider
 
 
 class CheckPlan(_Model):
@@ -197,21 +234,42 @@ class CheckPlan(_Model):
         return expected_ib_mtu(self.spec.fabric.mtu, self.simulated)
 
     @cached_property
-    def subnet_managers(self) -> list[SubnetManagerExpect]:
-        """Declared OpenSM instances on selected hosts."""
+    def declared_sms(self) -> list[SubnetManagerExpect]:
+        """Every declared subnet manager, in any mode, selected or not: what the fabric-wide
+        SM checks compare the SMs found against."""
         ib = self.spec.fabric.infiniband
-        sms = ib.subnet_managers if ib else []
+        if self.spec.fabric.kind != "infiniband" or ib is None:
+            return []
+        sms = ib.subnet_managers
+        master = expected_master(sms)
         return [
-            SubnetManagerExpect(host=s.host, priority=s.priority)
-            for s in sms
-            if s.host in self.hosts
+            SubnetManagerExpect(
+                mode=s.mode,
+                host=s.host,
+                switch=s.switch,
+                node_description=s.node_description,
+                guid=s.guid,
+                priority=s.priority,
+                master=i == master,
+            )
+            for i, s in enumerate(sms)
         ]
 
     @cached_property
+    def subnet_managers(self) -> list[SubnetManagerExpect]:
+        """The declared subnet managers each checked on its own: external and switch SMs,
+        and managed ones on selected hosts."""
+        return [s for s in self.declared_sms if s.mode != "managed" or s.host in self.hosts]
+
+    @cached_property
     def sm_hosts(self) -> set[str]:
-        """Hosts running an OpenSM."""
-        ib = self.spec.fabric.infiniband
-        return {s.host for s in ib.subnet_managers} if ib else set()
+        """Hosts railyard runs an OpenSM on (managed SMs)."""
+        return {s.host for s in self.declared_sms if s.mode == "managed" and s.host}
+
+    @cached_property
+    def sm_free_hosts(self) -> list[str]:
+        """Selected fabric hosts railyard runs no OpenSM on: none may run one."""
+        return [h for h in self.fabric_hosts if h not in self.sm_hosts]
 
     @cached_property
     def ib_pairs(self) -> list[Pair]:
@@ -295,20 +353,30 @@ class CheckPlan(_Model):
         graph = self.declared_graph
         if graph is None:
             return {}
-        from fabric.topology.render import only_hosts
-        from fabric.topology.slurm import slurm_tree
+        from fabric.topology.render import slurm_switch_view
 
-        tree = slurm_tree(only_hosts(graph, self.spec.hosts_with_role("compute")))
-        below: dict[str, set[str]] = {sw: set(hosts) for sw, hosts in tree.leaves.items()}
+        return slurm_switch_view(graph, self.spec.hosts_with_role("compute"))
 
-        def nodes_below(sw: str) -> set[str]:  # Slurm lists every node below a switch
-            if sw not in below:
-                below[sw] = set().union(*map(nodes_below, tree.uppers.get(sw, [])))
-            return below[sw]
-
-        out = {sw: (sorted(hosts), []) for sw, hosts in tree.leaves.items()}
-        out |= {sw: (sorted(nodes_below(sw)), sorted(kids)) for sw, kids in tree.uppers.items()}
-        return out
+    @cached_property
+    def provider_topology(self) -> list[ProviderTopology]:
+        """On AWS and GCP, with the controller and every compute node selected: the provider's
+        placement of the compute nodes (DescribeInstanceTopology, GCE physical host topology)
+        against ``scontrol show topology`` (``test_provider_topology``)."""
+        spec = self.spec
+        cloud = spec.aws if spec.target == "aws" else spec.gcp if spec.target == "gcp" else None
+        nodes = spec.hosts_with_role("compute")
+        if cloud is None or self.slurm_controller is None or not nodes:
+            return []
+        if any(n not in self.hosts for n in nodes):
+            return []
+        return [
+            ProviderTopology(
+                provider=spec.target,
+                controller=self.slurm_controller,
+                nodes=nodes,
+                region=cloud.region,
+            )
+        ]
 
     def params(self, source: str) -> list[Any]:
         """The parameters of a source: the plan's own (``ib_pairs``), or a target's
@@ -388,10 +456,13 @@ class CheckPlan(_Model):
 
     @cached_property
     def discovery_host(self) -> str | None:
-        """The SM host ibnetdiscover runs on (the first declared SM that is selected)."""
-        ib = self.spec.fabric.infiniband
+        """The host ibnetdiscover runs on: the first selected managed SM host; with no
+        managed SM (the SMs are external or a switch's), the observer."""
+        if not self.sm_hosts:
+            return self.observer
         return next(
-            (s.host for s in (ib.subnet_managers if ib else []) if s.host in self.hosts), None
+            (s.host for s in self.declared_sms if s.mode == "managed" and s.host in self.hosts),
+            None,
         )
 
     @cached_property
@@ -427,7 +498,7 @@ class CheckPlan(_Model):
             out["path_mtu"] = "fewer than two selected hosts with a fabric netdev"
         if not self.subnet_managers or self.observer is None:
             out["sm"] = (
-                "no subnet manager declared on the selected hosts"
+                "no subnet manager declared (or none on the selected hosts)"
                 if not self.subnet_managers
                 else "no fabric host selected to query the subnet managers from"
             )
@@ -457,7 +528,18 @@ class CheckPlan(_Model):
         if not self.slurm_nodes or self.slurm_controller is None:
             out["slurm"] = "no Slurm partition nodes or controller among the selected hosts"
         if not self.slurm_switches or self.slurm_controller is None:
-            out["slurm_topology"] = "no declared fat tree or no Slurm controller selected"
+            out["slurm_topology"] = (
+                "no declared fat tree or no Slurm controller selected"
+                if spec.target not in ("aws", "gcp")
+                else f"target {spec.target}: no declared fabric; slurm_provider_topology "
+                "compares Slurm's topology with the provider's placement"
+            )
+        if not self.provider_topology:
+            out["slurm_provider_topology"] = (
+                f"target {spec.target}: the provider's placement is read on aws and gcp"
+                if spec.target not in ("aws", "gcp")
+                else "needs the Slurm controller and every compute node selected"
+            )
         if kind != "infiniband":
             out["sweep"] = f"fabric.kind is {kind}: the MAD sweep judges InfiniBand cables"
         elif self.expected_graph is None:
@@ -537,7 +619,16 @@ _GENERAL: dict[str, tuple[tuple[str, ...], str]] = {
     "netdev_mtu": (("test_netdev_mtu",), "netdevs"),
     "path_mtu": (("test_path_mtu",), "netdev_pairs"),
     "sm": (
-        ("test_sm_answers", "test_sm_priority", "test_single_master", "test_host_sees_master"),
+        (
+            "test_sm_answers",
+            "test_sm_priority",
+            "test_single_master",
+            "test_master_is_declared",
+            "test_standbys_declared",
+            "test_no_undeclared_sm",
+            "test_no_unmanaged_opensm",
+            "test_host_sees_master",
+        ),
         "subnet_managers",
     ),
     "ib_pairs": (("test_ibping", "test_pma_reachable", "test_ibtracert_declared_path"), "ib_pairs"),
@@ -569,6 +660,7 @@ _GENERAL: dict[str, tuple[tuple[str, ...], str]] = {
     ),
     "slurm": (("test_node_idle_or_allocated",), "slurm_nodes"),
     "slurm_topology": (("test_topology_switch",), "slurm_switches"),
+    "slurm_provider_topology": (("test_provider_topology",), "provider_topology"),
 }
 #: The GPU families, listed after the targets' own.
 _GPU: dict[str, tuple[tuple[str, ...], str]] = {

@@ -181,7 +181,7 @@ def collect(
             report = parse_sminfo(text)
             if not report.ok or report.sm_guid is None:
                 raise RuntimeError(f"sminfo on {observer}: {report.reason or f'exit {rc}'}")
-            declared = {s.host: s.priority for s in plan.subnet_managers}
+            declared = {s.host: s.priority for s in plan.subnet_managers if s.host}
             snap.master = sm_sample(report, found or expected, declared)
         except (RuntimeError, ParseError, ValueError) as exc:
             snap.errors["sminfo"] = str(exc)

@@ -17,8 +17,8 @@ any HealthCheckInterval), so what drains or resumes a node is known.
    is restored (the repair); a converge (``python -m fabric run playbooks/site.yml``) runs the
    program once on every node it drained, so fh2 is IDLE when the converge ends.
 
-Its own stack name, subnets 198.18.24-31.0/24 (management) and 198.18.32-39.0/24 (BMC),
-Redfish ports 25400-25415 and ibsim ports 25600-25722, so it runs beside the other modules.
+Its own stack name, subnets 198.18.152-159.0/24 (management) and 198.18.248-255.0/24 (BMC),
+Redfish ports 26400-26415 and ibsim ports 26600-26722, so it runs beside the other modules.
 """
 
 from __future__ import annotations
@@ -76,15 +76,15 @@ def _spec(tag: int) -> dict[str, Any]:
                 ],
             },
         },
-        "management": {"subnet": f"198.18.{24 + tag}.0/24"},
-        "bmc": {"subnet": f"198.18.{32 + tag}.0/24"},
+        "management": {"subnet": f"198.18.{152 + tag}.0/24"},
+        "bmc": {"subnet": f"198.18.{248 + tag}.0/24"},
         "slurm": {
             "cluster_name": "ryfailover",
             "controller": "fsm1",
             "partitions": [{"name": "gpu", "nodes": "fh[1-2]", "default": True}],
         },
         "health": {"interval": 0},
-        "lab": {"bmc_port": 25400 + 2 * tag, "ibsim_port": 25600 + 16 * tag},
+        "lab": {"bmc_port": 26400 + 2 * tag, "ibsim_port": 26600 + 16 * tag},
     }
 
 

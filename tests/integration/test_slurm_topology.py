@@ -183,3 +183,25 @@ def test_disjoint_planes_are_said_and_slurm_warns(munge: Path, tmp_path: Path) -
         "spine01",
         "S-000b8cffff0053ee",
     }
+
+
+def test_cloud_placement_loads_and_shows_what_the_check_expects(
+    munge: Path, tmp_path: Path
+) -> None:
+    """The AWS CLI's documented DescribeInstanceTopology example, through the InfiniBand
+    writer: slurmctld loads it (network node names end in text, so the writer does not bracket
+    them: Slurm 22.05 exits on ``Switches=nn-[2222222222,5434334334]example``), and what it
+    shows is what the provider topology check expects (no problem)."""
+    import json
+
+    from fabric.topology.cloud import aws_topology_graph
+    from fabric.verify.cloud_topology import topology_problems
+
+    fixture = REPO_ROOT / "tests/fixtures/aws_describe_instance_topology__aws-cli__example.json"
+    ids = {"i-1111111111example": "gpu01", "i-2222222222example": "gpu02"}
+    graph = aws_topology_graph(
+        json.loads(fixture.read_text()), {**ids, "i-444444444example": "gpu04"}
+    )
+    loaded = load(tree_conf(graph), "gpu[01-02,04]", munge, tmp_path)
+    assert parse_show_topology(loaded.topology)["nn-1111111111example"][0] == 2
+    assert topology_problems(graph, ["gpu01", "gpu02", "gpu04"], loaded.topology) == []

@@ -48,6 +48,8 @@ COMMANDS: list[list[str]] = [
     ["topology", "--from-ibnetdiscover", CAPTURE, "--plugin", "block"],
     ["topology", "--from-ibnetdiscover", CAPTURE, "--ibsim-net"],
     ["topology", "--from-ibnetdiscover", CAPTURE, "--oversubscription"],
+    ["topology", "--from-ibnetdiscover", CAPTURE, "--plugin", "kubernetes"],
+    ["kubernetes", "--spec", str(SPECS / "valid" / "kubernetes.yaml")],
     ["import", CAPTURE],
     ["check", "--plan", LAB],
     ["check", "--plan", LAB, "--json"],

@@ -78,6 +78,7 @@ def test_every_handler_is_cmd_command() -> None:
         "validate",
         "schema",
         "topology",
+        "kubernetes",
         "parse",
         "lab image",
         "lab status",

@@ -16,6 +16,7 @@ STACK_COMMANDS = {
     "run": ["run", "site.yml"],
     "watch": ["watch"],
     "lab status": ["lab", "status"],
+    "kubernetes": ["kubernetes"],
 }
 
 
@@ -27,7 +28,7 @@ def test_every_stack_command_defaults_to_the_same_stack(command: str) -> None:
     assert named.stack == "other"
 
 
-@pytest.mark.parametrize("command", ["validate", "check", "run", "watch", "topology"])
+@pytest.mark.parametrize("command", ["validate", "check", "run", "watch", "topology", "kubernetes"])
 def test_every_spec_command_names_it_with_spec_file(command: str) -> None:
     argv = {"run": ["run", "site.yml"]}.get(command, [command])
     assert str(build_parser().parse_args([*argv, "--spec", LAB]).spec) == LAB

@@ -345,6 +345,9 @@ def test_gcp_a3_mega_and_ultra():
     )
     assert ultra["railyard_roce_hosts"] == ["a3-01", "a3-02"]
     assert ultra["railyard_gcp_gpudirect"]["a3-01"]["gcp_gpudirect_mtu"] == 8896
-    assert ultra["railyard_job_environment"] == {}
-    assert ultra["slurm_task_prolog"] is False
+    ultra_env = ultra["railyard_job_environment"]["a3-01"]  # gIB, multi-node jobs only
+    assert ultra_env["all"] == {}
+    assert ultra_env["multinode"]["NCCL_NET"] == "gIB"
+    assert ultra_env["multinode"]["LD_LIBRARY_PATH"].startswith("/usr/local/gib/lib64:")
+    assert ultra["slurm_task_prolog"] is True
     assert ultra["slurm_prolog_epilog_dirs"] is False

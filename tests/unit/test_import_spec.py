@@ -14,9 +14,10 @@ from fabric.parsers.ibnetdiscover import parse
 from fabric.parsers.sminfo import parse as parse_sminfo
 from fabric.spec import spec_from_mapping
 from fabric.state import REPO_ROOT
+from fabric.targets.existing.rules import existing_placeholder_problems
 from fabric.topology.diff import diff
 from fabric.topology.from_spec import graph_from_spec
-from fabric.topology.importer import CaptureError, import_fabric
+from fabric.topology.importer import CaptureError, Imported, SmIdentity, import_fabric
 
 FIXTURES = REPO_ROOT / "tests" / "fixtures"
 #: Every ibnetdiscover capture that names hosts (ibtopotool__1's CAs have no description).
@@ -35,7 +36,7 @@ def test_capture_imports_validates_and_round_trips(capture: Path) -> None:
     imported = import_fabric(graph, "imported")
     spec = spec_from_mapping(yaml.safe_load(imported.text))  # the YAML as written, comments too
     assert spec.target == "existing"
-    assert {h for h, _ in graph.ca_by_name} == set(spec.hosts)
+    assert {h for h, d in graph.ca_by_name if d} == set(spec.hosts)  # host CAs: "<host> <dev>"
     assert diff(graph_from_spec(spec), graph) == []
     assert len(spec.fabric.cabling) == len(graph.links)
 
@@ -92,11 +93,109 @@ def test_placeholders_are_marked_and_listed() -> None:
     assert imported.text.count("PLACEHOLDER") >= 4
 
 
-def test_sminfo_port_not_in_capture_is_a_placeholder() -> None:
-    """A real sminfo from another fabric: its SM port is on no host of this capture."""
+def test_sminfo_port_not_in_capture_is_external_by_guid() -> None:
+    """A real sminfo from another fabric: its SM port is in no node of this capture, so the SM
+    is external, known by its port GUID (never a railyard OpenSM on some host)."""
     sm = parse_sminfo(_capture("sminfo__ibsimparse__1.txt"))
     imported = import_fabric(parse(_capture("ibnetdiscover__ibsim_lab__1.txt")), "lab", sm)
-    assert any("0x0000000000100001" in n or "0x100001" in n for n in imported.notes)
+    assert imported.spec["fabric"]["infiniband"]["subnet_managers"] == [
+        {"mode": "external", "guid": "0x0000000000100001", "priority": 14}
+    ]
+    spec_from_mapping(yaml.safe_load(imported.text))
+
+
+def _sms(imported: Imported) -> list[dict[str, object]]:
+    return imported.spec["fabric"]["infiniband"]["subnet_managers"]
+
+
+def test_capture_alone_never_invents_an_sm() -> None:
+    """No sminfo: an external SM whose node description is the PLACEHOLDER; the spec
+    validates, and pulumi up (existing_placeholder_problems) says what to fill in."""
+    imported = import_fabric(parse(_capture("ibnetdiscover__ibsim_extsm__1.txt")), "ext")
+    assert _sms(imported) == [
+        {"mode": "external", "node_description": "PLACEHOLDER", "priority": 0}
+    ]
+    spec = spec_from_mapping(yaml.safe_load(imported.text))
+    problems = existing_placeholder_problems(spec)
+    sm = [p for p in problems if p.path.startswith("fabric.infiniband")]
+    assert len(sm) == 1 and "smpquery nodedesc" in sm[0].message
+    assert sm[0].path == "fabric.infiniband.subnet_managers[0].node_description"
+
+
+def test_sm_on_no_cluster_host_is_external_and_validates() -> None:
+    """The issue's case: the master SM (here an OpenSM standing in for UFM on a CA with no
+    host name) is not on a compute host: external, by node description and port GUID."""
+    graph = parse(_capture("ibnetdiscover__ibsim_extsm__1.txt"))
+    sm = parse_sminfo(_capture("sminfo__ibsim_extsm__1.txt"))
+    imported = import_fabric(graph, "ext", sm)
+    assert _sms(imported) == [
+        {
+            "mode": "external",
+            "node_description": "0x0002c903000000f0",
+            "guid": "0x0002c903000000f1",
+            "priority": 15,
+        }
+    ]
+    spec = spec_from_mapping(yaml.safe_load(imported.text))
+    assert spec.hosts.keys() == {"xn1", "xn2"}
+    assert [p.path for p in existing_placeholder_problems(spec)] == ["existing.ssh"]
+    assert diff(graph_from_spec(spec), graph) == []
+    assert any("on no cluster host: written as external" in n for n in imported.notes)
+
+
+def test_a_switch_sm_is_written_as_switch() -> None:
+    sm = parse_sminfo(_capture("sminfo__ibsim_smmodes__1.txt"))
+    imported = import_fabric(parse(_capture("ibnetdiscover__ibsim_lab__1.txt")), "lab", sm)
+    assert _sms(imported) == [{"mode": "switch", "switch": "leaf01", "priority": 14}]
+    spec_from_mapping(yaml.safe_load(imported.text))
+
+
+def test_an_sm_on_a_host_is_external_unless_railyard_takes_it_over() -> None:
+    graph = parse(_capture("ibnetdiscover__ibsim_lab__1.txt"))
+    sm = parse_sminfo(_capture("sminfo__ibsim_smmodes__2.txt"))  # sm2's OpenSM
+    imported = import_fabric(graph, "lab", sm)
+    assert _sms(imported) == [
+        {
+            "mode": "external",
+            "node_description": "sm2 mlx5_0",
+            "guid": "0x0002c90302000025",
+            "priority": 10,
+        }
+    ]
+    assert any("--manage-sm" in n for n in imported.notes)
+    managed = import_fabric(graph, "lab", sm, manage_sm=True)
+    assert _sms(managed) == [{"host": "sm2", "priority": 10}]
+    spec_from_mapping(yaml.safe_load(managed.text))
+
+
+def test_manage_sm_refuses_a_switch_sm_and_no_sminfo() -> None:
+    graph = parse(_capture("ibnetdiscover__ibsim_lab__1.txt"))
+    switch = parse_sminfo(_capture("sminfo__ibsim_smmodes__1.txt"))
+    with pytest.raises(CaptureError, match="the master SM is the switch leaf01's own"):
+        import_fabric(graph, "lab", switch, manage_sm=True)
+    with pytest.raises(CaptureError, match="no sminfo answer"):
+        import_fabric(graph, "lab", None, manage_sm=True)
+
+
+def test_smpquery_identity_names_the_sm_when_the_capture_does_not() -> None:
+    sm = parse_sminfo(_capture("sminfo__ibsimparse__1.txt"))
+    identity = SmIdentity(node_type="Channel Adapter", description="ufm01 HCA-1")
+    imported = import_fabric(parse(_capture("ibnetdiscover__ibsim_lab__1.txt")), "l", sm, identity)
+    assert _sms(imported)[0]["node_description"] == "ufm01 HCA-1"
+
+
+def test_cli_capture_with_sminfo(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "spec.yaml"
+    capture = FIXTURES / "ibnetdiscover__ibsim_extsm__1.txt"
+    sminfo = FIXTURES / "sminfo__ibsim_extsm__1.txt"
+    assert main(["import", str(capture), "--sminfo", str(sminfo), "--output", str(out)]) == 0
+    assert "mode: external" in out.read_text()
+    assert main(["validate", "--spec", str(out)]) == 0
+    failed = FIXTURES / "sminfo__ibsimparse__3.txt"
+    capsys.readouterr()
+    assert main(["import", str(capture), "--sminfo", str(failed), "--output", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "sminfo found no SM" in err and len(err.strip().splitlines()) == 1
 
 
 def test_no_host_capture_is_refused() -> None:

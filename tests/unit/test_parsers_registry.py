@@ -50,6 +50,7 @@ def test_registry_names() -> None:
             "ibping",
             "ibtracert",
             "smpquery",
+            "saquery",
             "ibqueryerrors",
             "nccl",
             "nccl_tests",

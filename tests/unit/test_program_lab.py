@@ -91,6 +91,35 @@ def test_lab_node_environment_points_at_ibsim(mocks: Mocks) -> pulumi.Output:
 
 
 @pulumi.runtime.test
+def test_switch_sm_with_configure_is_started_by_the_lab(mocks: Mocks) -> pulumi.Output:
+    """``mode: switch, configure: true``: the lab runs that switch's SM (OpenSM attached to
+    the ibsim switch), before the nodes; no managed SM, so no subnet_managers host."""
+    from fabric.components import cluster_component
+
+    data = yaml.safe_load(yaml.safe_dump(LAB))
+    data["fabric"]["infiniband"]["subnet_managers"] = [
+        {"mode": "switch", "switch": "leaf01", "configure": True, "priority": 15},
+        {"mode": "switch", "switch": "leaf02", "priority": 10},
+    ]
+    cluster = cluster_component("lab", spec_from_mapping(data))
+
+    def check(inventory: dict[str, Any]) -> None:
+        sms = {n: i for t, n, i in created(mocks) if n.startswith("lab-switch-sm-")}
+        assert list(sms) == ["lab-switch-sm-leaf01"]
+        sm = sms["lab-switch-sm-leaf01"]
+        assert (sm["switch"], sm["priority"], sm["server"], sm["port"]) == (
+            "leaf01",
+            15,
+            "198.18.0.1",
+            7070,
+        )
+        assert (sm["routing_engine"], sm["sweep_interval"]) == ("ftree", 10)
+        assert inventory["all"]["children"]["subnet_managers"]["hosts"] == {}
+
+    return cluster.inventory.apply(check)
+
+
+@pulumi.runtime.test
 def test_lab_addresses_flow_from_the_pool(mocks: Mocks) -> pulumi.Output:
     from fabric.components import cluster_component
 

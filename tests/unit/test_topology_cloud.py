@@ -8,7 +8,11 @@ from pathlib import Path
 import pytest
 
 from fabric.graph import GraphError
-from fabric.topology.cloud import aws_topology_graph, gce_topology_graph
+from fabric.topology.cloud import (
+    aws_topology_graph,
+    gce_instances_from_metadata,
+    gce_topology_graph,
+)
 from fabric.topology.slurm import block_conf, slurm_tree, tree_conf
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
@@ -36,9 +40,10 @@ def test_aws_network_nodes_become_a_tree() -> None:
     }
     conf = tree_conf(graph)
     assert "SwitchName=nn-3333333333example Nodes=gpu[01-02]" in conf.splitlines()
-    # a Slurm hostlist, as the writer compresses every list
+    # names with text after the number are not bracketed: Slurm 22.05 refuses
+    # nn-[2222222222,5434334334]example ("Invalid switches", seen in a real slurmctld)
     assert (
-        "SwitchName=nn-1111111111example Switches=nn-[2222222222,5434334334]example"
+        "SwitchName=nn-1111111111example Switches=nn-2222222222example,nn-5434334334example"
         in conf.splitlines()
     )
     assert graph.warnings == []
@@ -63,22 +68,44 @@ def test_aws_response_without_instances_is_refused() -> None:
         aws_topology_graph({"Reservations": []}, NAMES)
 
 
+GCE = json.loads((FIXTURES / "gce_instances_list__ai_hypercomputer__example.json").read_text())
+CLUSTER = "europe-west1-cluster-jfhb"
+BLOCK = f"{CLUSTER}-3e3056e23cf91a5cb4a8621b6a52c100"
+
+
 def test_gce_placement_levels_become_a_tree() -> None:
-    """The documented shape of ``resourceStatus.physicalHostTopology`` (cluster, block,
-    subblock, host); the values here are made up for the converter, not provider output."""
-    instances = [
-        {"name": n, "resourceStatus": {"physicalHostTopology": t}}
-        for n, t in [
-            ("a3-01", {"cluster": "c1", "block": "b1", "subblock": "s1", "host": "h1"}),
-            ("a3-02", {"cluster": "c1", "block": "b1", "subblock": "s1", "host": "h2"}),
-            ("a3-03", {"cluster": "c1", "block": "b1", "subblock": "s2", "host": "h3"}),
-        ]
-    ] + [{"name": "a3-04", "resourceStatus": {}}]
-    graph = gce_topology_graph(instances)
+    """The documented instances.list example (``physicalHostTopology`` with ``subBlock``): two
+    VMs of one block on two sub-blocks; a VM without placement is a warning."""
+    graph = gce_topology_graph([*GCE["items"], {"name": "vm-03", "resourceStatus": {}}])
     tree = slurm_tree(graph)
-    assert tree.leaves == {"c1-b1-s1": ["a3-01", "a3-02"], "c1-b1-s2": ["a3-03"]}
-    assert tree.uppers == {"c1-b1": ["c1-b1-s1", "c1-b1-s2"]}  # c1 passes through: pruned
-    assert graph.warnings == ["a3-04: no physical placement (not running, or no compact placement)"]
+    assert tree.leaves == {
+        f"{BLOCK}-0fc09525cbd5abd734342893ca1c083f": ["vm-01"],
+        f"{BLOCK}-1fc18636cbd4abd623553784ca2c174e": ["vm-02"],
+    }
+    assert tree.uppers == {BLOCK: sorted(tree.leaves)}  # the cluster passes through: pruned
+    assert graph.warnings == ["vm-03: no physical placement (not running, or no compact placement)"]
+
+
+def test_gce_metadata_key_gives_the_same_placement() -> None:
+    """Inside the VM, the ``physical_host_topology`` key's documented JSON places vm-02 where
+    instances.list does; the older ``physical_host`` path and an absent key are read too."""
+    text = FIXTURES / "gce_metadata_physical_host_topology__ai_hypercomputer__example.json"
+    items = gce_instances_from_metadata(
+        {"vm-02": text.read_text(), "vm-05": "/c9/b9/s9/h9", "vm-06": ""}
+    )
+    graph = gce_topology_graph(items)
+    assert slurm_tree(graph).leaves == {
+        f"{BLOCK}-1fc18636cbd4abd623553784ca2c174e": ["vm-02"],
+        "c9-b9-s9": ["vm-05"],
+    }
+    assert graph.warnings == ["vm-06: no physical placement (not running, or no compact placement)"]
+
+
+def test_gce_metadata_that_is_not_json_is_refused() -> None:
+    with pytest.raises(GraphError, match="vm-01: physical_host_topology is not JSON"):
+        gce_instances_from_metadata({"vm-01": "<html>404</html>"})
+    with pytest.raises(GraphError, match="not a JSON object"):
+        gce_instances_from_metadata({"vm-01": "[1, 2]"})
 
 
 def test_a_layer_name_slurm_cannot_use_is_refused() -> None:

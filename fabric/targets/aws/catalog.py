@@ -81,3 +81,18 @@ _AWS_EFA_ONLY = frozenset({"p5.48xlarge", "p5e.48xlarge"})
 def aws_efa_only(instance_type: str) -> bool:
     """Whether the type is launched with an ENA primary plus ``efa-only`` interfaces."""
     return instance_type in _AWS_EFA_ONLY
+
+
+#: Job environment on EFA instances (aws/aws-ofi-nccl doc/efa-env-var.md, commit
+#: 2daf7d303aa139a03140aa530957d10521e4478d: "FI_PROVIDER=efa, FI_EFA_USE_DEVICE_RDMA=1"):
+#: libfabric's efa provider, and device RDMA where the instance supports it (p4, p5). The one
+#: place: the hand-off's task prolog (``fabric.targets.aws.handoff``) and the nccl checks' runs
+#: (``fabric.verify.nccl_run``) read it.
+EFA_JOB_ENV: dict[str, str] = {"FI_PROVIDER": "efa"}
+EFA_DEVICE_RDMA_ENV: dict[str, str] = {"FI_EFA_USE_DEVICE_RDMA": "1"}
+
+
+def efa_job_env(device_rdma: bool) -> dict[str, str]:
+    """Every job's environment on an EFA instance; ``device_rdma`` where the type and the spec
+    have GPUDirect RDMA (p4, p5)."""
+    return EFA_JOB_ENV | (EFA_DEVICE_RDMA_ENV if device_rdma else {})

@@ -5,16 +5,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from fabric.targets.aws.catalog import aws_instance
+from fabric.targets.aws.catalog import aws_instance, efa_job_env
 
 if TYPE_CHECKING:
     from fabric.spec import ClusterSpec
-
-
-#: Job environment on EFA instances (aws/aws-ofi-nccl doc/efa-env-var.md): libfabric's efa
-#: provider, and device RDMA where the instance supports it (p4, p5).
-EFA_JOB_ENV = {"FI_PROVIDER": "efa"}
-EFA_DEVICE_RDMA_ENV = {"FI_EFA_USE_DEVICE_RDMA": "1"}
 
 
 def role_vars(spec: ClusterSpec) -> dict[str, Any]:
@@ -52,8 +46,6 @@ def job_environment(spec: ClusterSpec) -> dict[str, dict[str, dict[str, str]]]:
     for host, group in spec.hosts.items():
         known = aws_instance(group.instance_type or "")
         if group.role == "compute" and known is not None and known.efa:
-            env = dict(EFA_JOB_ENV)
-            if known.gpudirect_rdma and spec.aws.gpudirect_rdma:
-                env |= EFA_DEVICE_RDMA_ENV
-            out[host] = {"all": env, "multinode": {}}
+            rdma = known.gpudirect_rdma and spec.aws.gpudirect_rdma
+            out[host] = {"all": efa_job_env(rdma), "multinode": {}}
     return out

@@ -180,18 +180,20 @@ def existing_placeholder_problems(spec: ClusterSpec) -> list[Problem]:
     ``PLACEHOLDER`` SSH addresses (``validate`` accepts them: the spec serves ``check --plan``
     and the topology commands as it is). One problem naming every such node."""
     from fabric.hostlist import compress
+    from fabric.spec.sm import sm_placeholder_problems
 
     if spec.target != "existing" or spec.existing is None:
         return []
     held = [h for h, v in spec.existing.ssh.items() if v == SSH_PLACEHOLDER]
     if not held:
-        return []
+        return sm_placeholder_problems(spec)
     return [
         Problem(
             "existing.ssh",
             f"{compress(held)}: still PLACEHOLDER (written by python -m fabric import); set "
             "each node's [user@]address[:port] before pulumi up",
-        )
+        ),
+        *sm_placeholder_problems(spec),
     ]
 
 

@@ -47,9 +47,15 @@ def role_vars(spec: ClusterSpec) -> dict[str, Any]:
     }
 
 
-#: NCCL environment of multi-node jobs per GPUDirect-TCPX(O) machine type, as Cluster Toolkit's
-#: A3 blueprints set it (examples/machine-learning/a3-highgpu-8g/nccl-tests/run-nccl-tests.sh,
-#: a3-megagpu-8g/nccl-tests/run-nccl-tests.sh, commit 1047080375afbb44da4b596be314634e7486af4a).
+#: NCCL environment of multi-node jobs per A3 machine type, the one place, as Cluster Toolkit's
+#: blueprints set it: TCPX (A3 High) and TCPXO/FasTrak (A3 Mega) from
+#: examples/machine-learning/a3-highgpu-8g/nccl-tests/run-nccl-tests.sh and
+#: a3-megagpu-8g/nccl-tests/run-nccl-tests.sh (commit 1047080375afbb44da4b596be314634e7486af4a);
+#: gIB (A3 Ultra) from a3-ultragpu-8g/nccl-tests/run-nccl-tests.sh (commit
+#: c9ec0265044729f675562f19ed2845d08fca7251: ``NCCL_NET=gIB``, the two gVNIC interfaces as
+#: ``NCCL_SOCKET_IFNAME``, /usr/local/gib/lib64 first on ``LD_LIBRARY_PATH``; the plugin's
+#: tunables are in the image's /usr/local/gib/scripts/set_nccl_env.sh, which a job script
+#: sources as the blueprint's does: the task prolog only sets variables).
 #: ``${SLURM_JOB_ID}`` is expanded by the task prolog for each job.
 TCPX_JOB_ENV = {
     "a3-highgpu-8g": {
@@ -84,12 +90,17 @@ TCPX_JOB_ENV = {
         "NCCL_FASTRAK_LLCM_DEVICE_DIRECTORY": "/dev/aperture_devices",
         "LD_LIBRARY_PATH": "/var/lib/tcpxo/lib64:${LD_LIBRARY_PATH}",
     },
+    "a3-ultragpu-8g": {
+        "NCCL_NET": "gIB",
+        "NCCL_SOCKET_IFNAME": "enp0s19,enp192s20",
+        "LD_LIBRARY_PATH": "/usr/local/gib/lib64:/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH}",
+    },
 }
 
 
 def job_environment(spec: ClusterSpec) -> dict[str, dict[str, dict[str, str]]]:
-    """Per GPUDirect-TCPX(O) compute host, the NCCL environment of multi-node jobs (TCPX(O)
-    runs only between nodes)."""
+    """Per A3 compute host, the NCCL environment of multi-node jobs (TCPX(O) and gIB run only
+    between nodes)."""
     out: dict[str, dict[str, dict[str, str]]] = {}
     if spec.fabric.kind != "gcp-gpudirect":
         return out

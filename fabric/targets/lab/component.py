@@ -35,6 +35,7 @@ from fabric.targets.lab.dynamic_lab import (
     LabFile,
     LabNetwork,
     LabNode,
+    LabSwitchSm,
     NodeImage,
     RedfishEmulator,
     SshKey,
@@ -131,7 +132,8 @@ class LabCluster(TargetCluster):
         )
 
         ibsim = self._ibsim(name, spec, plan, mgmt) if plan.ibsim else None
-        deps = [r for r in (image, mgmt, fabric_net, ibsim) if r is not None]
+        switch_sms = self._switch_sms(name, spec, plan, ibsim) if ibsim else []
+        deps = [r for r in (image, mgmt, fabric_net, ibsim, *switch_sms) if r is not None]
         nodes = [
             self._node(
                 name, plan, n, addresses, fabric_addresses, image, login, host_keys[n.name], deps
@@ -295,6 +297,33 @@ class LabCluster(TargetCluster):
             pulumi.ResourceOptions(parent=self, depends_on=[ibsim]),
         )
         return ibsim
+
+    def _switch_sms(
+        self, name: str, spec: ClusterSpec, plan: LabPlan, ibsim: IbSim
+    ) -> list[LabSwitchSm]:
+        """The SM of each ``mode: switch`` entry with ``configure: true`` (railyard enables the
+        switch's SM; in the lab: OpenSM on this machine attached to that ibsim switch)."""
+        ib = spec.fabric.infiniband
+        layout = StateLayout.at(plan.state_dir)
+        return [
+            LabSwitchSm(
+                f"{name}-switch-sm-{sm.switch}",
+                {
+                    "switch": sm.switch,
+                    "priority": sm.priority,
+                    "routing_engine": ib.routing_engine,
+                    "sweep_interval": ib.sweep_interval,
+                    "server": plan.mgmt.gateway,
+                    "port": plan.ibsim_port,
+                    "workdir": str(layout.logs / f"switch-sm-{sm.switch}"),
+                    "log": str(layout.logs / f"switch-sm-{sm.switch}.log"),
+                },
+                ibsim.out_helper,
+                pulumi.ResourceOptions(parent=self, depends_on=[ibsim]),
+            )
+            for sm in (ib.subnet_managers if ib else [])
+            if sm.mode == "switch" and sm.configure and sm.switch
+        ]
 
     def _node(
         self,

@@ -9,6 +9,7 @@ container as gone and the next ``pulumi up`` recreates it.
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -457,6 +458,62 @@ class IbSimReaper(Resource):
             "out_helper": None,
         }
         super().__init__(IbSimReaperProvider(), name, args, opts)
+
+
+class LabSwitchSmProvider(_ReplaceOnChange):
+    """A switch's SM in the lab (``fabric.lab.switch_sm``), a process beside ibsim: replaced
+    with it (its ``ibsim`` input is ibsim's process), stopped before it."""
+
+    def create(self, props: dict[str, Any]) -> CreateResult:
+        from fabric.lab.switch_sm import start_switch_sm
+
+        helper = start_switch_sm(
+            props["switch"],
+            int(props["priority"]),
+            props["routing_engine"],
+            int(props["sweep_interval"]),
+            props["server"],
+            int(props["port"]),
+            Path(props["workdir"]),
+            Path(props["log"]),
+        )
+        return CreateResult(
+            f"switch-sm-{helper.pid}", {**_plain(props), "out_helper": helper.model_dump()}
+        )
+
+    def read(self, id_: str, props: dict[str, Any]) -> ReadResult:
+        from fabric.lab.process import Helper, alive
+
+        helper = props.get("out_helper")
+        return ReadResult(
+            id_ if helper and alive(Helper(**helper)) else None, props if helper else {}
+        )
+
+    def delete(self, _id: str, props: dict[str, Any]) -> None:
+        from fabric.lab.process import Helper, stop
+
+        if props.get("out_helper"):
+            stop(Helper(**props["out_helper"]))
+        shutil.rmtree(props["workdir"], ignore_errors=True)
+        log = Path(props["log"])
+        log.unlink(missing_ok=True)
+        _prune(log, log.parent.parent)
+
+
+class LabSwitchSm(Resource):
+    """The SM of ibsim switch ``switch`` (``mode: switch, configure: true``), run the way the
+    switch would once enabled: OpenSM attached to the switch's port 0."""
+
+    def __init__(
+        self,
+        name: str,
+        props: dict[str, Any],
+        ibsim: pulumi.Input[dict[str, Any]],
+        opts: pulumi.ResourceOptions | None = None,
+    ) -> None:
+        super().__init__(
+            LabSwitchSmProvider(), name, {**props, "ibsim": ibsim, "out_helper": None}, opts
+        )
 
 
 class RedfishEmulatorProvider(_ReplaceOnChange):

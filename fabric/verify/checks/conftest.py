@@ -151,10 +151,11 @@ def _params(
         ),
         "sm": (
             lambda: plan.subnet_managers,
-            lambda s: s.host,
-            lambda s: s.host,
-            lambda s: f"host:{s.host}",
+            lambda s: s.id,
+            lambda s: s.host if s.mode == "managed" else plan.observer,
+            lambda s: f"host:{s.host}" if s.mode == "managed" else f"sm:{s.id}",
         ),
+        "sm_free_host": (lambda: plan.sm_free_hosts, str, lambda h: h, lambda h: f"host:{h}"),
         "fabric_host": (lambda: plan.fabric_hosts, str, lambda h: h, lambda h: f"host:{h}"),
         "efa_host": (
             lambda: plan.family_params("efa"),
@@ -215,6 +216,12 @@ def _params(
             lambda c: c.port,
             lambda _: plan.sweep_hosts[0],
             lambda _: None,
+        ),
+        "provider_topology": (
+            lambda: plan.provider_topology,
+            lambda t: t.id,
+            lambda t: t.controller,
+            lambda _: "fabric",
         ),
         "sweep_host": (
             lambda: plan.sweep_hosts,

@@ -71,7 +71,8 @@ def _expect(
                 f"{run.hosts[0]}: show_gids lists no RoCE v2 IPv4 GID on {run.hcas[0]}"
             )
     gdr = not (plan.spec.aws is not None and not plan.spec.aws.gpudirect_rdma)
-    expect = expectation(kind, transport=transport, gdr=gdr, hcas=run.hcas)
+    version = plan.spec.aws.ofi_nccl_version if plan.spec.aws is not None else None
+    expect = expectation(kind, transport=transport, gdr=gdr, hcas=run.hcas, plugin_version=version)
     return expect, nccl_env(kind, hcas=run.hcas, gid_index=gid, algorithm="Ring")
 
 
