@@ -39,7 +39,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "-n",
         "--workers",
         type=int,
-        help="parallel pytest-xdist workers (default: one per 4 hosts checked, 2 to 8)",
+        help="parallel pytest-xdist workers (default: one per 4 hosts checked, at least 2, at "
+        "most 4 per core and 64)",
     )
     parser.add_argument(
         "--json", action="store_true", help="print the results as JSON instead of tables"

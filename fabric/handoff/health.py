@@ -18,6 +18,30 @@ from fabric.model.gpus import NODE_BIN_DIR, gpu_rails, gpus_of
 from fabric.model.ports import SIM_DEVICE, HcaPort, expected_ib_mtu
 from fabric.spec import ClusterSpec
 
+#: OpenSM's failover polling as ``roles/subnet_manager`` configures it by default
+#: (``subnet_manager_sminfo_polling_timeout`` ms, ``subnet_manager_polling_retry_number``; a
+#: unit test keeps these equal to the role's defaults), and in the lab, where the hand-off sets
+#: the shorter values (``fabric.handoff.vars.LAB_SUBNET_MANAGER``) so failover drills stay short.
+SM_POLLING_TIMEOUT_MS = 10000
+SM_POLLING_RETRIES = 4
+LAB_SM_POLLING_TIMEOUT_MS = 2000
+LAB_SM_POLLING_RETRIES = 2
+#: The least margin (s) after the STANDBY's takeover: its first heavy sweep as MASTER.
+SM_TAKEOVER_MARGIN_S = 10
+
+
+def sm_failover_seconds(spec: ClusterSpec) -> float:
+    """The declared failover window: how long a node may see no subnet manager answer before
+    the health check drains it. A STANDBY polls the MASTER every polling timeout and takes
+    over after that many failed polls (timeout x retries), then sweeps as the new MASTER (the
+    margin: two sweep intervals, at least ``SM_TAKEOVER_MARGIN_S``)."""
+    timeout_ms, retries = SM_POLLING_TIMEOUT_MS, SM_POLLING_RETRIES
+    if spec.simulated:
+        timeout_ms, retries = LAB_SM_POLLING_TIMEOUT_MS, LAB_SM_POLLING_RETRIES
+    ib = spec.fabric.infiniband
+    sweep = ib.sweep_interval if ib is not None else 0
+    return timeout_ms / 1000 * retries + max(SM_TAKEOVER_MARGIN_S, 2 * sweep)
+
 
 def _speed(graph: FabricGraph | None, port: HcaPort) -> str:
     """The declared speed of ``port``'s cable, or "" when it has none."""
@@ -61,6 +85,7 @@ def health_config(
             if p.host == host
         ],
         "thresholds": spec.health.counters.model_dump(exclude_none=True),
+        "sm_failover_s": sm_failover_seconds(spec),
     }
     if simulated:  # the lab's tools reach ibsim through a preload set in /etc/environment
         config["env_file"] = "/etc/environment"

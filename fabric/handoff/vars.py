@@ -14,6 +14,7 @@ from typing import Any
 
 import yaml
 
+from fabric.handoff.health import LAB_SM_POLLING_RETRIES, LAB_SM_POLLING_TIMEOUT_MS
 from fabric.hostlist import compress
 from fabric.model.cluster import ClusterModel
 from fabric.spec import ClusterSpec
@@ -28,8 +29,8 @@ LAB_SUBNET_MANAGER = {
     # ibsim + umad2sim: no kernel umad device for systemd's unit condition to find.
     "subnet_manager_require_kernel_umad": False,
     # Fail over in ~6 s instead of ~40 s, so failover drills stay short.
-    "subnet_manager_sminfo_polling_timeout": 2000,
-    "subnet_manager_polling_retry_number": 2,
+    "subnet_manager_sminfo_polling_timeout": LAB_SM_POLLING_TIMEOUT_MS,
+    "subnet_manager_polling_retry_number": LAB_SM_POLLING_RETRIES,
 }
 LAB_CLUSTER_HOSTS = {
     # Podman bind-mounts /etc/hosts (no rename over it) and writes a fresh one at every

@@ -67,7 +67,7 @@ HOST_FABRIC_CHECKS = {
     "test_sm_priority",
     "test_node_idle_or_allocated",
 }
-#: The error counter check (``checks/test_counters.py``).
+#: The error counter check (the fabric sweep's, ``checks/test_sweep.py``).
 COUNTER_CHECK = "test_port_error_counters"
 #: Checks of the master SM as the fabric sees it.
 MASTER_CHECKS = {

@@ -1,7 +1,7 @@
 """Port error counters: which ones, their thresholds per link speed, and judging two readings.
 
 For the other engineers: this is the one home of railyard's counter logic. ``fabric watch``
-(Prometheus), the check suite (``checks/test_counters.py``) and the Slurm health program
+(Prometheus), the check suite (the fabric sweep, ``sweep_judge.py``) and the Slurm health program
 (``fabric/verify/health.py``, installed on every compute node by ``roles/node_health``) all
 use it: :data:`COUNTERS` (perfquery name, short name, width in bits), :func:`thresholds`
 (defaults per link rate, spec overrides), :func:`judge` (two readings -> breaches).

@@ -1,18 +1,60 @@
-"""Tool outputs gathered on the nodes over SSH, parsed by ``fabric.parsers``, cached per run."""
+"""Tool outputs gathered on the nodes over SSH, parsed by ``fabric.parsers``, cached per run.
+
+No false failures: every MAD tool runs under ``timeout`` and is judged only once it ran to its
+end for reasons the fabric could cause. A run that failed for the harness's reasons (the
+simulator's "Empty fd_data or fd_data_enqueue failed", a refused ibsim slot, the tool stopped
+by its timeout or a signal, output no parser reads) or whose answer is a MAD timeout under
+load is run again, at most ``TOOL_ATTEMPTS`` times; a tool that kept failing for the
+harness's reasons is a ``HarnessError`` (reported as such, never as a port).
+"""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import Any
 
 from fabric.model.ports import SIM_DEVICE, HcaPort
 from fabric.parsers import PARSERS
+from fabric.parsers.errors import ParseError
 from fabric.parsers.ibstat import IbstatPort, IbstatReport
 from fabric.parsers.smpquery import PortInfoReport
 from fabric.topology.ibsim import simulated_device
 from fabric.verify.plan import CheckPlan
 
 Connect = Callable[[str], Any]
+
+#: Runs of a MAD tool before its failure is judged (or reported as a harness error).
+TOOL_ATTEMPTS = 3
+#: The shell's bound on one MAD tool run on a host (s), and the pause before a rerun (s,
+#: times the attempt).
+TOOL_TIMEOUT_S = 30
+TOOL_PAUSE_S = 0.5
+#: Exit statuses of a tool that did not run to its end: stopped by ``timeout`` (124), not
+#: runnable (126, 127), killed by a signal (128 + SIGABRT, SIGKILL, SIGSEGV, SIGTERM).
+HARNESS_RCS = frozenset({124, 126, 127, 134, 137, 139, 143})
+#: What a tool prints when the lab's simulator or its client library, not the fabric, failed
+#: it (umad2sim, ibsim, the lab's umad shim).
+HARNESS_SIGNS = (
+    "Empty fd_data",
+    "fd_data_enqueue failed",
+    "can't open new connection",
+    "sim_init:",
+    "sim_ctl:",
+    "umad2sim",
+)
+
+
+def harness_trouble(rc: int, text: str) -> str | None:
+    """Why a tool run says nothing about the fabric (None when it ran to its end)."""
+    if rc in HARNESS_RCS:
+        last = (text.strip().splitlines() or ["no output"])[-1].strip()
+        return f"exit {rc} (stopped or could not run): {last[:200]}"
+    for line in text.splitlines():
+        if any(sign in line for sign in HARNESS_SIGNS):
+            return line.strip()[:200]
+    return None
+
 
 #: Seconds each subnet-manager query (saquery, smpquery) may take.
 SM_TOOL_TIMEOUT = 30
@@ -47,8 +89,46 @@ class Facts:
         return result.rc, result.stdout + result.stderr
 
     def parsed(self, host: str, tool: str, command: str) -> Any:
-        """Run ``command`` on ``host`` once and parse its output as ``tool``."""
-        return self._once((host, command), lambda: PARSERS[tool](self.output(host, command)[1]))
+        """Run ``command`` on ``host`` once (retried as the module says) and parse its output
+        as ``tool``; cached per host and command."""
+        return self._once((host, command), lambda: self.judged(host, tool, command))
+
+    def judged(
+        self,
+        host: str,
+        tool: str,
+        command: str,
+        done: Callable[[Any], bool] = lambda report: bool(getattr(report, "ok", True)),
+        attempts: int = TOOL_ATTEMPTS,
+    ) -> Any:
+        """``command``'s parsed output once it ran to its end and ``done(report)`` holds, or
+        its last judgeable report when it never did in ``attempts`` runs (the check judges
+        it: a MAD timeout every time is the fabric's); a ``HarnessError`` when no run could
+        be judged."""
+        last: Any = None
+        why = "not run"
+        for attempt in range(1, attempts + 1):
+            rc, text = self.output(host, f"timeout {TOOL_TIMEOUT_S} {command}")
+            trouble = harness_trouble(rc, text)
+            if trouble is None:
+                try:
+                    last = PARSERS[tool](text)
+                except ParseError as err:
+                    trouble = f"unreadable output: {err}"
+                else:
+                    if done(last):
+                        return last
+            why = trouble or why
+            if attempt < attempts:
+                time.sleep(TOOL_PAUSE_S * attempt)
+        if last is None:
+            from fabric.verify.harness import HarnessError  # pytest's hook lives beside it
+
+            raise HarnessError(
+                f"{host}: {command.split()[0]} failed {attempts} times for reasons the fabric "
+                f"did not cause: {why}"
+            )
+        return last
 
     def ibstat(self, host: str) -> IbstatReport:
         """``ibstat`` on ``host``."""

@@ -14,6 +14,18 @@ cable, and once ``sminfo`` (an SM answers); on GPU hardware (``/proc/driver/nvid
 checks that ``nvidia_peermem`` is loaded. Counter rises are judged against the reading the
 previous run saved (``fabric.verify.counters``), so no run waits between two readings.
 
+A subnet manager failover is routine: the MASTER stops, a STANDBY notices after its polling
+timeout x retries and sweeps as the new MASTER. Meanwhile no SM answers. So an SM absence is
+judged against the configuration's ``sm_failover_s`` (the declared failover window, from
+``fabric.handoff.health.sm_failover_seconds``): the state file keeps when the absence began,
+and while it is shorter than the window the run is a harness error (nothing drained, nothing
+resumed); only an absence past the window fails the node.
+
+``--if-drained`` (what a converge runs on every compute node, ``roles/node_health``) does
+nothing unless railyard's health check drained the node; then it is a normal run, which
+resumes the node when the repair made it healthy, instead of waiting for the next
+``HealthCheckInterval``.
+
 Every tool call has a timeout, and the whole run an alarm: never a hang. A tool that answers
 is judged: a MAD it sent that timed out ("smpquery: ... timeout") is the fabric's failure. A tool
 that could not be run or did not finish in its time (exit 124/127: a hung driver, or in the lab
@@ -185,12 +197,20 @@ def load_config(path: Path) -> dict[str, Any]:
 class Checker:
     """One run: every declared port, an SM, counters, peer memory; failures in order."""
 
-    def __init__(self, config: dict[str, Any], state: Path) -> None:
+    def __init__(self, config: dict[str, Any], state: Path, now: float | None = None) -> None:
         self.config, self.state = config, state
+        self.now = time.time() if now is None else now
         self.env = tool_env(config)
         self.failures: list[str] = []
         self.harness_errors: list[str] = []
         self.readings: dict[str, dict[str, int]] = {}
+        try:
+            self.saved: dict[str, Any] = json.loads(self.state.read_text())
+        except (OSError, ValueError):
+            self.saved = {}
+        #: When the current SM absence began (epoch seconds), None while an SM answers.
+        since = self.saved.get("sm_absent_since")
+        self.sm_absent_since: float | None = float(since) if since is not None else None
 
     def fail(self, text: str) -> None:
         self.failures.append(text)
@@ -268,15 +288,34 @@ class Checker:
         rc, text = self._run(
             ["sminfo", "-C", str(port["ca"]), "-P", str(port["port"]), "-t", str(MAD_TIMEOUT_MS)]
         )
-        if self.judged(rc, text, "sminfo") and (rc != 0 or "sminfo:" not in text):
-            self.fail(f"no subnet manager answers: {_last(text, rc)}")
+        if not self.judged(rc, text, "sminfo"):
+            return
+        if rc == 0 and "sminfo:" in text:
+            self.sm_absent_since = None
+            return
+        self.sm_absent(_last(text, rc))
+
+    def sm_absent(self, said: str) -> None:
+        """No SM answered: a harness error within the failover window, a failure past it."""
+        window = float(self.config.get("sm_failover_s", 0) or 0)
+        if self.sm_absent_since is None or self.sm_absent_since > self.now:
+            self.sm_absent_since = self.now
+        absent = self.now - self.sm_absent_since
+        if absent < window:
+            self.harness_errors.append(
+                f"no subnet manager answers for {absent:.0f}s, within the {window:g}s failover "
+                f"window (not judged yet): {said}"
+            )
+        elif window:
+            self.fail(
+                f"no subnet manager answers: {said} (for {absent:.0f}s, past the {window:g}s "
+                "failover window)"
+            )
+        else:
+            self.fail(f"no subnet manager answers: {said}")
 
     def _counters(self) -> None:
-        now = time.time()
-        try:
-            saved = json.loads(self.state.read_text())
-        except (OSError, ValueError):
-            saved = {}
+        now, saved = self.now, self.saved
         before, then = saved.get("readings", {}), float(saved.get("time", now))
         rates = {
             f"{p['device']}/{p['port']}": float(p.get("rate_gbps", 0)) for p in self.config["ports"]
@@ -294,7 +333,10 @@ class Checker:
         try:
             self.state.parent.mkdir(parents=True, exist_ok=True)
             tmp = self.state.with_suffix(".tmp")
-            tmp.write_text(json.dumps({"time": now, "readings": self.readings}))
+            kept: dict[str, Any] = {"time": now, "readings": self.readings}
+            if self.sm_absent_since is not None:
+                kept["sm_absent_since"] = self.sm_absent_since
+            tmp.write_text(json.dumps(kept))
             tmp.replace(self.state)
         except OSError as exc:
             self.fail(f"cannot save counter readings to {self.state}: {exc.strerror}")
@@ -431,6 +473,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         "NCCL busbw, per-rail GPUDirect ib_write_bw); needs the GPUs idle: a Slurm prolog",
     )
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
+    parser.add_argument(
+        "--if-drained",
+        action="store_true",
+        help="do nothing unless railyard's health check drained this node (a converge after a "
+        "repair: the node is resumed now, not at the next HealthCheckInterval)",
+    )
     parser.add_argument("--config", type=Path, default=CONFIG)
     parser.add_argument("--state", type=Path, default=STATE)
     args = parser.parse_args(argv)
@@ -448,6 +496,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ConfigError as exc:
         print(f"railyard-health: {exc}", file=sys.stderr)
         return 2
+    if args.if_drained and not args.check:
+        found = node_state(str(config["node"]), checker.env)
+        if found is None or "DRAIN" not in found[0] or not found[1].startswith(REASON_PREFIX):
+            why = "slurmctld not reachable" if found is None else f"state {found[0]}"
+            print(f"railyard-health: not drained by railyard ({why}): nothing to do")
+            return 0
     failures = checker.check()
     harness = checker.harness_errors
     if args.slow:

@@ -119,6 +119,21 @@ class DeclaredLink(_Model):
         return f"{self.a_name}/{self.a_port}-{self.b_name}/{self.b_port}"
 
 
+class SweptCable(_Model):
+    """A declared InfiniBand cable the fabric sweep judges (``fabric.verify.sweep_judge``):
+    ``link`` names both ends (the discovery check's parameter), ``port`` the HCA port (or
+    ``link`` between switches: the state and counter checks' parameter), ``host`` its host."""
+
+    link: str
+    port: str
+    host: str | None = None
+
+    @property
+    def id(self) -> str:
+        """Test id: the link, both ends."""
+        return self.link
+
+
 class ProviderTopology(_Model):
     """A cloud's placement of the Slurm compute nodes, read when the check runs
     (``fabric.verify.cloud_topology``) and compared with the topology Slurm loaded."""
@@ -180,9 +195,23 @@ class CheckPlan(_Model):
         return [p for p in self.hca_ports if p.link_layer != "Ethernet"]
 
     @cached_property
+    def host_ports(self) -> list[HcaPort]:
+        """RDMA ports judged on their host (``ibstat`` over SSH): those the fabric sweep does
+        not judge (RoCE ports; InfiniBand ports without a declared cable or a sweep)."""
+        swept = {c.port for c in self.swept_cables}
+        return [p for p in self.rdma_ports if p.id not in swept]
+
+    @cached_property
     def ib_ports(self) -> list[HcaPort]:
         """HCA ports whose link layer is InfiniBand."""
         return [p for p in self.hca_ports if p.link_layer == "InfiniBand"]
+
+    @cached_property
+    def host_ib_ports(self) -> list[HcaPort]:
+        """InfiniBand ports whose width and far end are read on their host (``iblinkinfo``
+        over SSH): those the fabric sweep does not judge."""
+        swept = {c.port for c in self.swept_cables}
+        return [p for p in self.ib_ports if p.id not in swept]
 
     @cached_property
     def counter_ports(self) -> list[HcaPort]:
@@ -445,6 +474,20 @@ class CheckPlan(_Model):
         return self.routing_hosts
 
     @cached_property
+    def swept_cables(self) -> list[SweptCable]:
+        """Every declared cable the sweep judges: those of the selected hosts' HCAs and every
+        switch-to-switch cable (one sweep judges the whole fabric)."""
+        if not self.sweep_hosts or self.expected_graph is None:
+            return []
+        from fabric.verify.sweep_judge import cable_ids
+
+        return [
+            SweptCable(link=c.link, port=c.port, host=c.host)
+            for c in cable_ids(self.expected_graph)
+            if c.host is None or c.host in self.hosts
+        ]
+
+    @cached_property
     def discovery_host(self) -> str | None:
         """The host ibnetdiscover runs on: the first selected managed SM host; with no
         managed SM (the SMs are external or a switch's), the observer."""
@@ -464,6 +507,7 @@ class CheckPlan(_Model):
         """Check family -> why it is not generated for this spec, target and selection."""
         spec, out = self.spec, {}
         kind = spec.fabric.kind
+        swept = f"the fabric sweep from {self.observer} judges every declared cable (sweep)"
         if not self.rdma_ports:
             out["ports"] = (
                 "target lab: RoCE HCAs are veth netdevs without an RDMA device for ibstat; "
@@ -471,10 +515,14 @@ class CheckPlan(_Model):
                 if self.hca_ports
                 else "no HCA port declared on the selected hosts"
             )
+        elif not self.host_ports:
+            out["ports"] = swept
         if not self.ib_ports:
             out["ib"] = "no InfiniBand HCA port declared on the selected hosts"
-        if not self.counter_ports:
-            out["counters"] = "no InfiniBand HCA port with a declared cable on the selected hosts"
+        if not self.ib_ports:
+            out["ib_links"] = out["ib"]
+        elif not self.host_ib_ports:
+            out["ib_links"] = swept
         if not self.netdevs:
             out["netdev_mtu"] = (
                 "no HCA declares a netdev (RoCE/IPoIB interface) on the selected hosts"
@@ -524,12 +572,6 @@ class CheckPlan(_Model):
                 f"target {spec.target}: the provider's placement is read on aws and gcp"
                 if spec.target not in ("aws", "gcp")
                 else "needs the Slurm controller and every compute node selected"
-            )
-        if not self.declared_links:
-            out["discovery"] = "no declared fat tree to compare ibnetdiscover with"
-        elif kind != "infiniband" or self.discovery_host is None:
-            out["discovery"] = (
-                "ibnetdiscover runs on an SM host of an InfiniBand fabric; none selected"
             )
         if kind != "infiniband":
             out["sweep"] = f"fabric.kind is {kind}: the MAD sweep judges InfiniBand cables"
@@ -617,6 +659,10 @@ class CheckPlan(_Model):
 
 
 #: The general families before the targets' own (``FAMILIES`` of their ``checks`` part).
+#: Cable-level questions (state, physical state, rate, width, far end, error counters) are
+#: the ``sweep`` family's: one vantage host judges every declared cable, under the checks'
+#: own names; ``ports`` and ``ib_links`` ask them on a host only of a port the sweep does not
+#: judge (RoCE, or InfiniBand without declared cabling).
 _GENERAL: dict[str, tuple[tuple[str, ...], str]] = {
     "ports": (
         (
@@ -626,13 +672,10 @@ _GENERAL: dict[str, tuple[tuple[str, ...], str]] = {
             "test_port_rate",
             "test_port_link_layer",
         ),
-        "rdma_ports",
+        "host_ports",
     ),
-    "ib": (
-        ("test_ib_active_mtu", "test_port_width", "test_port_cabled_to_declared_switch_port"),
-        "ib_ports",
-    ),
-    "counters": (("test_port_error_counters",), "counter_ports"),
+    "ib": (("test_ib_active_mtu",), "ib_ports"),
+    "ib_links": (("test_port_width", "test_port_cabled_to_declared_switch_port"), "host_ib_ports"),
     "phy": (("test_ibdiagnet_phy",), "phy_hosts"),
     "netdev_mtu": (("test_netdev_mtu",), "netdevs"),
     "path_mtu": (("test_path_mtu",), "netdev_pairs"),
@@ -666,8 +709,16 @@ _GENERAL: dict[str, tuple[tuple[str, ...], str]] = {
         "roce_hops",
     ),
     "roce_bandwidth": (("test_roce_write_bandwidth",), "netdev_pairs"),
-    "discovery": (("test_declared_link_discovered", "test_no_undeclared_links"), "declared_links"),
-    "sweep": (("test_fabric_sweep",), "sweep_hosts"),
+    "sweep": (
+        (
+            "test_declared_link_discovered",
+            "test_no_undeclared_links",
+            "test_port_state_active",
+            "test_port_physical_state_linkup",
+            "test_port_error_counters",
+        ),
+        "swept_cables",
+    ),
     "routing": (
         ("test_routing_engine", "test_routes_minimal_updown", "test_routes_balanced"),
         "routing_hosts",

@@ -20,15 +20,25 @@ SUITE_TIMEOUT = 3600
 #: The exit status recorded when the suite was stopped at SUITE_TIMEOUT (timeout(1)'s).
 SUITE_TIMED_OUT = 124
 CHECKS_DIR = Path(__file__).resolve().parent / "checks"
-#: pytest-xdist workers: one per this many selected hosts, between 2 and MAX_WORKERS. Most of a
-#: check's time is waiting on a host (ibping's server, a perfquery), not the controller's CPU.
+#: pytest-xdist workers: one per this many selected hosts, at most WORKERS_PER_CORE per
+#: controller core and MAX_WORKERS in all (each a Python process of ~80 MiB). Most of a check's
+#: time is waiting on a host (an SSH round trip, ibping's server, a MAD tool), not the
+#: controller's CPU. The host part's cost grows with hosts / workers: a host's checks run in
+#: one worker (``--dist loadgroup``, the suite's conftest), the fabric sweep in one more.
 HOSTS_PER_WORKER = 4
-MAX_WORKERS = 8
+WORKERS_PER_CORE = 4
+MAX_WORKERS = 64
 
 
-def workers_for(hosts: int) -> int:
-    """The xdist workers for a run over ``hosts`` hosts: sized to the cluster."""
-    return max(2, min(MAX_WORKERS, -(-hosts // HOSTS_PER_WORKER)))
+def max_workers(cores: int | None = None) -> int:
+    """The most xdist workers on a controller of ``cores`` cores (default: this one's)."""
+    return max(2, min(MAX_WORKERS, WORKERS_PER_CORE * (cores or os.cpu_count() or 1)))
+
+
+def workers_for(hosts: int, cores: int | None = None) -> int:
+    """The xdist workers for a run over ``hosts`` hosts: sized to the cluster and the
+    controller."""
+    return max(2, min(max_workers(cores), -(-hosts // HOSTS_PER_WORKER)))
 
 
 class RunOutcome(BaseModel):

@@ -161,20 +161,29 @@ def _trouble(done: Completed) -> str | None:
     return None
 
 
+def _timeout_ms(config: SweepConfig, attempt: int) -> str:
+    """The MAD timeout of a tool's ``attempt``-th run (0 first): ``timeout_ms``, then four
+    times longer each rerun. A reply later than its timeout is what a loaded responder sends,
+    and libibnetdisc 44 handles one badly ("Failed to find matching smp for trid", then
+    "double free or corruption" and SIGABRT, seen on a lab node at load 60): the rerun waits
+    longer instead of meeting the same late replies."""
+    return str(config.timeout_ms * 4**attempt)
+
+
 def _discover(run: Run, config: SweepConfig) -> tuple[FabricGraph, str | None]:
-    argv = [
-        "ibnetdiscover",
-        *config.local(),
-        "-o",
-        str(config.max_smps),
-        "-t",
-        str(config.timeout_ms),
-        "--cache",
-        config.cache,
-    ]
     last: tuple[FabricGraph, str] | None = None
     why = "not run"
-    for _ in range(max(1, config.attempts)):
+    for attempt in range(max(1, config.attempts)):
+        argv = [
+            "ibnetdiscover",
+            *config.local(),
+            "-o",
+            str(config.max_smps),
+            "-t",
+            _timeout_ms(config, attempt),
+            "--cache",
+            config.cache,
+        ]
         done = run(argv, config.tool_timeout_s)
         trouble = _trouble(done)
         if done.rc != 0:
@@ -215,20 +224,20 @@ def _linkinfo(run: Run, config: SweepConfig) -> IblinkinfoReport:
 def _queryerrors(run: Run, config: SweepConfig) -> tuple[IbqueryerrorsReport, list[str]]:
     """The counters; a run with PMA failures is retried and each node taken from the first run
     that read it. Returns the merged report and the harness notes."""
-    argv = [
-        "ibqueryerrors",
-        *config.local(),
-        "--load-cache",
-        config.cache,
-        "--threshold-file",
-        "/dev/null",
-        "--skip-sl",
-        "-t",
-        str(config.timeout_ms),
-    ]
     merged: IbqueryerrorsReport | None = None
     notes: list[str] = []
-    for _ in range(max(1, config.attempts)):
+    for attempt in range(max(1, config.attempts)):
+        argv = [
+            "ibqueryerrors",
+            *config.local(),
+            "--load-cache",
+            config.cache,
+            "--threshold-file",
+            "/dev/null",
+            "--skip-sl",
+            "-t",
+            _timeout_ms(config, attempt),
+        ]
         done = run(argv, config.tool_timeout_s)
         try:
             report = parse_ibqueryerrors(done.stdout + "\n" + done.stderr)

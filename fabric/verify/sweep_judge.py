@@ -165,6 +165,25 @@ def _cables(declared: FabricGraph) -> list[_Cable]:
     return out
 
 
+@dataclass(frozen=True)
+class CableId:
+    """How the sweep's results name one declared cable: ``link`` (both ends, the discovery
+    check's parameter), ``port`` (the HCA port, or ``link`` for a switch-to-switch cable: the
+    state and counter checks' parameter), and the host of its HCA end (None between switches)."""
+
+    link: str
+    port: str
+    host: str | None
+
+
+def cable_ids(declared: FabricGraph) -> list[CableId]:
+    """Every declared cable as the sweep's results name it, in the graph's order."""
+    return [
+        CableId(c.id, c.param, c.hca_port.split("/", 1)[0] if c.hca_port else None)
+        for c in _cables(declared)
+    ]
+
+
 def _group(cables: list[_Cable], found: list[Discrepancy]) -> dict[str, list[Discrepancy]]:
     """Declared cable id -> its discrepancies (by switch port, as ``fabric.verify.discovery``
     files them, else by HCA); "" -> the rest (cables found but never declared)."""

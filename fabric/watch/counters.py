@@ -3,7 +3,7 @@
 Each scrape reads both ends of every declared InfiniBand cable (``CheckPlan.counter_ports``)
 with ``perfquery`` (parsed by ``fabric.parsers.perfquery``, extended counters where the port
 reports its error counters in them), the HCA end on its host and the switch end through it,
-as ``checks/test_counters.py`` does. The rise since the previous scrape is judged by
+as the health program does (the check suite's counters are the fabric sweep's). The rise since the previous scrape is judged by
 ``fabric.verify.counters.judge`` against the spec's thresholds. Only the previous reading of
 each end is kept, so memory is bounded by the number of declared cables.
 """

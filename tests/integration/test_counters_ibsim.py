@@ -3,11 +3,12 @@
 The lab spec's fabric runs in a private ibsim (its own abstract socket, no network, so no
 subnet or port range is taken) swept by a real OpenSM; ibsim's console (``PerformanceSet``,
 ``Unlink``, ``Link``, read from its stdin) injects the faults. The tools are the real ones on
-this machine, preloaded with umad2sim as each host's HCA; only SSH is left out: the check's
-``Facts`` run commands through testinfra's local backend as the host's HCA (``SIM_HOST``).
+this machine, preloaded with umad2sim as each host's HCA; only SSH is left out: the sweep's
+tools run on this machine as the vantage host's HCA (``SIM_HOST``).
 
-1. The counter check (``fabric/verify/checks/test_counters.py``): after one cable's switch
-   port gets symbol errors, it names that cable and no other.
+1. The counter check (the fabric sweep's, ``fabric/verify/checks/test_sweep.py``, from one
+   vantage host): after one cable's switch port gets symbol errors between two sweeps, it
+   names that cable and no other.
 2. The health program (``fabric/verify/health.py``), as slurmd would run it on gpu03 (with
    ``--check``: no Slurm here): healthy, then a pulled cable named with its switch port,
    then rising symbol errors named; its run time is recorded (not judged).
@@ -18,7 +19,6 @@ from __future__ import annotations
 import importlib
 import json
 import os
-import shlex
 import shutil
 import subprocess
 import time
@@ -29,7 +29,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import testinfra
 import yaml
 
 from fabric.handoff.health import health_config
@@ -38,8 +37,8 @@ from fabric.spec import ClusterSpec
 from fabric.state import REPO_ROOT
 from fabric.topology.from_spec import graph_from_spec
 from fabric.topology.ibsim import ibsim_limits, render_net, sim_host
-from fabric.verify.facts import Facts
 from fabric.verify.plan import CheckPlan
+from fabric.verify.sweep import local_runner
 
 pytestmark = pytest.mark.integration
 
@@ -85,24 +84,6 @@ class Sim:
                 return
             time.sleep(0.5)
         raise AssertionError(f"{host}'s port is not Active {timeout:.0f}s after re-linking")
-
-
-class SimHost:
-    """A testinfra host that runs each command locally as ``host``'s simulated HCA."""
-
-    def __init__(self, sim: Sim, host: str) -> None:
-        self.local = testinfra.get_host("local://")
-        self.prefix = " ".join(
-            f"{k}={v}"
-            for k, v in {
-                "LD_PRELOAD": UMAD2SIM,
-                "IBSIM_SOCKNAME": sim.env["IBSIM_SOCKNAME"],
-                "SIM_HOST": sim_host(host, "mlx5_0"),
-            }.items()
-        )
-
-    def run(self, command: str) -> Any:
-        return self.local.run(f"env {self.prefix} sh -c {shlex.quote(command)}")
 
 
 def lab_plan() -> CheckPlan:
@@ -179,45 +160,48 @@ def sim(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sim]:
 
 
 @pytest.fixture(scope="module")
-def counter_checks(request: pytest.FixtureRequest) -> Any:
+def sweep_checks(request: pytest.FixtureRequest) -> Any:
     """The shipped check module (its ``family`` marker registered, as its conftest does)."""
     request.config.addinivalue_line("markers", "family(name): the check family")
-    return importlib.import_module("fabric.verify.checks.test_counters")
+    return importlib.import_module("fabric.verify.checks.test_sweep")
 
 
 def _counter_failures(
-    sim: Sim, counter_checks: Any, between: Callable[[], None] | None = None
+    sim: Sim, sweep_checks: Any, between: Callable[[], None] | None = None
 ) -> dict[str, str]:
-    """Run the counter check over every cabled port; port id -> its failure message."""
-    hosts: dict[str, SimHost] = {}
-
-    def connect(name: str) -> SimHost:
-        return hosts.setdefault(name, SimHost(sim, name))
-
-    facts = Facts(plan=sim.plan, connect=connect)
-    readings = counter_checks.Readings(facts, sim.plan, between)
+    """Sweep the fabric from the plan's vantage host, run ``between``, sweep again; run the
+    counter check over every declared cable; cable id -> its failure message."""
+    observer = sim.plan.sweep_hosts[0]
+    run = local_runner(dict(sim.env, SIM_HOST=sim_host(observer, "mlx5_0")))
+    cache = str(sim.workdir / "sweep.cache")
+    first = sweep_checks.run_sweep(sim.plan, run, counters=False, cache=cache)
+    if between is not None:
+        between()
+    swept = sweep_checks.Swept.of(
+        sweep_checks.run_sweep(sim.plan, run, before=first.capture, cache=cache)
+    )
     failures = {}
-    for port in sim.plan.counter_ports:
+    for cable in sim.plan.swept_cables:
         try:
-            counter_checks.test_port_error_counters(None, readings, sim.plan, port)
+            sweep_checks.test_port_error_counters(None, swept, cable, lambda *_: None)
         except AssertionError as err:
-            failures[port.id] = str(err)
+            failures[cable.port] = str(err)
     return failures
 
 
 def test_counter_check_names_the_cable_with_symbol_errors_and_no_other(
-    sim: Sim, counter_checks: Any
+    sim: Sim, sweep_checks: Any
 ) -> None:
-    assert _counter_failures(sim, counter_checks) == {}
+    assert _counter_failures(sim, sweep_checks) == {}
     gpu03 = next(p for p in sim.plan.counter_ports if p.host == "gpu03")
     bump = f'PerformanceSet "{gpu03.switch}"[{gpu03.switch_port}] PortCounters.SymbolErrorCounter='
-    try:  # between the check's two readings, as a failing cable would
-        failures = _counter_failures(sim, counter_checks, lambda: sim.console(bump + "400"))
+    try:  # between the sweep's two readings, as a failing cable would
+        failures = _counter_failures(sim, sweep_checks, lambda: sim.console(bump + "400"))
     finally:
         sim.console(bump + "0")
     assert list(failures) == [gpu03.id], failures
     cable = f"{gpu03.switch} port {gpu03.switch_port} ↔ gpu03 mlx5_0 port 1"
-    assert failures[gpu03.id].startswith(f"cable {cable}: errors rising: ")
+    assert failures[gpu03.id].startswith(f"{cable}: ")
     assert "SymbolErrorCounter +400" in failures[gpu03.id]
 
 

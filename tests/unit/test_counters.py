@@ -104,11 +104,14 @@ def _lab_plan() -> CheckPlan:
 
 
 def test_plan_judges_every_cabled_ib_port() -> None:
+    """The sweep reads the counters of every cabled InfiniBand port (both ends)."""
     plan = _lab_plan()
     assert plan.counter_ports == [p for p in plan.ib_ports if p.switch]
     assert len(plan.counter_ports) == len(plan.ib_ports) > 0
-    assert "counters" not in plan.not_generated()
-    assert FAMILIES["counters"] == (("test_port_error_counters",), "counter_ports")
+    assert {c.port for c in plan.swept_cables if c.host} == {p.id for p in plan.counter_ports}
+    assert "sweep" not in plan.not_generated()
+    checks, source = FAMILIES["sweep"]
+    assert "test_port_error_counters" in checks and source == "swept_cables"
 
 
 def _counter_failure(plan: CheckPlan, host: str) -> CheckResult:

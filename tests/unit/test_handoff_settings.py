@@ -108,10 +108,14 @@ def test_a_changed_inventory_empties_the_cache_and_removal_takes_it(tmp_path: Pa
 
 
 def test_check_workers_are_sized_to_the_hosts_checked() -> None:
-    from fabric.verify.runner import MAX_WORKERS, workers_for
+    from fabric.verify.runner import MAX_WORKERS, max_workers, workers_for
 
-    assert [workers_for(n) for n in (1, 7, 11, 19, 35)] == [2, 2, 3, 5, MAX_WORKERS]
-    assert workers_for(10_000) == MAX_WORKERS
+    # this machine's 2 cores: at most 8 workers
+    assert [workers_for(n, cores=2) for n in (1, 7, 11, 19, 35)] == [2, 2, 3, 5, 8]
+    assert workers_for(10_000, cores=2) == 8
+    # a 16-core controller: 4 workers per core, 64 at most
+    assert workers_for(2048, cores=16) == max_workers(16) == MAX_WORKERS == 64
+    assert workers_for(100, cores=16) == 25
 
 
 CONTROL_DIR = """\

@@ -150,3 +150,81 @@ def test_a_tool_that_ignores_sigterm_is_killed_after_the_grace(tmp_path: Path) -
 def test_a_tool_that_cannot_start_is_127() -> None:
     rc, text = health.run(["/nonexistent/railyard-tool"])
     assert rc == 127 and text.startswith("/nonexistent/railyard-tool: "), text
+
+
+def test_failover_window_follows_the_subnet_managers_polling() -> None:
+    """Polling timeout x retries + margin: the lab's short polling (fabric.handoff.vars), the
+    role's defaults elsewhere (kept equal to roles/subnet_manager/defaults/main.yml)."""
+    import yaml
+
+    from fabric.handoff.health import (
+        SM_POLLING_RETRIES,
+        SM_POLLING_TIMEOUT_MS,
+        sm_failover_seconds,
+    )
+
+    defaults = yaml.safe_load(
+        (REPO_ROOT / "roles" / "subnet_manager" / "defaults" / "main.yml").read_text()
+    )
+    assert defaults["subnet_manager_sminfo_polling_timeout"] == SM_POLLING_TIMEOUT_MS
+    assert defaults["subnet_manager_polling_retry_number"] == SM_POLLING_RETRIES
+    lab = load_spec(REPO_ROOT / "Pulumi.lab.yaml")  # 2 s x 2 polls, sweep_interval 10
+    assert sm_failover_seconds(lab) == 2 * 2 + 2 * 10
+    assert health_configs(ClusterModel(lab))["gpu03"]["sm_failover_s"] == 24
+    site = load_spec(REPO_ROOT / "Pulumi.baremetal-ib.example.yaml")
+    ib = site.fabric.infiniband
+    assert ib is not None
+    assert sm_failover_seconds(site) == 10 * 4 + max(10, 2 * ib.sweep_interval)
+
+
+def _sm_absent(tmp_path: Path, now: float, window: float = 24.0) -> health.Checker:
+    """One run at ``now`` in which no SM answered; its state saved as a run saves it."""
+    config = {"node": "gpu03", "ports": [], "sm_failover_s": window}
+    checker = health.Checker(config, tmp_path / "state.json", now=now)
+    checker.sm_absent("sminfo: iberror: failed: query")
+    checker._counters()
+    return checker
+
+
+def test_an_sm_absence_within_the_failover_window_drains_nothing(tmp_path: Path) -> None:
+    """A failover's gap (no SM answers until the STANDBY takes over) is a harness error while
+    it is shorter than the window, timed from the first run that saw it; past it, a failure."""
+    first = _sm_absent(tmp_path, 1000.0)
+    assert first.failures == []
+    assert first.harness_errors == [
+        "no subnet manager answers for 0s, within the 24s failover window (not judged yet): "
+        "sminfo: iberror: failed: query"
+    ]
+    later = _sm_absent(tmp_path, 1020.0)
+    assert later.failures == [] and "for 20s, within the 24s" in later.harness_errors[0]
+    past = _sm_absent(tmp_path, 1025.0)
+    assert past.harness_errors == []
+    assert past.failures == [
+        "no subnet manager answers: sminfo: iberror: failed: query (for 25s, past the 24s "
+        "failover window)"
+    ]
+
+
+def test_without_a_failover_window_an_absent_sm_fails_at_once(tmp_path: Path) -> None:
+    checker = _sm_absent(tmp_path, 1000.0, window=0)
+    assert checker.failures == ["no subnet manager answers: sminfo: iberror: failed: query"]
+
+
+def test_if_drained_does_nothing_on_a_node_railyard_did_not_drain(tmp_path: Path) -> None:
+    """What a converge runs on every compute node: here no slurmctld answers (no scontrol),
+    so the node is not known to be drained by railyard, and nothing runs."""
+    done = subprocess.run(
+        [sys.executable, str(PROGRAM), "--if-drained", "--config", str(_config(tmp_path))]
+        + ["--state", str(tmp_path / "state.json")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        cwd=PROGRAM.parent,
+        env={"PATH": "/usr/bin:/bin"},
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == (
+        "railyard-health: not drained by railyard (slurmctld not reachable): nothing to do"
+    )
+    assert not (tmp_path / "state.json").exists()  # no tool ran, no reading kept

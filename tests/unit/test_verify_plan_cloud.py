@@ -141,7 +141,8 @@ def test_check_plan_cli_lists_the_labs_ib_checks() -> None:
         timeout=120,
     )
     assert out.returncode == 0, out.stderr
-    assert "ib: test_ib_active_mtu, test_port_width" in out.stdout
+    assert "ib: test_ib_active_mtu over" in out.stdout
+    assert "sweep: test_declared_link_discovered, test_no_undeclared_links" in out.stdout
     assert '"host": "gpu01"' in out.stdout
     assert "efa: not generated: fabric.kind is infiniband, not efa" in out.stdout
 

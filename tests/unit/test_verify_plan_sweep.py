@@ -21,10 +21,42 @@ def test_lab_sweeps_from_its_observer() -> None:
     assert plan.spec.fabric.kind == "infiniband"
     assert plan.sweep_hosts == [plan.observer] and plan.observer is not None
     assert "sweep" not in plan.not_generated()
-    assert describe(plan)["sweep"] == {
-        "checks": ["test_fabric_sweep"],
-        "parameters": [plan.observer],
+    described = describe(plan)["sweep"]
+    assert described["checks"] == [
+        "test_declared_link_discovered",
+        "test_no_undeclared_links",
+        "test_port_state_active",
+        "test_port_physical_state_linkup",
+        "test_port_error_counters",
+    ]
+    # every declared cable: 10 HCA cables and 8 leaf-spine cables, each named by both ends
+    cables = described["parameters"]
+    assert len(cables) == 18  # type: ignore[arg-type]
+    assert cables[0] == {  # type: ignore[index]
+        "link": "leaf01/1-gpu01/mlx5_0/1",
+        "port": "gpu01/mlx5_0/1",
+        "host": "gpu01",
     }
+    assert cables[-1] == {  # type: ignore[index]
+        "link": "leaf02/64-spine01/8",
+        "port": "leaf02/64-spine01/8",
+        "host": None,
+    }
+
+
+def test_the_sweep_retires_the_per_host_cable_checks() -> None:
+    """Every InfiniBand port the sweep judges leaves the per-host port and link families: SSH
+    asks a host only what lives on it (here the port's active MTU, the master it sees)."""
+    plan = _plan(REPO / "Pulumi.lab.yaml")
+    assert {c.port for c in plan.swept_cables if c.host} == {p.id for p in plan.ib_ports}
+    assert plan.host_ports == [] and plan.host_ib_ports == []
+    reasons = plan.not_generated()
+    assert (
+        reasons["ports"]
+        == reasons["ib_links"]
+        == (f"the fabric sweep from {plan.observer} judges every declared cable (sweep)")
+    )
+    assert "ib" not in reasons and "sm" not in reasons
 
 
 def test_other_fabrics_are_not_swept() -> None:

@@ -117,4 +117,6 @@ def test_lab_plan_reports_why_checks_are_not_generated() -> None:
 def test_limit_drops_fabric_wide_checks_without_their_hosts() -> None:
     spec = load_spec(REPO_ROOT / "Pulumi.lab.yaml")
     plan = CheckPlan(spec=spec, hosts=["gpu01", "gpu02"])
-    assert "discovery" in plan.not_generated() and "slurm_topology" in plan.not_generated()
+    assert "slurm_topology" in plan.not_generated()
+    # the sweep judges the whole fabric from any selected fabric host
+    assert plan.sweep_hosts == ["gpu01"] and "sweep" not in plan.not_generated()

@@ -147,8 +147,8 @@ def test_exposition_of_a_scrape_with_a_pulled_cable(plan: CheckPlan, tmp_path: P
     # the capture's master (priority 14, lid 1) owns no GUID of the lab fabric: host unknown
     assert got[("railyard_sm_master_priority", (("host", ""), ("stack", "lab")))] == 14.0
     fam = {k[1]: v for k, v in got.items() if k[0] == "railyard_check_family_ok"}
-    assert fam == {
-        (("family", "ports"), ("stack", "lab")): 0.0,
+    assert fam == {  # the port state of a declared cable is the sweep's
+        (("family", "sweep"), ("stack", "lab")): 0.0,
         (("family", "sm"), ("stack", "lab")): 1.0,
     }
     assert got[("railyard_watch_scrape_error", (("source", "checks"), ("stack", "lab")))] == 0.0

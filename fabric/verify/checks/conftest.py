@@ -81,7 +81,8 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[SKIPPED] = {}
 
 
-#: Parameter name -> (values from the plan, test id, host the check runs on, report subject).
+#: Parameter name -> (values from the plan, test id, host the check runs on, report subject:
+#: None where the check records its own).
 def _params(
     plan: CheckPlan, connectx: Callable[[], list[tuple[str, str]]] = list
 ) -> dict[
@@ -90,12 +91,12 @@ def _params(
         Callable[[], list[Any]],
         Callable[[Any], str],
         Callable[[Any], str | None],
-        Callable[[Any], str],
+        Callable[[Any], str | None],
     ],
 ]:
     return {
         "hca_port": (
-            lambda: plan.rdma_ports,
+            lambda: plan.host_ports,
             lambda p: p.id,
             lambda p: p.host,
             lambda p: f"port:{p.id}",
@@ -106,11 +107,11 @@ def _params(
             lambda p: p.host,
             lambda p: f"port:{p.id}",
         ),
-        "counter_port": (
-            lambda: plan.counter_ports,
+        "link_port": (
+            lambda: plan.host_ib_ports,
             lambda p: p.id,
             lambda p: p.host,
-            lambda p: f"counters:{p.id}",
+            lambda p: f"port:{p.id}",
         ),
         "phy_host": (
             lambda: plan.phy_hosts,
@@ -204,23 +205,29 @@ def _params(
             lambda _: plan.slurm_controller,
             lambda s: f"switch:{s}",
         ),
+        "swept_link": (
+            lambda: plan.swept_cables,
+            lambda c: c.link,
+            lambda _: plan.sweep_hosts[0],
+            lambda _: None,  # the sweep's verdict records its own subject
+        ),
+        "swept_port": (
+            lambda: plan.swept_cables,
+            lambda c: c.port,
+            lambda _: plan.sweep_hosts[0],
+            lambda _: None,
+        ),
         "provider_topology": (
             lambda: plan.provider_topology,
             lambda t: t.id,
             lambda t: t.controller,
             lambda _: "fabric",
         ),
-        "declared_link": (
-            lambda: plan.declared_links,
-            lambda link: link.id,
-            lambda _: plan.discovery_host,
-            lambda link: f"link:{link.id}",
-        ),
         "sweep_host": (
             lambda: plan.sweep_hosts,
-            str,
+            lambda _: "sweep",
             lambda h: h,
-            lambda _: "fabric",
+            lambda _: None,
         ),
         "routing_host": (
             lambda: plan.routing_hosts,
@@ -310,7 +317,27 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     metafunc.parametrize(name, values(), ids=[ident(v) for v in values()])
 
 
+def _group(item: pytest.Item, plan: CheckPlan, params: Any, pair: Any) -> str:
+    """The xdist group an item asks for (``--dist loadgroup``): every item of the sweep
+    together; a pair's by its target (one server per target at a time); the rest by the host
+    they run on, so each host's tool outputs are gathered once (``Facts``). pytest-xdist 3.8
+    here did not keep a group on one worker (a module's statically marked items spread over
+    three workers too), so nothing relies on it: the sweep runs once per run under a file
+    lock (``test_sweep.swept``), and a pair's server is started and reaped per check."""
+    marker = item.get_closest_marker("family")
+    if marker is not None and marker.args and marker.args[0] == "sweep":
+        return "sweep"
+    if pair is not None:
+        return f"target-{pair.target}"
+    table = _params(plan)
+    for name, value in params.params.items() if params else []:
+        if name in table:
+            return f"host-{table[name][2](value)}"
+    return "host-none"
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    plan = config.stash[PLAN]
     keep, drop = [], []
     for item in items:
         params = getattr(item, "callspec", None)
@@ -326,8 +353,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
                 if params
                 else None
             )
-            if pair is not None:  # one server per target at a time across xdist workers
-                item.add_marker(pytest.mark.xdist_group(name=f"target-{pair.target}"))
+            item.add_marker(pytest.mark.xdist_group(name=_group(item, plan, params, pair)))
             keep.append(item)
             continue
         drop.append(item)
@@ -425,7 +451,9 @@ def _subject(
     params = request.node.callspec.params if hasattr(request.node, "callspec") else {}
     for name, value in params.items():
         if name in table:
-            record_property("subject", table[name][3](value))
+            subject = table[name][3](value)
+            if subject is not None:
+                record_property("subject", subject)
 
 
 __all__ = ["DeclaredLink", "HcaPort", "Pair", "SubnetManagerExpect"]

@@ -1,4 +1,9 @@
-"""Every HCA port of every fabric host: present, Active, LinkUp, rate, width, link layer."""
+"""HCA ports judged on their host: present, Active, LinkUp, rate, width, link layer.
+
+Only ports the fabric sweep does not judge run here (``plan.host_ports``, ``host_ib_ports``):
+RoCE ports, and InfiniBand ports without declared cabling. Every declared InfiniBand cable is
+the sweep's (``checks/test_sweep.py``), from one vantage host.
+"""
 
 from __future__ import annotations
 
@@ -62,28 +67,28 @@ def test_port_link_layer(host, facts: Facts, hca_port: HcaPort) -> None:
     )
 
 
-@pytest.mark.family("ib")
-def test_port_width(host, facts: Facts, ib_port: HcaPort) -> None:
+@pytest.mark.family("ib_links")
+def test_port_width(host, facts: Facts, link_port: HcaPort) -> None:
     """Active link width (seen from the neighbouring switch port) is the declared width."""
-    found = facts.neighbour_link(ib_port)
+    found = facts.neighbour_link(link_port)
     assert found is not None, (
-        f"{ib_port.where}: no active link to a switch (iblinkinfo -D 0,{ib_port.port})"
+        f"{link_port.where}: no active link to a switch (iblinkinfo -D 0,{link_port.port})"
     )
     switch, link = found
-    assert (link.width or "").lower() == ib_port.width.lower(), (
-        f"{ib_port.where}: width {link.width} on {switch} port {link.port}, expected {ib_port.width}"
+    assert (link.width or "").lower() == link_port.width.lower(), (
+        f"{link_port.where}: width {link.width} on {switch} port {link.port}, expected {link_port.width}"
     )
 
 
-@pytest.mark.family("ib")
-def test_port_cabled_to_declared_switch_port(host, facts: Facts, ib_port: HcaPort) -> None:
+@pytest.mark.family("ib_links")
+def test_port_cabled_to_declared_switch_port(host, facts: Facts, link_port: HcaPort) -> None:
     """The HCA port's neighbour is the declared switch and switch port."""
-    if ib_port.switch is None:
-        pytest.skip(f"{ib_port.where}: no declared switch (no fabric topology)")
-    found = facts.neighbour_link(ib_port)
-    assert found is not None, f"{ib_port.where}: no active link to a switch"
+    if link_port.switch is None:
+        pytest.skip(f"{link_port.where}: no declared switch (no fabric topology)")
+    found = facts.neighbour_link(link_port)
+    assert found is not None, f"{link_port.where}: no active link to a switch"
     switch, link = found
-    assert (switch, link.port) == (ib_port.switch, ib_port.switch_port), (
-        f"{ib_port.host} HCA {ib_port.device} port {ib_port.port}: cabled to {switch} port {link.port}, "
-        f"expected {ib_port.switch} port {ib_port.switch_port}"
+    assert (switch, link.port) == (link_port.switch, link_port.switch_port), (
+        f"{link_port.host} HCA {link_port.device} port {link_port.port}: cabled to {switch} port {link.port}, "
+        f"expected {link_port.switch} port {link_port.switch_port}"
     )

@@ -50,3 +50,10 @@ def test_slow_path_without_nccl_tests_is_a_harness_error(host):
         for e in report["harness_errors"]
     ), report
     assert not any("busbw" in f for f in report["failures"]), report
+
+
+def test_if_drained_runs_nothing_on_a_node_railyard_did_not_drain(host):
+    """What a converge runs after a repair: here no slurmctld answers, so nothing runs."""
+    result = host.run("/usr/local/sbin/railyard-health --if-drained")
+    assert result.rc == 0, result.stderr
+    assert "not drained by railyard" in result.stdout and "nothing to do" in result.stdout
