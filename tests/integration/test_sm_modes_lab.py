@@ -96,11 +96,13 @@ class StandIn:
     lab: OwnLab
     env: dict[str, str]
     procs: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+    started: int = 0  #: how many were started (each its own work directory)
 
     def start(self, sim_host: str, priority: int) -> None:
         """OpenSM as ``sim_host`` (a node of the ibsim net: a CA's GUID, a switch's name)."""
-        work = self.lab.root / f"opensm-{len(self.procs)}"
+        work = self.lab.root / f"opensm-{self.started}"
         work.mkdir()
+        self.started += 1
         env = dict(self.env, SIM_HOST=sim_host, OSM_CACHE_DIR=str(work))
         self.procs[sim_host] = subprocess.Popen(  # noqa: S603 - fixed argv
             ["opensm", "-p", str(priority), "-s", "5", "-f", str(work / "opensm.log")],
@@ -295,8 +297,8 @@ def test_adoption_of_an_external_sm_starts_none_and_passes(lab: OwnLab, adoption
     _no_opensm_on_nodes(lab)
     seen = _checks(adoption, "test_master_is_declared or test_no_undeclared_sm")
     assert {k: r.outcome for k, r in seen.items()} == {
-        "test_master_is_declared[fabric]": "passed",
-        "test_no_undeclared_sm[fabric]": "passed",
+        "test_master_is_declared[xn1]": "passed",
+        "test_no_undeclared_sm[xn1]": "passed",
     }, {k: r.message for k, r in seen.items()}
 
 
@@ -308,12 +310,12 @@ def test_an_undeclared_sm_is_named(lab: OwnLab, adoption: Adoption) -> None:
         while time.monotonic() < deadline:
             seen = _checks(adoption, "test_no_undeclared_sm or test_no_unmanaged_opensm")
             failed = {k: r.message for k, r in seen.items() if r.failed}
-            if "test_no_undeclared_sm[fabric]" in failed:
+            if "test_no_undeclared_sm[xn1]" in failed:
                 break
             time.sleep(5)
-        assert "'xn2 mlx5_0'" in failed.get("test_no_undeclared_sm[fabric]", ""), failed
+        assert "'xn2 mlx5_0'" in failed.get("test_no_undeclared_sm[xn1]", ""), failed
         assert "xn2: OpenSM runs" in failed.get("test_no_unmanaged_opensm[xn2]", ""), failed
-        assert set(failed) == {"test_no_undeclared_sm[fabric]", "test_no_unmanaged_opensm[xn2]"}
+        assert set(failed) == {"test_no_undeclared_sm[xn1]", "test_no_unmanaged_opensm[xn2]"}
     finally:
         pids = lab.ssh("xn2", "pgrep -x opensm || true").split()
         if pids:
