@@ -197,8 +197,12 @@ def test_import_of_the_running_fabric_becomes_an_adoptable_spec(lab: OwnLab) -> 
     spec = spec_from_mapping(data)
     assert set(spec.hosts) == {"xn1", "xn2", "xsm1"}
     assert len(spec.fabric.cabling) == len(parse(capture.read_text()).links)
-    assert [p.path for p in existing_placeholder_problems(spec)] == ["existing.ssh"]
+    # A capture alone does not say where the SM runs: an external PLACEHOLDER, never a managed one.
+    sm_field = "fabric.infiniband.subnet_managers[0].node_description"
+    assert [p.path for p in existing_placeholder_problems(spec)] == ["existing.ssh", sm_field]
+    assert data["fabric"]["infiniband"]["subnet_managers"][0]["mode"] == "external"
     data["existing"]["ssh"] = {name: host["address"] for name, host in lab.hosts().items()}
+    data["fabric"]["infiniband"]["subnet_managers"][0]["node_description"] = "xsm1 mlx5_0"
     assert existing_placeholder_problems(spec_from_mapping(data)) == []
 
 
