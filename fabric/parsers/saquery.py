@@ -4,7 +4,8 @@ The output is two sections, ``IsSM ports`` and ``IsSMdisabled ports``, each a ru
 ``PortInfoRecord dump:`` blocks of ``field.....value`` lines (``EndPortLid``, ``PortNum``,
 ``base_lid``, ``master_sm_base_lid``, ``capability_mask``). A fabric with no SA answering
 (no master SM) gives ``ibwarn: ... No SM/SA found`` and ``ibpanic: ... Failed to bind to the
-SA``: a report with ``ok=False``.
+SA``, or ``Query SA failed: Connection timed out`` when the SA does not answer in time (seen
+while a standby took over): a report with ``ok=False``.
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ from fabric.parsers.common import (
 
 TOOL = "saquery"
 
+#: saquery's own line when its query got no answer (``Query SA failed: <strerror>``).
+_SA_FAILED = re.compile(r"^Query SA failed: .*")
 _SECTION = re.compile(r"^(?P<name>IsSM|IsSMdisabled) ports$")
 _RECORD = re.compile(r"^PortInfoRecord dump:$")
 _FIELD = re.compile(r"^(?P<key>[A-Za-z_]+)\.+(?P<value>\S+)$")
@@ -94,7 +97,7 @@ def parse(text: str) -> SaquerySmReport:
     if fields is not None:
         ports.append(_record(fields, section == "IsSMdisabled", start))
     if section is None:
-        if reason := find_failure(text, [re.compile(r"^ibwarn: .*")]):
+        if reason := find_failure(text, [re.compile(r"^ibwarn: .*"), _SA_FAILED]):
             panics = [ln.strip() for _, ln in lines(text) if ln.strip().startswith("ibpanic")]
             return SaquerySmReport(ok=False, reason=panics[0] if panics else reason)
         lineno, line = first_content_line(text)

@@ -247,6 +247,40 @@ class Facts:
 
         return self._once(("seen_sms", observer), run)
 
+    def sm_candidates(self, observer: str) -> Any:
+        """The ports a declared SM may answer on, as ``SeenSm``: the IsSM ports the SA lists
+        when it answers, the master ``sminfo`` names, and each managed SM host's own port (the
+        lab's SA has left a live standby's port out of ``saquery -s``). Unlike
+        :meth:`seen_sms` a silent SA raises nothing: a stopped SM is then judged by its own
+        port's (missing) SMInfo answer."""
+        from fabric.verify.harness import HarnessError
+        from fabric.verify.sm import seen_sm
+
+        def run() -> Any:
+            lids: list[int] = []
+            try:
+                ports = self.sm_ports(observer)
+                lids += ports.sm_lids if ports.ok else []
+            except HarnessError:
+                pass  # judged below through each SM's own port
+            try:
+                master = self.sminfo(observer)
+                lids += [master.sm_lid] if master.ok and master.sm_lid else []
+            except HarnessError:
+                pass  # no master named: each SM is judged by its own port
+            for host in sorted(self.plan.sm_hosts):
+                try:
+                    lid = self.lid(host)
+                except HarnessError:
+                    lid = None
+                lids += [lid] if lid else []
+            return [
+                seen_sm(lid, self.sminfo_at(observer, lid), *self.node_at(observer, lid))
+                for lid in dict.fromkeys(lids)
+            ]
+
+        return self._once(("sm_candidates", observer), run)
+
     def seen_master(self, observer: str) -> Any:
         """The master SM ``sminfo`` names from ``observer``, as a ``SeenSm``; a failed
         ``sminfo`` raises RuntimeError."""

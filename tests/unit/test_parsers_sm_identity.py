@@ -84,3 +84,11 @@ def test_nodeinfo_cut_short_is_named() -> None:
 
 def test_portinfo_still_parses_as_portinfo() -> None:
     assert isinstance(parse(read("smpquery__ibsim_lab__2.txt")), PortInfoReport)
+
+
+def test_saquery_whose_sa_did_not_answer_is_a_failed_report_not_unreadable() -> None:
+    text = (FIXTURES / "saquery__ibsim_satimeout__1.txt").read_text()
+    report = parse_saquery(text)
+    assert not report.ok
+    assert report.reason == "Query SA failed: Connection timed out"
+    assert report.sm_lids == []

@@ -56,14 +56,19 @@ def _lab_hosts(plan: CheckPlan) -> list[str]:
 
 
 def _found(facts: Facts, plan: CheckPlan, sm: SubnetManagerExpect) -> Any:
-    found = find(sm, _seen(facts, plan), _guids(facts, plan))
+    try:
+        candidates = facts.sm_candidates(_observer(plan))
+    except ParseError as err:
+        raise HarnessError(str(err)) from err
+    found = find(sm, candidates, _guids(facts, plan))
     problem = judge_answers(sm, found)
     assert problem is None, problem
     return found
 
 
 def test_sm_answers(host, facts: Facts, plan: CheckPlan, sm: SubnetManagerExpect) -> None:
-    """The declared SM is a port with the IsSM bit and answers SMInfo as MASTER or STANDBY."""
+    """The declared SM answers SMInfo as MASTER or STANDBY (found among the IsSM ports, the
+    master, and each managed SM host's own port)."""
     _found(facts, plan, sm)
 
 
