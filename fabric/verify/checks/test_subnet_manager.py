@@ -55,12 +55,17 @@ def _lab_hosts(plan: CheckPlan) -> list[str]:
     return plan.fabric_hosts if plan.simulated else []
 
 
-def _found(facts: Facts, plan: CheckPlan, sm: SubnetManagerExpect) -> Any:
+def _candidates(facts: Facts, plan: CheckPlan) -> list[Any]:
+    """The ports a declared SM may answer on (``Facts.sm_candidates``): the SA's IsSM ports,
+    the master, and each managed SM host's own port (the lab's SA has left a live standby out)."""
     try:
-        candidates = facts.sm_candidates(_observer(plan))
+        return facts.sm_candidates(_observer(plan))
     except ParseError as err:
         raise HarnessError(str(err)) from err
-    found = find(sm, candidates, _guids(facts, plan))
+
+
+def _found(facts: Facts, plan: CheckPlan, sm: SubnetManagerExpect) -> Any:
+    found = find(sm, _candidates(facts, plan), _guids(facts, plan))
     problem = judge_answers(sm, found)
     assert problem is None, problem
     return found
@@ -100,7 +105,7 @@ def test_master_is_declared(host, facts: Facts, plan: CheckPlan, observer: str) 
 def test_standbys_declared(host, facts: Facts, plan: CheckPlan, observer: str) -> None:
     """The standbys are the declared ones: each declared standby answers STANDBY, and no
     declared master is one."""
-    problems = judge_standbys(plan.declared_sms, _seen(facts, plan), _guids(facts, plan))
+    problems = judge_standbys(plan.declared_sms, _candidates(facts, plan), _guids(facts, plan))
     assert not problems, f"seen from {observer}: " + "; ".join(problems)
 
 
