@@ -13,9 +13,10 @@ any HealthCheckInterval), so what drains or resumes a node is known.
    the lab). fsm1 starts again and takes mastership back; still nothing drained.
 2. **Past the window.** With both OpenSMs stopped, the absence outlasts the window and the
    program drains the node, naming it; both SMs back, the next run resumes it.
-3. **A converge after a repair** is not proven yet: its test was taken out after its first
-   run (2026-11-26). The converge failed in the slurm role's "every node idle" task, which
-   runs before ``roles/node_health/tasks/resume.yml`` can resume the drained node.
+3. **A converge after a repair.** fh2's cable is pulled and the program drains fh2; the cable
+   is restored (the repair); a converge (``python -m fabric run playbooks/site.yml``) runs the
+   program once on every node it drained, so fh2 is IDLE when the converge ends. (The slurm
+   role's wait skips a node drained with railyard's reason; the play after it resumes the node.)
 
 Its own stack name, subnets 198.18.152-159.0/24 (management) and 198.18.248-255.0/24 (BMC),
 Redfish ports 26400-26415 and ibsim ports 26600-26722, so it runs beside the other modules.
@@ -24,13 +25,17 @@ Redfish ports 26400-26415 and ibsim ports 26600-26722, so it runs beside the oth
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
+from fabric.state import REPO_ROOT
 from fabric.topology.ibsim_console import IbsimConsole
 from tests.integration.labkit import OwnLab, own_lab
 
@@ -203,4 +208,32 @@ def test_an_absence_past_the_window_drains_and_a_master_resumes(lab: OwnLab, hea
             break
         time.sleep(EVERY)
     assert runs[-1]["action"] == "resumed", runs[-3:]
+    assert _idle(_node(lab, "fh1"))
+
+
+def test_a_converge_after_a_repair_resumes_the_drained_node(
+    lab: OwnLab, healthy: None, console: IbsimConsole
+) -> None:
+    console.unlink("fh2", "mlx5_0", 1)
+    try:
+        drained = _health(lab, "fh2")
+        assert drained["action"].startswith("drained: railyard: mlx5_0/1 Down"), drained
+    finally:
+        console.link("fh2", "mlx5_0", 1, "leaf01", 2)
+    deadline = time.monotonic() + 60  # OpenSM's sweep brings the port back to Active
+    while "Active" not in lab.ssh("fh2", "ibstat") and time.monotonic() < deadline:
+        time.sleep(2)
+    assert "DRAIN" in _node(lab, "fh2")[0]  # nothing runs the program but the converge
+    done = subprocess.run(
+        [sys.executable, "-m", "fabric", "run", "playbooks/site.yml", "--stack", lab.name]
+        + ["--spec", str(lab.stack_file)],
+        capture_output=True,
+        text=True,
+        cwd=REPO_ROOT,
+        timeout=1500,
+        env={**os.environ, **lab.env},
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    assert _idle(_node(lab, "fh2")), _node(lab, "fh2")
     assert _idle(_node(lab, "fh1"))
