@@ -53,9 +53,9 @@ def summary(spec: ClusterSpec) -> str:
             words.append("rail-optimized")
         leaves = _plural(tree.leaves, "leaf", "leaves")
         words.append(f"fat-tree {leaves}/{_plural(tree.spines, 'spine')}")
-    if spec.target in ("aws", "gcp"):
-        types = sorted({g.instance_type for g in spec.nodes if g.instance_type and g.gpus})
-        words.append(f"on {spec.target}" + (f" ({', '.join(types)})" if types else ""))
+    types = sorted({g.instance_type for g in spec.nodes if g.instance_type and g.gpus})
+    if types:  # a target whose nodes are machine types (a cloud's): name it and them
+        words.append(f"on {spec.target} ({', '.join(types)})")
     parts.append(" ".join(words))
     if fabric.infiniband is not None:
         parts.append(_plural(len(fabric.infiniband.subnet_managers), "subnet manager"))
