@@ -16,6 +16,7 @@ developers' ``lab`` stack, run side by side::
 from __future__ import annotations
 
 import os
+import re
 import secrets
 import shutil
 import subprocess
@@ -122,6 +123,41 @@ class OwnLab:
         assert rc == 0, f"{node}: {command!r} exited {rc}: {out}{err}"
         return out
 
+    def fabric_run(
+        self, playbook: str, timeout: float = 1500.0
+    ) -> subprocess.CompletedProcess[str]:
+        """``python -m fabric run PLAYBOOK --stack <lab>``, as an operator runs it."""
+        import sys
+
+        return subprocess.run(
+            [sys.executable, "-m", "fabric", "run", playbook, "--stack", self.name]
+            + ["--spec", str(self.stack_file)],
+            capture_output=True,
+            text=True,
+            cwd=REPO_ROOT,
+            timeout=timeout,
+            env={**os.environ, **self.env},
+            check=False,
+        )
+
+    def slurm_node(self, controller: str, node: str) -> tuple[str, str]:
+        """(State, Reason) of ``node`` as slurmctld on ``controller`` reports it."""
+        out = self.ssh(controller, f"scontrol show node -o {node}")
+        state = re.search(r"\bState=(\S+)", out)
+        reason = re.search(r"\bReason=(.*?)(?: \[[^\]]*\])?(?= \w+=|$)", out)
+        return (state[1] if state else "", reason[1] if reason else "")
+
+    def health(self, node: str) -> dict[str, Any]:
+        """One run of ``railyard-health --json`` on ``node``, as slurmd runs it (drains, resumes)."""
+        import json
+
+        from fabric.lab.ssh import run
+
+        with self.connect(node) as client:
+            rc, out, err = run(client, "/usr/local/sbin/railyard-health --json", timeout=60)
+        assert rc in (0, 1, 3), f"{node}: railyard-health exited {rc}: {out}{err}"
+        return json.loads(out)
+
     def testinfra_host(self, node: str) -> Any:
         """A testinfra host for ``node`` through the stack's Ansible inventory."""
         import testinfra
@@ -168,6 +204,11 @@ class OwnLab:
             if done(failed) or time.monotonic() > deadline:
                 return failed
             time.sleep(pause)
+
+
+def slurm_idle(found: tuple[str, str]) -> bool:
+    """Whether a (State, Reason) from :meth:`OwnLab.slurm_node` is IDLE and not drained."""
+    return found[0].split("+")[0] == "IDLE" and "DRAIN" not in found[0]
 
 
 def leftovers(prefix: str, state: Path) -> dict[str, Any]:

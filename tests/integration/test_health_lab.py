@@ -36,7 +36,7 @@ import pytest
 
 from fabric.state import REPO_ROOT
 from fabric.topology.ibsim_console import IbsimConsole
-from tests.integration.labkit import OwnLab, own_lab
+from tests.integration.labkit import OwnLab, own_lab, slurm_idle
 
 pytestmark = pytest.mark.integration
 
@@ -102,10 +102,7 @@ def console(lab: OwnLab) -> IbsimConsole:
 
 def _node(lab: OwnLab, node: str) -> tuple[str, str]:
     """(State, Reason) of ``node`` as slurmctld reports it."""
-    out = lab.ssh("hsm1", f"scontrol show node -o {node}")
-    state = re.search(r"\bState=(\S+)", out)
-    reason = re.search(r"\bReason=(.*?)(?: \[[^\]]*\])?(?= \w+=|$)", out)
-    return (state[1] if state else "", reason[1] if reason else "")
+    return lab.slurm_node("hsm1", node)
 
 
 def _wait(lab: OwnLab, node: str, ok: Any, seconds: float) -> tuple[str, str]:
@@ -117,15 +114,11 @@ def _wait(lab: OwnLab, node: str, ok: Any, seconds: float) -> tuple[str, str]:
         time.sleep(2)
 
 
-def _idle(found: tuple[str, str]) -> bool:
-    return found[0].split("+")[0] == "IDLE" and "DRAIN" not in found[0]
-
-
 def test_slurm_runs_railyard_health(lab: OwnLab) -> None:
     conf = lab.ssh("hsm1", "scontrol show config")
     assert re.search(r"HealthCheckProgram\s*=\s*/usr/local/sbin/railyard-health", conf), conf
     assert re.search(rf"HealthCheckInterval\s*=\s*{INTERVAL} sec", conf), conf
-    assert _wait(lab, "hh2", _idle, 60)[0].startswith("IDLE")
+    assert _wait(lab, "hh2", slurm_idle, 60)[0].startswith("IDLE")
 
 
 def test_health_program_passes_and_its_run_time_is_recorded(lab: OwnLab) -> None:
@@ -146,8 +139,8 @@ def test_pulled_cable_drains_and_restored_cable_resumes(lab: OwnLab, console: Ib
         assert found[1] == "railyard: mlx5_0/1 Down (leaf02 p1)", found
     finally:
         console.link("hh2", "mlx5_0", 1, "leaf02", 1)
-    back = _wait(lab, "hh2", _idle, WITHIN + 20)
-    assert _idle(back), back
+    back = _wait(lab, "hh2", slurm_idle, WITHIN + 20)
+    assert slurm_idle(back), back
 
 
 def test_rising_symbol_errors_drain_naming_the_cable(lab: OwnLab, console: IbsimConsole) -> None:
@@ -161,8 +154,8 @@ def test_rising_symbol_errors_drain_naming_the_cable(lab: OwnLab, console: Ibsim
         ), found
     finally:
         console.set_counter("leaf01", 1, "SymbolErrorCounter", 0)
-    back = _wait(lab, "hh1", _idle, WITHIN)
-    assert _idle(back), back
+    back = _wait(lab, "hh1", slurm_idle, WITHIN)
+    assert slurm_idle(back), back
 
 
 def test_operator_drain_is_never_undone(lab: OwnLab) -> None:
@@ -235,5 +228,5 @@ def test_rolling_upgrade_keeps_a_node_faulted_during_its_upgrade_drained(
     time.sleep(15)  # OpenSM's sweep brings the port back to Active
     passed = _upgrade(lab)
     assert passed.returncode == 0, passed.stdout[-3000:] + passed.stderr[-2000:]
-    assert _idle(_wait(lab, "hh2", _idle, 60))
+    assert slurm_idle(_wait(lab, "hh2", slurm_idle, 60))
     print(f"rolling upgrade of hh2 with the fault: {took:.0f}s")

@@ -17,15 +17,32 @@ slot held, 8 of them by SIGKILLed clients, the next tool gets a slot the lab's r
 Before the lab's umad shim (``fabric/lab/umadshim``) gave MADs timeouts, gpu03's port stayed
 Initializing and sm1 answered no SMInfo after step 4, and only a rebuild recovered the lab.
 
+Then the health program through a subnet manager failover and after a repair (issue 29 part
+6; once a module of its own, merged here since it needs the same lab: one hand-off less in
+``make test``). The spec's ``health.interval`` is 0, so slurmd runs no health program on its
+own: the tests run ``railyard-health`` on the compute nodes themselves, as slurmd would but
+every 2 s, so what drains or resumes a node is known:
+
+6. **Failover drill.** sm1's OpenSM stops; sm2 takes over as MASTER; the health program runs
+   on gpu01 and gpu02 all the while and drains neither (the absence is shorter than the
+   declared failover window, ``fabric.handoff.health.sm_failover_seconds``: 2 s x 2 polls +
+   two 5 s sweeps in the lab). sm1 starts again and takes mastership back; nothing drained.
+7. **Past the window.** With both OpenSMs stopped, the absence outlasts the window and the
+   program drains gpu01, naming why; both SMs back, the next run resumes it.
+8. **A converge after a repair.** gpu02's cable is pulled and the program drains gpu02; the
+   cable is restored (the repair); a converge (``python -m fabric run playbooks/site.yml``)
+   runs the program once on every node it drained (the slurm role's wait leaves a node
+   drained with railyard's reason to that play), so gpu02 is IDLE when the converge ends.
+
 Its own stack name (``ryrecover-*``), subnets 198.18.64-71.0/24 (management) and
 198.18.80-87.0/24 (BMC), ports 22000 + 2*tag (BMC) and 22200 + 16*tag (ibsim), tags 0-7.
 """
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
+import json
+import re
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -35,7 +52,7 @@ from fabric.lab.faults import stop_sm
 from fabric.state import REPO_ROOT
 from fabric.topology.ibsim_clients import bound_udp_ports
 from fabric.topology.ibsim_console import IbsimConsole
-from tests.integration.labkit import OwnLab, own_lab
+from tests.integration.labkit import OwnLab, own_lab, slurm_idle
 
 #: a libibumad client (ctypes) whose ``hold`` mode attaches to ibsim and stays until stdin ends
 UMAD_CLIENT = REPO_ROOT / "tests" / "unit" / "umad_client.py"
@@ -49,6 +66,13 @@ SM_CHECKS = "test_sm_answers or test_single_master or test_host_sees_master"
 LINK_CHECKS = "test_port_state_active or test_port_physical_state_linkup"
 #: gpu03 is on leaf01 port 3 (nodes fill the leaf's ports in spec order)
 PULLED = ("gpu03", "mlx5_0", 1, "leaf01", 3)
+#: The compute nodes the failover tests run the health program on.
+NODES = ("gpu01", "gpu02")
+#: Seconds between the tests' runs of the health program on each node.
+EVERY = 2.0
+#: The lab's failover window: 2000 ms x 2 polls (fabric.handoff.vars.LAB_SUBNET_MANAGER)
+#: plus two sweep intervals of 5 s, at least 10 s.
+WINDOW = 14
 
 
 def _spec(tag: int) -> dict[str, Any]:
@@ -86,6 +110,7 @@ def _spec(tag: int) -> dict[str, Any]:
             "controller": "sm1",
             "partitions": [{"name": "gpu", "nodes": "gpu[01-03]", "default": True}],
         },
+        "health": {"interval": 0},
         "lab": {"bmc_port": 22000 + 2 * tag, "ibsim_port": 22200 + 16 * tag},
     }
 
@@ -95,20 +120,6 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[OwnLab]:
     with own_lab(tmp_path_factory, "ryrecover", _spec, tags=8, handoff=True) as lab:
         yield lab
     assert lab.leftovers == {}
-
-
-def _fabric_run(lab: OwnLab, playbook: str) -> subprocess.CompletedProcess[str]:
-    """``python -m fabric run PLAYBOOK --stack <lab>``, as an operator runs it."""
-    return subprocess.run(
-        [sys.executable, "-m", "fabric", "run", playbook, "--stack", lab.name]
-        + ["--spec", str(lab.stack_file)],
-        capture_output=True,
-        text=True,
-        cwd=REPO_ROOT,
-        timeout=900,
-        env={**os.environ, **lab.env},
-        check=False,
-    )
 
 
 def _alive_ports(lab: OwnLab, name: str, ports: list[int]) -> set[int]:
@@ -135,7 +146,7 @@ def sequence(lab: OwnLab) -> dict[str, Any]:
     finally:
         console.link(host, device, port, switch, switch_port)
     # 4. a converge, nothing rebuilt
-    proc = _fabric_run(lab, "playbooks/site.yml")
+    proc = lab.fabric_run("playbooks/site.yml")
     seen["converge"] = proc
     # The routing family is left out here: in make test's run of 2026-11-26 (load ~10-20),
     # sm1's OpenSM, master again after the converge, had fallen back from ftree to minhop on a
@@ -188,7 +199,7 @@ def test_restarted_sm1_is_master_again(lab: OwnLab, sequence: dict[str, Any]) ->
 
 def test_failover_drill_hands_mastership_back(lab: OwnLab, sequence: dict[str, Any]) -> None:
     """The drill stops the MASTER (sm1), waits for sm2, starts sm1 beside it: HANDOVER."""
-    proc = _fabric_run(lab, "playbooks/sm-failover.yml")
+    proc = lab.fabric_run("playbooks/sm-failover.yml")
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "priority 14 state 3 SMINFO_MASTER" in lab.ssh("gpu01", "sminfo")
     assert lab.settle_checks(SM_CHECKS, lambda f: not f) == {}
@@ -251,3 +262,112 @@ def test_slots_of_killed_clients_come_back(lab: OwnLab, sequence: dict[str, Any]
     # the 8 that had attached, dead and still registered, were dropped (and only they)
     assert reaped.count("dropped client") - dropped_before == 8, reaped[-2000:]
     assert "gpu01:mlx5_0 udp port" in reaped, reaped[-2000:]
+
+
+def _master(lab: OwnLab) -> tuple[int, str] | None:
+    """(priority, state) of the master SM as gpu01 sees it, or None while none answers."""
+    with lab.connect("gpu01") as client:
+        from fabric.lab.ssh import run
+
+        rc, out, _ = run(client, "sminfo -t 500", timeout=30)
+    found = re.search(r"priority (\d+) state \d+ SMINFO_(\w+)", out)
+    return (int(found[1]), found[2]) if rc == 0 and found else None
+
+
+def _sm(lab: OwnLab, host: str, action: str) -> None:
+    lab.ssh(host, f"systemctl {action} 'opensm*'" if action == "stop" else "systemctl start opensm")
+
+
+def _watch(lab: OwnLab, seconds: float, until: Any = None) -> list[tuple[float, str, Any]]:
+    """Run the health program on every node every ``EVERY`` s for ``seconds`` (or until
+    ``until()``); return (time, node, result) of each run and fail on any drain."""
+    seen: list[tuple[float, str, Any]] = []
+    start = time.monotonic()
+    while time.monotonic() - start < seconds and not (until and until()):
+        for node in NODES:
+            out = lab.health(node)
+            seen.append((round(time.monotonic() - start, 1), node, out))
+            assert out["failures"] == [] and not out["action"].startswith("drained"), seen
+        time.sleep(EVERY)
+    return seen
+
+
+@pytest.fixture(scope="module")
+def healthy(lab: OwnLab) -> None:
+    deadline = time.monotonic() + 120
+    while (
+        not all(slurm_idle(lab.slurm_node("sm1", n)) for n in NODES) and time.monotonic() < deadline
+    ):
+        time.sleep(2)
+    assert all(slurm_idle(lab.slurm_node("sm1", n)) for n in NODES), [
+        lab.slurm_node("sm1", n) for n in NODES
+    ]
+    assert _master(lab) == (14, "MASTER")
+    config = json.loads(lab.ssh("gpu01", "cat /etc/railyard/health.json"))
+    assert config["sm_failover_s"] == WINDOW
+
+
+def test_sm_failover_drains_no_node(lab: OwnLab, healthy: None) -> None:
+    _sm(lab, "sm1", "stop")
+    started = time.monotonic()
+    try:
+        during = _watch(lab, 90, until=lambda: _master(lab) == (10, "MASTER"))
+        took = time.monotonic() - started
+        assert _master(lab) == (10, "MASTER"), "sm2 did not take over in 90 s"
+        after = _watch(lab, WINDOW + 6)  # past the window: the new master answers
+        assert all(out["harness_errors"] == [] for _, _, out in after[-len(NODES) :]), after
+    finally:
+        _sm(lab, "sm1", "start")
+    back = _watch(lab, 90, until=lambda: _master(lab) == (14, "MASTER"))
+    assert _master(lab) == (14, "MASTER"), back[-4:]
+    assert all(slurm_idle(lab.slurm_node("sm1", n)) for n in NODES)
+    waited = [out for _, _, out in during if out["harness_errors"]]
+    print(f"standby MASTER {took:.0f}s after the stop; {len(waited)} runs within the window")
+
+
+def test_an_absence_past_the_window_drains_and_a_master_resumes(lab: OwnLab, healthy: None) -> None:
+    for sm in ("sm2", "sm1"):
+        _sm(lab, sm, "stop")
+    try:
+        first = lab.health("gpu01")
+        assert (
+            first["failures"] == []
+            and "within the 14s failover window" in (first["harness_errors"][0])
+        ), first
+        time.sleep(WINDOW + 1)
+        past = lab.health("gpu01")
+        assert past["failures"] and past["failures"][0].startswith("no subnet manager answers: "), (
+            past
+        )
+        assert "past the 14s failover window" in past["failures"][0]
+        assert "DRAIN" in lab.slurm_node("sm1", "gpu01")[0]
+    finally:
+        for sm in ("sm1", "sm2"):
+            _sm(lab, sm, "start")
+    deadline = time.monotonic() + 90
+    runs = []
+    while time.monotonic() < deadline:  # the masters sweep, then the next run resumes gpu01
+        runs.append(lab.health("gpu01"))
+        if runs[-1]["action"] == "resumed":
+            break
+        time.sleep(EVERY)
+    assert runs[-1]["action"] == "resumed", runs[-3:]
+    assert slurm_idle(lab.slurm_node("sm1", "gpu01"))
+
+
+def test_a_converge_after_a_repair_resumes_the_drained_node(lab: OwnLab, healthy: None) -> None:
+    console = IbsimConsole(lab.state / "ibsim.console", lab.state / "logs" / "ibsim.log")
+    console.unlink("gpu02", "mlx5_0", 1)
+    try:
+        drained = lab.health("gpu02")
+        assert drained["action"].startswith("drained: railyard: mlx5_0/1 Down"), drained
+    finally:
+        console.link("gpu02", "mlx5_0", 1, "leaf01", 2)
+    deadline = time.monotonic() + 60  # OpenSM's sweep brings the port back to Active
+    while "Active" not in lab.ssh("gpu02", "ibstat") and time.monotonic() < deadline:
+        time.sleep(2)
+    assert "DRAIN" in lab.slurm_node("sm1", "gpu02")[0]  # nothing runs the program but the converge
+    done = lab.fabric_run("playbooks/site.yml")
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    assert slurm_idle(lab.slurm_node("sm1", "gpu02")), lab.slurm_node("sm1", "gpu02")
+    assert slurm_idle(lab.slurm_node("sm1", "gpu01"))
