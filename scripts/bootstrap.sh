@@ -68,7 +68,7 @@ create_venv() {
   want="$({ echo "$EDITABLE"; cat "$ROOT/pyproject.toml" "$ROOT/setup.py"; find "$ROOT/fabric" \( -name '*.c' -o -name '*.h' \) -print0 | sort -z | xargs -0 cat; } | sha256sum | cut -c1-16)"
   # ... and the built scanner must be there (a `git clean -x` removes it but keeps .venv).
   if [[ -f "$stamp" && "$(cat "$stamp")" == "$want" ]] &&
-    compgen -G "$ROOT/fabric/parsers/ibnetdiscover/_ibnetdiscover_tree*.so" >/dev/null; then
+    compgen -G "$ROOT/fabric/parsers/ibnetdiscover/_ibnetdiscover_scan*.so" >/dev/null; then
     step "Python venv: .venv up to date"
     return
   fi
