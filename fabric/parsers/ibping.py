@@ -34,7 +34,8 @@ class Pong(Model):
 
 
 class IbpingReport(ToolResult):
-    """Replies and statistics; ``ok`` is False when no pong came back."""
+    """Replies and statistics; ``ok`` is False when no reply came back. ``ibping -f`` (flood:
+    no pause between echoes) prints no ``Pong`` lines, only the statistics."""
 
     pongs: list[Pong] = []
     host: str | None = None
@@ -47,6 +48,11 @@ class IbpingReport(ToolResult):
     rtt_avg_ms: float | None = None
     rtt_max_ms: float | None = None
     warnings: list[str] = []
+
+    @property
+    def answered(self) -> int:
+        """Echoes answered: the statistics' count, or the ``Pong`` lines where none."""
+        return self.received if self.received is not None else len(self.pongs)
 
 
 def parse(text: str) -> IbpingReport:
@@ -83,7 +89,7 @@ def parse(text: str) -> IbpingReport:
     if "transmitted" not in data and not warnings:
         lineno, line = first_content_line(text)
         raise ParseError(TOOL, lineno, "'N packets transmitted, N received, ...'", line)
-    if not data["pongs"]:
+    if not data["pongs"] and not data.get("received"):
         fatal = [w for w in warnings if "iberror" in w or "ibpanic" in w]
         loss = data.get("loss_percent")
         reason = fatal[0] if fatal else f"{loss}% packet loss" if loss is not None else warnings[0]

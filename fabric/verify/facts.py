@@ -11,8 +11,9 @@ harness's reasons is a ``HarnessError`` (reported as such, never as a port).
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
 
 from fabric.model.ports import SIM_DEVICE, HcaPort
 from fabric.parsers import PARSERS
@@ -68,6 +69,23 @@ def keep_255(command: str) -> str:
     returning the output; the check must see the tool's own failure text.
     """
     return f"{command}; rc=$?; [ $rc -ne 255 ] || rc=254; exit $rc"
+
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+#: Tool runs one check's facts make at once (threads, each its own SSH command). In the lab each
+#: MAD tool is one of ibsim's 10 client slots, two of them the OpenSMs'.
+AT_ONCE = 3
+
+
+def at_once(work: Callable[[T], R], items: Sequence[T]) -> list[R]:
+    """``[work(i) for i in items]``, up to :data:`AT_ONCE` at a time, in order; the first
+    exception raised is raised."""
+    if len(items) < 2:
+        return [work(item) for item in items]
+    with ThreadPoolExecutor(min(AT_ONCE, len(items))) as pool:
+        return list(pool.map(work, items))
 
 
 class Facts:
@@ -232,7 +250,6 @@ class Facts:
         other IsSM ports but not the master's own (an external OpenSM beside ibsim, every
         check of it otherwise passing). A failed ``saquery`` (no SA: no master) raises
         RuntimeError."""
-        from fabric.verify.sm import seen_sm
 
         def run() -> Any:
             ports = self.sm_ports(observer)
@@ -240,10 +257,7 @@ class Facts:
                 raise RuntimeError(f"saquery -s on {observer}: {ports.reason}")
             master = self.sminfo(observer)
             lids = [*ports.sm_lids, *([master.sm_lid] if master.ok and master.sm_lid else [])]
-            return [
-                seen_sm(lid, self.sminfo_at(observer, lid), *self.node_at(observer, lid))
-                for lid in dict.fromkeys(lids)
-            ]
+            return self._seen_at(observer, list(dict.fromkeys(lids)))
 
         return self._once(("seen_sms", observer), run)
 
@@ -254,7 +268,6 @@ class Facts:
         :meth:`seen_sms` a silent SA raises nothing: a stopped SM is then judged by its own
         port's (missing) SMInfo answer."""
         from fabric.verify.harness import HarnessError
-        from fabric.verify.sm import seen_sm
 
         def run() -> Any:
             lids: list[int] = []
@@ -268,18 +281,27 @@ class Facts:
                 lids += [master.sm_lid] if master.ok and master.sm_lid else []
             except HarnessError:
                 pass  # no master named: each SM is judged by its own port
-            for host in sorted(self.plan.sm_hosts):
+
+            def own_lid(host: str) -> int | None:
                 try:
-                    lid = self.lid(host)
+                    return self.lid(host)
                 except HarnessError:
-                    lid = None
-                lids += [lid] if lid else []
-            return [
-                seen_sm(lid, self.sminfo_at(observer, lid), *self.node_at(observer, lid))
-                for lid in dict.fromkeys(lids)
-            ]
+                    return None
+
+            lids += [lid for lid in at_once(own_lid, sorted(self.plan.sm_hosts)) if lid]
+            return self._seen_at(observer, list(dict.fromkeys(lids)))
 
         return self._once(("sm_candidates", observer), run)
+
+    def _seen_at(self, observer: str, lids: list[int]) -> list[Any]:
+        """The ``SeenSm`` of each SM port at ``lids`` (its SMInfo, node info and description),
+        asked from ``observer`` a few at a time."""
+        from fabric.verify.sm import seen_sm
+
+        def one(lid: int) -> Any:
+            return seen_sm(lid, self.sminfo_at(observer, lid), *self.node_at(observer, lid))
+
+        return at_once(one, lids)
 
     def seen_master(self, observer: str) -> Any:
         """The master SM ``sminfo`` names from ``observer``, as a ``SeenSm``; a failed

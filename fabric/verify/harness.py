@@ -8,9 +8,11 @@ error report, as a failing fixture is: JUnit ``<error>``, ``ERROR`` on the termi
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable, Generator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -73,13 +75,18 @@ def sm_clients_quietly(console: IbsimConsole, host: str) -> set[tuple[int, int]]
     return {(c.id, c.pid) for c in parse_attached(reply) if c.host == host and c.sm}
 
 
+#: Seconds between two looks at whether a server a check started is ready (an SSH command
+#: on a shared connection and, in the lab, one ibsim console command: milliseconds each).
+READY_POLL_S = 0.1
+
+
 def server_started(
     remote: Any, pid: str, settle: float, wait: float, ready: Callable[[], bool] | None
 ) -> bool:
     """Whether a server a check started (``pid`` on ``remote``, a testinfra host) runs and can
     be used. Without ``ready``: alive after ``settle`` seconds. With it: alive until ``ready()``
-    says so (within ``wait`` seconds, polled every half second), then ``settle``; a server
-    still not ready then is stopped."""
+    says so (within ``wait`` seconds, polled every :data:`READY_POLL_S`), then ``settle``; a
+    server still not ready then is stopped."""
     if ready is None:
         time.sleep(settle)
         return remote.run(f"kill -0 {pid}").rc == 0
@@ -90,7 +97,7 @@ def server_started(
         if ready():
             time.sleep(settle)
             return remote.run(f"kill -0 {pid}").rc == 0
-        time.sleep(0.5)
+        time.sleep(READY_POLL_S)
     remote.run(f"kill {pid} 2>/dev/null; true")
     return False
 
@@ -122,3 +129,10 @@ class Served:
             f"{self.target}: the {self.command!r} server had exited before the check ended "
             f"(its {self.bound} s bound, or it failed): {self.said()}"
         )
+
+
+def run_dir(tmp_path_factory: Any) -> Path:
+    """The check run's temporary directory (a ``pytest.TempPathFactory``'s), the same for
+    every xdist worker: the one above each worker's own."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base

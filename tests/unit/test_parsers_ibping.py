@@ -19,6 +19,8 @@ def read(name: str) -> str:
         ("ibping__ibsimparse__1.txt", ("vm.(none)", "Lid 5", 5, 5, 0, 0.016, 0.029, 0.050)),
         ("ibping__ibsimparse__2.txt", ("vm.(none)", "Lid 5", 3, 3, 0, 0.020, 0.126, 0.323)),
         ("ibping__ibsimparse__3.txt", (None, "Lid 4", 3, 0, 100, 0.0, 0.0, 0.0)),
+        ("ibping__ibsim_lab__1.txt", ("gpu06.(none)", "Lid 10", 1, 1, 0, 0.033, 0.033, 0.033)),
+        ("ibping__ibsim_lab__2.txt", (None, "Lid 10", 1, 0, 100, 0.0, 0.0, 0.0)),
     ],
 )
 def test_statistics(name: str, stats: tuple[object, ...]) -> None:
@@ -48,6 +50,18 @@ def test_pongs(name: str, times: list[float]) -> None:
 
 def test_answered_ping_is_ok() -> None:
     assert parse(read("ibping__ibsimparse__1.txt")).ok
+
+
+def test_flood_mode_prints_no_pongs_and_its_reply_counts() -> None:
+    """``ibping -f -c 1`` (what the check runs: no 1 s pause after the echo)."""
+    report = parse(read("ibping__ibsim_lab__1.txt"))
+    assert (report.ok, report.pongs, report.answered) == (True, [], 1)
+    assert parse(read("ibping__ibsimparse__1.txt")).answered == 5
+
+
+def test_flood_mode_without_a_server_is_a_failed_result() -> None:
+    report = parse(read("ibping__ibsim_lab__2.txt"))
+    assert (report.ok, report.answered, report.reason) == (False, 0, "100% packet loss")
 
 
 def test_no_reply_is_a_failed_result() -> None:

@@ -13,11 +13,15 @@ reason is printed and written to ``<report dir>/not_generated.json``.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
+import subprocess
 import sys
-from collections.abc import Callable
+import tempfile
+import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +33,10 @@ from fabric.topology.ibsim_clients import bound_udp_ports
 from fabric.topology.ibsim_console import IbsimConsole
 from fabric.verify import context
 from fabric.verify.facts import Facts
-from fabric.verify.harness import pytest_runtest_makereport  # noqa: F401  (the hook, registered here)
+from fabric.verify.harness import (
+    pytest_runtest_makereport,  # noqa: F401  (the hook, registered here)
+    run_dir,
+)
 from fabric.verify.plan import CheckPlan, DeclaredLink, HcaPort, Pair, SubnetManagerExpect
 
 PLAN = pytest.StashKey[CheckPlan]()
@@ -360,7 +367,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         config.stash[SKIPPED][item.originalname] = placeholder.reason
     if drop:
         config.hook.pytest_deselected(items=drop)
-        items[:] = keep
+    # the sweep's items last: the first worker sweeps in the background meanwhile (_sweep_early)
+    items[:] = sorted(keep, key=lambda item: _item_family(item) == "sweep")
     report_dir = config.getoption("railyard_report_dir")
     if report_dir and not hasattr(config, "workerinput"):
         Path(report_dir).mkdir(parents=True, exist_ok=True)
@@ -383,20 +391,89 @@ def plan(request: pytest.FixtureRequest) -> CheckPlan:
     return request.config.stash[PLAN]
 
 
+def _multiplexed(host: Any, control_dir: str) -> Any:
+    """``host`` with its SSH commands sharing one connection per host (``ControlPath`` in
+    ``control_dir``): testinfra's ssh backend passes ansible.cfg's ``ControlMaster=auto`` but
+    no ``ControlPath``, so every command paid a new SSH handshake (about 0.2 s, most of a
+    ping pair's time in the lab). Host keys are checked as before, by the master connection."""
+    backend = host.backend
+    if backend.NAME == "ansible" and not backend.force_ansible:
+        # the ssh host the ansible backend runs every command through (testinfra caches it)
+        backend = getattr(backend.ansible_runner.get_host(backend.host), "backend", None)
+    if backend is not None and backend.NAME == "ssh" and not backend.controlpath:
+        backend.controlpath = f"{control_dir}/%%C"  # testinfra %-formats; a socket path: 107 bytes
+    return host
+
+
+def _control_dir(run_dir: Path) -> Path:
+    """The SSH control sockets' folder of the run whose temporary directory is ``run_dir``:
+    one for every xdist worker, so each host gets one connection per run, and short (a
+    socket's path holds at most 107 bytes)."""
+    key = hashlib.sha256(str(run_dir).encode()).hexdigest()[:12]
+    return Path(tempfile.gettempdir()) / f"ry-cp-{key}"
+
+
 @pytest.fixture(scope="session")
-def facts(request: pytest.FixtureRequest, plan: CheckPlan) -> Facts:
+def facts(
+    request: pytest.FixtureRequest, plan: CheckPlan, tmp_path_factory: pytest.TempPathFactory
+) -> Facts:
     """Tool outputs gathered once per host (ibstat, sminfo ...), parsed by fabric.parsers."""
     inventory = request.config.stash[INVENTORY]
     connections: dict[str, Any] = {}
+    control_dir = _control_dir(run_dir(tmp_path_factory))
+    control_dir.mkdir(mode=0o700, exist_ok=True)
 
     def connect(name: str) -> Any:
         if name not in connections:
-            connections[name] = testinfra.get_host(
-                f"ansible://{name}", ansible_inventory=str(inventory)
+            connections[name] = _multiplexed(
+                testinfra.get_host(f"ansible://{name}", ansible_inventory=str(inventory)),
+                str(control_dir),
             )
         return connections[name]
 
     return Facts(plan=plan, connect=connect)
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """On the xdist controller (or the only process): open the SSH connection to every
+    checked host now, in the background, while the workers start, so no check waits for a
+    handshake (the workers share them: :func:`_control_dir`)."""
+    config = session.config
+    factory = getattr(config, "_tmp_path_factory", None)
+    if hasattr(config, "workerinput") or factory is None:
+        return
+    control_dir = _control_dir(factory.getbasetemp())
+    control_dir.mkdir(mode=0o700, exist_ok=True)
+    inventory = str(config.stash[INVENTORY])
+
+    def open_connection(name: str) -> None:
+        try:
+            host = testinfra.get_host(f"ansible://{name}", ansible_inventory=inventory)
+            _multiplexed(host, str(control_dir)).run("true")
+        except Exception:  # noqa: BLE001 - a head start only: the check connects itself
+            return
+
+    for name in config.stash[PLAN].hosts:
+        threading.Thread(target=open_connection, args=(name,), daemon=True).start()
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """The run's end (on the xdist controller, after every worker): close the SSH
+    connections the checks shared, and remove their sockets' folder."""
+    factory = getattr(config, "_tmp_path_factory", None)
+    if hasattr(config, "workerinput") or factory is None:
+        return
+    control_dir = _control_dir(factory.getbasetemp())
+    if not control_dir.is_dir():
+        return
+    for socket in control_dir.iterdir():
+        subprocess.run(
+            ["ssh", "-o", f"ControlPath={socket}", "-O", "exit", "railyard"],
+            capture_output=True,
+            timeout=10,
+            check=False,
+        )
+    shutil.rmtree(control_dir, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
@@ -440,6 +517,44 @@ def host(request: pytest.FixtureRequest, plan: CheckPlan, facts: Facts) -> Any:
     pytest.fail(
         f"{request.node.name}: a check needs a parameter naming where it runs ({', '.join(table)})"
     )
+
+
+def _item_family(item: pytest.Item) -> str | None:
+    marker = item.get_closest_marker("family")
+    return marker.args[0] if marker else None
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _sweep_early(
+    request: pytest.FixtureRequest,
+    tmp_path_factory: pytest.TempPathFactory,
+    facts: Facts,
+    plan: CheckPlan,
+) -> Iterator[None]:
+    """Start the run's one fabric sweep in the background on the first worker (or the only
+    process), so it runs beside the host checks; the sweep's items, run last, read it."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
+    session = request.session
+    if worker != "gw0" or not any(_item_family(i) == "sweep" for i in session.items):
+        yield
+        return
+    from fabric.verify.checks import test_sweep
+
+    def sweep() -> None:
+        try:
+            test_sweep.shared_sweep(
+                run_dir(tmp_path_factory),
+                facts,
+                plan,
+                test_sweep.counters_wanted(session),
+            )
+        except Exception:  # noqa: BLE001 - the sweep's items run it again and report why
+            return
+
+    runner = threading.Thread(target=sweep, name="railyard-sweep", daemon=True)
+    runner.start()
+    yield
+    runner.join(timeout=600)
 
 
 @pytest.fixture(autouse=True)

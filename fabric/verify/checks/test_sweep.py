@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import fcntl
 import json
-import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,7 +27,7 @@ import pytest
 
 from fabric.verify import sweep_judge as judged
 from fabric.verify.facts import Facts, keep_255
-from fabric.verify.harness import HarnessError
+from fabric.verify.harness import HarnessError, run_dir
 from fabric.verify.plan import CheckPlan, SweptCable
 from fabric.verify.results import CheckResult
 from fabric.verify.sweep import Capture, Run, SweepConfig, SweepOutcome, shell_runner, sweep
@@ -117,6 +116,26 @@ def _shell(facts: Facts, host: str) -> Callable[[str], tuple[int, str, str]]:
     return run
 
 
+def shared_sweep(shared: Path, facts: Facts, plan: CheckPlan, counters: bool) -> Swept:
+    """The run's one sweep: run here under the lock in ``shared`` (the run's directory every
+    worker sees) unless a worker already left its verdicts there."""
+    verdicts = shared / "railyard-sweep.json"
+    with open(shared / "railyard-sweep.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        if verdicts.is_file():
+            return Swept.load(verdicts)
+        host = plan.sweep_hosts[0]
+        found = Swept.of(run_sweep(plan, shell_runner(_shell(facts, host)), counters=counters))
+        found.save(verdicts)
+        return found
+
+
+def counters_wanted(session: pytest.Session) -> bool:
+    """Whether the run has a counter check (then the sweep reads counters twice)."""
+    wanted = {getattr(item, "originalname", "") for item in session.items}
+    return test_port_error_counters.__name__ in wanted
+
+
 @pytest.fixture(scope="session")
 def swept(
     request: pytest.FixtureRequest,
@@ -125,21 +144,10 @@ def swept(
     plan: CheckPlan,
 ) -> Swept:
     """The run's one sweep, from the plan's vantage host (counters read twice only when a
-    counter check was selected), shared by every xdist worker of the run."""
-    shared = tmp_path_factory.getbasetemp()
-    if os.environ.get("PYTEST_XDIST_WORKER"):
-        shared = shared.parent  # the run's directory, above each worker's own
-    verdicts = shared / "railyard-sweep.json"
-    with open(shared / "railyard-sweep.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
-        if verdicts.is_file():
-            return Swept.load(verdicts)
-        host = plan.sweep_hosts[0]
-        wanted = {getattr(item, "originalname", "") for item in request.session.items}
-        counters = test_port_error_counters.__name__ in wanted
-        found = Swept.of(run_sweep(plan, shell_runner(_shell(facts, host)), counters=counters))
-        found.save(verdicts)
-        return found
+    counter check was selected), shared by every xdist worker of the run. The first worker
+    starts it as it starts its checks (conftest's ``_sweep_early``), and the suite runs the
+    sweep's items last, so the sweep runs beside the host checks."""
+    return shared_sweep(run_dir(tmp_path_factory), facts, plan, counters_wanted(request.session))
 
 
 def test_declared_link_discovered(
