@@ -330,11 +330,16 @@ class Facts:
             raise RuntimeError("no SM host selected to run ibnetdiscover on")
 
         def run() -> Any:
-            from fabric.parsers.ibnetdiscover import parse
+            from fabric.verify.routing import read_fabric
+            from fabric.verify.sweep import shell_runner
 
-            rc, text = self.output(host, "ibnetdiscover")
-            if rc != 0:
-                raise RuntimeError(f"ibnetdiscover on {host} exited {rc}: {text.strip()[:300]}")
-            return parse(text)
+            def shell(command: str) -> tuple[int, str, str]:
+                result = self.connect(host).run(keep_255(command))
+                return result.rc, result.stdout, result.stderr
+
+            try:
+                return read_fabric(shell_runner(shell), timeout_s=TOOL_TIMEOUT_S)
+            except RuntimeError as err:
+                raise RuntimeError(f"on {host}: {err}") from None
 
         return self._once(("discovered",), run)

@@ -57,33 +57,53 @@ class RoutingHarnessError(RuntimeError):
     """A tool could not read the tables or the log: the harness's problem, not the fabric's."""
 
 
-def read_tables(run: Run, timeout_s: float = 120.0, mad_timeout_ms: int = 200) -> IbrouteReport:
+#: Runs of a table or discovery tool before its failure is the harness's: under load ibsim
+#: drops MADs ("discover failed"), so each retry waits 4x longer for each MAD.
+ATTEMPTS = 3
+
+
+def read_tables(
+    run: Run, timeout_s: float = 120.0, mad_timeout_ms: int = 200, attempts: int = ATTEMPTS
+) -> IbrouteReport:
     """Every switch's LFT: ``dump_fts -n`` (no destination names: at 2,048 hosts the named
     output is 15.6 MB, the plain one 2.5 MB; each LID's host is the HCA a switch delivers it
     to)."""
-    done = run(["dump_fts", "-n", "-t", str(mad_timeout_ms)], timeout_s)
-    if done.rc != 0:
-        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
-        raise RoutingHarnessError(f"dump_fts exited {done.rc}: {last[:200]}")
-    try:
-        report = parse_ibroute(done.stdout + done.stderr)
-    except ParseError as err:
-        raise RoutingHarnessError(f"dump_fts: unreadable output: {err}") from None
-    if not report.ok:
-        raise RoutingHarnessError(f"dump_fts: {report.reason}")
-    return report
+    why = "not run"
+    for attempt in range(attempts):
+        timeout_ms = mad_timeout_ms * 4**attempt
+        done = run(["dump_fts", "-n", "-t", str(timeout_ms)], timeout_s)
+        if done.rc != 0:
+            last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+            why = f"exit {done.rc}: {last[:200]}"
+            continue
+        try:
+            report = parse_ibroute(done.stdout + done.stderr)
+        except ParseError as err:
+            why = f"unreadable output: {err}"
+            continue
+        if report.ok:
+            return report
+        why = report.reason or "no tables"
+    raise RoutingHarnessError(f"dump_fts failed {attempts} times: {why}")
 
 
-def read_fabric(run: Run, timeout_s: float = 120.0) -> FabricGraph:
-    """The discovered fabric (``ibnetdiscover``)."""
-    done = run(["ibnetdiscover"], timeout_s)
-    if done.rc != 0:
-        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
-        raise RoutingHarnessError(f"ibnetdiscover exited {done.rc}: {last[:200]}")
-    try:
-        return parse_ibnetdiscover(done.stdout)
-    except ParseError as err:
-        raise RoutingHarnessError(f"ibnetdiscover: unreadable output: {err}") from None
+def read_fabric(
+    run: Run, timeout_s: float = 120.0, mad_timeout_ms: int = 200, attempts: int = ATTEMPTS
+) -> FabricGraph:
+    """The discovered fabric (``ibnetdiscover``), asked again with longer MAD timeouts when a
+    run fails."""
+    why = "not run"
+    for attempt in range(attempts):
+        done = run(["ibnetdiscover", "-t", str(mad_timeout_ms * 4**attempt)], timeout_s)
+        if done.rc != 0:
+            last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+            why = f"exit {done.rc}: {last[:200]}"
+            continue
+        try:
+            return parse_ibnetdiscover(done.stdout)
+        except ParseError as err:
+            why = f"unreadable output: {err}"
+    raise RoutingHarnessError(f"ibnetdiscover failed {attempts} times: {why}")
 
 
 def read_log(run: Run, path: str = OPENSM_LOG, timeout_s: float = 60.0) -> OpensmLogReport:
