@@ -22,6 +22,7 @@ import sys
 import tempfile
 import threading
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -434,6 +435,11 @@ def facts(
     return Facts(plan=plan, connect=connect)
 
 
+#: SSH connections opened at once ahead of the checks (a bound: thousands of hosts must not
+#: mean thousands of ``ssh`` processes at once).
+CONNECT_AHEAD = 16
+
+
 def pytest_sessionstart(session: pytest.Session) -> None:
     """On the xdist controller (or the only process): open the SSH connection to every
     checked host now, in the background, while the workers start, so no check waits for a
@@ -453,8 +459,12 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         except Exception:  # noqa: BLE001 - a head start only: the check connects itself
             return
 
-    for name in config.stash[PLAN].hosts:
-        threading.Thread(target=open_connection, args=(name,), daemon=True).start()
+    def open_all(names: list[str]) -> None:
+        with ThreadPoolExecutor(CONNECT_AHEAD) as pool:
+            list(pool.map(open_connection, names))
+
+    hosts = list(config.stash[PLAN].hosts)
+    threading.Thread(target=open_all, args=(hosts,), name="railyard-ssh", daemon=True).start()
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
