@@ -50,12 +50,14 @@ def _link_exists(dev: str) -> bool:
 
 
 def _overlapping(subnet: ipaddress.IPv4Network, own: str) -> list[str]:
-    names = podman(["network", "ls", "--format", "{{.Name}}"]).stdout.split()
+    # one listing with every network's subnets: a name listed and then inspected could be
+    # gone by then (another lab's teardown, beside this one in make test)
+    networks = json.loads(podman(["network", "ls", "--format", "json"]).stdout or "[]")
     clashes = []
-    for other in names:
+    for data in networks:
+        other = data.get("name", "")
         if other == own:
             continue
-        data = json.loads(podman(["network", "inspect", other]).stdout)[0]
         for sub in data.get("subnets") or []:
             net = ipaddress.ip_network(sub["subnet"])
             if net.version == 4 and net.overlaps(subnet):
