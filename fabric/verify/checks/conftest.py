@@ -21,6 +21,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -435,6 +436,26 @@ def facts(
     return Facts(plan=plan, connect=connect)
 
 
+#: Seconds after which an empty socket folder of a run is taken as left behind (a run stopped
+#: before its end removed it); one still in use only loses its shared connections.
+STALE_CONTROL_DIR_S = 3600
+
+
+def remove_stale_control_dirs(parent: Path, now: float | None = None) -> list[Path]:
+    """Remove the empty ``ry-cp-*`` folders in ``parent`` older than
+    :data:`STALE_CONTROL_DIR_S`; return them."""
+    now = time.time() if now is None else now
+    removed = []
+    for folder in parent.glob("ry-cp-*"):
+        try:
+            if now - folder.stat().st_mtime > STALE_CONTROL_DIR_S and not any(folder.iterdir()):
+                folder.rmdir()
+                removed.append(folder)
+        except OSError:
+            continue  # another run's, changing under us
+    return removed
+
+
 #: SSH connections opened at once ahead of the checks (a bound: thousands of hosts must not
 #: mean thousands of ``ssh`` processes at once).
 CONNECT_AHEAD = 16
@@ -449,6 +470,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     if hasattr(config, "workerinput") or factory is None:
         return
     control_dir = _control_dir(factory.getbasetemp())
+    remove_stale_control_dirs(control_dir.parent)
     control_dir.mkdir(mode=0o700, exist_ok=True)
     inventory = str(config.stash[INVENTORY])
 
