@@ -106,6 +106,16 @@ class Facts:
         result = self.connect(host).run(keep_255(command))
         return result.rc, result.stdout + result.stderr
 
+    def shell(self, host: str) -> Callable[[str], tuple[int, str, str]]:
+        """A command on ``host`` over the check's SSH connection: (exit code, stdout, stderr),
+        a tool's exit 255 kept apart from an SSH failure (:func:`keep_255`)."""
+
+        def run(command: str) -> tuple[int, str, str]:
+            result = self.connect(host).run(keep_255(command))
+            return result.rc, result.stdout, result.stderr
+
+        return run
+
     def parsed(self, host: str, tool: str, command: str) -> Any:
         """Run ``command`` on ``host`` once (retried as the module says) and parse its output
         as ``tool``; cached per host and command."""
@@ -333,12 +343,8 @@ class Facts:
             from fabric.verify.routing import read_fabric
             from fabric.verify.sweep import shell_runner
 
-            def shell(command: str) -> tuple[int, str, str]:
-                result = self.connect(host).run(keep_255(command))
-                return result.rc, result.stdout, result.stderr
-
             try:
-                return read_fabric(shell_runner(shell), timeout_s=TOOL_TIMEOUT_S)
+                return read_fabric(shell_runner(self.shell(host)), timeout_s=TOOL_TIMEOUT_S)
             except RuntimeError as err:
                 raise RuntimeError(f"on {host}: {err}") from None
 

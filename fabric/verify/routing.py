@@ -35,12 +35,11 @@ from dataclasses import dataclass, field
 
 from fabric.graph import FabricGraph
 from fabric.parsers.common import ParseError
-from fabric.parsers.ibnetdiscover import parse as parse_ibnetdiscover
 from fabric.parsers.ibroute import IbrouteReport
 from fabric.parsers.ibroute import parse as parse_ibroute
 from fabric.parsers.opensm_log import OpensmLogReport
 from fabric.parsers.opensm_log import parse as parse_opensm_log
-from fabric.verify.sweep import Run
+from fabric.verify.sweep import Run, SweepConfig, SweepError, discover
 
 #: Examples of failing host pairs shown in one message.
 SHOWN = 5
@@ -57,6 +56,8 @@ class RoutingHarnessError(RuntimeError):
     """A tool could not read the tables or the log: the harness's problem, not the fabric's."""
 
 
+#: The discovery cache on the host (not the sweep's: both may run there at once).
+CACHE = "/tmp/railyard-routing.cache"
 #: Runs of a table or discovery tool before its failure is the harness's: under load ibsim
 #: drops MADs ("discover failed"), so each retry waits 4x longer for each MAD.
 ATTEMPTS = 3
@@ -90,20 +91,15 @@ def read_tables(
 def read_fabric(
     run: Run, timeout_s: float = 120.0, mad_timeout_ms: int = 200, attempts: int = ATTEMPTS
 ) -> FabricGraph:
-    """The discovered fabric (``ibnetdiscover``), asked again with longer MAD timeouts when a
-    run fails."""
-    why = "not run"
-    for attempt in range(attempts):
-        done = run(["ibnetdiscover", "-t", str(mad_timeout_ms * 4**attempt)], timeout_s)
-        if done.rc != 0:
-            last = (done.stderr.strip().splitlines() or ["no output"])[-1]
-            why = f"exit {done.rc}: {last[:200]}"
-            continue
-        try:
-            return parse_ibnetdiscover(done.stdout)
-        except ParseError as err:
-            why = f"unreadable output: {err}"
-    raise RoutingHarnessError(f"ibnetdiscover failed {attempts} times: {why}")
+    """The discovered fabric: the sweep's discovery (``fabric.verify.sweep.discover``: reruns
+    with longer MAD timeouts), with a cache file of its own on the host."""
+    config = SweepConfig(
+        timeout_ms=mad_timeout_ms, attempts=attempts, tool_timeout_s=timeout_s, cache=CACHE
+    )
+    try:
+        return discover(run, config)[0]
+    except SweepError as err:
+        raise RoutingHarnessError(str(err)) from None
 
 
 def read_log(run: Run, path: str = OPENSM_LOG, timeout_s: float = 60.0) -> OpensmLogReport:

@@ -170,7 +170,9 @@ def _timeout_ms(config: SweepConfig, attempt: int) -> str:
     return str(config.timeout_ms * 4**attempt)
 
 
-def _discover(run: Run, config: SweepConfig) -> tuple[FabricGraph, str | None]:
+def discover(run: Run, config: SweepConfig) -> tuple[FabricGraph, str | None]:
+    """``ibnetdiscover`` as ``config`` says, rerun with longer MAD timeouts when a run fails:
+    the fabric, and a note when every run reported MAD errors; ``SweepError`` when none ran."""
     last: tuple[FabricGraph, str] | None = None
     why = "not run"
     for attempt in range(max(1, config.attempts)):
@@ -269,7 +271,7 @@ def _merge(old: IbqueryerrorsReport, new: IbqueryerrorsReport) -> IbqueryerrorsR
 
 def capture(run: Run, config: SweepConfig) -> Capture:
     """Discover, then read every port's state and counters (the tools, retried)."""
-    discovered, incomplete = _discover(run, config)
+    discovered, incomplete = discover(run, config)
     with ThreadPoolExecutor(max_workers=2) as pool:
         links = pool.submit(_linkinfo, run, config)
         errors = pool.submit(_queryerrors, run, config)

@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 import pytest
 
-from fabric.verify.facts import Facts, keep_255
+from fabric.verify.facts import Facts
 from fabric.verify.harness import HarnessError
 from fabric.verify.plan import CheckPlan
 from fabric.verify.routing import (
@@ -32,17 +32,9 @@ from fabric.verify.sweep import shell_runner
 pytestmark = pytest.mark.family("routing")
 
 
-def _shell(facts: Facts, host: str) -> Callable[[str], tuple[int, str, str]]:
-    def run(command: str) -> tuple[int, str, str]:
-        result = facts.connect(host).run(keep_255(command))
-        return result.rc, result.stdout, result.stderr
-
-    return run
-
-
 def _routes(facts: Facts, plan: CheckPlan, host: str) -> RouteVerdict:
     def make() -> RouteVerdict:
-        run = shell_runner(_shell(facts, host))
+        run = shell_runner(facts.shell(host))
         try:
             tables = read_tables(run)
             if host == plan.discovery_host:  # the discovery family's ibnetdiscover, run once
@@ -78,7 +70,7 @@ def test_routing_engine(host, facts: Facts, plan: CheckPlan, routing_host: str) 
                 "the MASTER; its log cannot be read here"
             )
         try:
-            log = read_log(shell_runner(_shell(facts, master)))
+            log = read_log(shell_runner(facts.shell(master)))
         except RoutingHarnessError as err:
             raise HarnessError(f"{master}: {err}") from None
         where = f"OpenSM's log on {master}"

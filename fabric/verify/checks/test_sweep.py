@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 
 from fabric.verify import sweep_judge as judged
-from fabric.verify.facts import Facts, keep_255
+from fabric.verify.facts import Facts
 from fabric.verify.harness import HarnessError, run_dir
 from fabric.verify.plan import CheckPlan, SweptCable
 from fabric.verify.results import CheckResult
@@ -105,17 +105,6 @@ class Swept:
         assert found.outcome == "passed", found.message
 
 
-def _shell(facts: Facts, host: str) -> Callable[[str], tuple[int, str, str]]:
-    """A command on ``host`` over the check's SSH connection (a tool's exit 255 kept apart
-    from an SSH failure)."""
-
-    def run(command: str) -> tuple[int, str, str]:
-        result = facts.connect(host).run(keep_255(command))
-        return result.rc, result.stdout, result.stderr
-
-    return run
-
-
 def shared_sweep(shared: Path, facts: Facts, plan: CheckPlan, counters: bool) -> Swept:
     """The run's one sweep: run here under the lock in ``shared`` (the run's directory every
     worker sees) unless a worker already left its verdicts there."""
@@ -125,7 +114,7 @@ def shared_sweep(shared: Path, facts: Facts, plan: CheckPlan, counters: bool) ->
         if verdicts.is_file():
             return Swept.load(verdicts)
         host = plan.sweep_hosts[0]
-        found = Swept.of(run_sweep(plan, shell_runner(_shell(facts, host)), counters=counters))
+        found = Swept.of(run_sweep(plan, shell_runner(facts.shell(host)), counters=counters))
         found.save(verdicts)
         return found
 
