@@ -8,7 +8,6 @@ error report, as a failing fixture is: JUnit ``<error>``, ``ERROR`` on the termi
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Callable, Generator
 from dataclasses import dataclass
@@ -131,8 +130,16 @@ class Served:
         )
 
 
-def run_dir(tmp_path_factory: Any) -> Path:
+def run_dir(tmp_path_factory: Any, config: pytest.Config) -> Path:
     """The check run's temporary directory (a ``pytest.TempPathFactory``'s), the same for
-    every xdist worker: the one above each worker's own."""
+    every xdist worker: the one above each worker's own. A worker is known by its config
+    (``workerinput``), not by ``PYTEST_XDIST_WORKER``, which a suite started from inside
+    another xdist run inherits."""
     base = tmp_path_factory.getbasetemp()
-    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    return base.parent if hasattr(config, "workerinput") else base
+
+
+def xdist_worker(config: pytest.Config) -> str | None:
+    """This process's xdist worker id (``gw0`` ...), None when it is no worker."""
+    workerinput = getattr(config, "workerinput", None)
+    return workerinput.get("workerid") if workerinput else None

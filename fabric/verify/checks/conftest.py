@@ -38,6 +38,7 @@ from fabric.verify.facts import Facts
 from fabric.verify.harness import (
     pytest_runtest_makereport,  # noqa: F401  (the hook, registered here)
     run_dir,
+    xdist_worker,
 )
 from fabric.verify.plan import CheckPlan, DeclaredLink, HcaPort, Pair, SubnetManagerExpect
 
@@ -422,7 +423,7 @@ def facts(
     """Tool outputs gathered once per host (ibstat, sminfo ...), parsed by fabric.parsers."""
     inventory = request.config.stash[INVENTORY]
     connections: dict[str, Any] = {}
-    control_dir = _control_dir(run_dir(tmp_path_factory))
+    control_dir = _control_dir(run_dir(tmp_path_factory, request.config))
     control_dir.mkdir(mode=0o700, exist_ok=True)
 
     def connect(name: str) -> Any:
@@ -565,7 +566,7 @@ def _sweep_early(
 ) -> Iterator[None]:
     """Start the run's one fabric sweep in the background on the first worker (or the only
     process), so it runs beside the host checks; the sweep's items, run last, read it."""
-    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
+    worker = xdist_worker(request.config) or "gw0"
     session = request.session
     if worker != "gw0" or not any(_item_family(i) == "sweep" for i in session.items):
         yield
@@ -575,7 +576,7 @@ def _sweep_early(
     def sweep() -> None:
         try:
             test_sweep.shared_sweep(
-                run_dir(tmp_path_factory),
+                run_dir(tmp_path_factory, request.config),
                 facts,
                 plan,
                 test_sweep.counters_wanted(session),

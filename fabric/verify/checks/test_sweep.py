@@ -136,7 +136,9 @@ def swept(
     counter check was selected), shared by every xdist worker of the run. The first worker
     starts it as it starts its checks (conftest's ``_sweep_early``), and the suite runs the
     sweep's items last, so the sweep runs beside the host checks."""
-    return shared_sweep(run_dir(tmp_path_factory), facts, plan, counters_wanted(request.session))
+    return shared_sweep(
+        run_dir(tmp_path_factory, request.config), facts, plan, counters_wanted(request.session)
+    )
 
 
 def test_declared_link_discovered(
