@@ -517,6 +517,10 @@ def _mtu(work: _Work) -> None:
         )
 
 
+#: What :func:`summary` says when nothing failed or errored (skipped checks counted apart).
+ALL_PASSED = re.compile(r"all \d+ checks passed(, \d+ skipped \(not applicable here\))?")
+
+
 def summary(results: list[CheckResult], causes: list | None = None) -> str:
     """Root causes first, then failures no cause explains, then checks that could not run
     (harness or tool errors, never counted as fabric failures); for Pulumi and the CLI.
@@ -527,7 +531,9 @@ def summary(results: list[CheckResult], causes: list | None = None) -> str:
     failed = [r for r in results if r.outcome == "failed"]
     errors = [r for r in results if r.outcome == "error"]
     if not failed and not errors:
-        return f"all {len(results)} checks passed"
+        skipped = sum(r.outcome == "skipped" for r in results)
+        passed = f"all {len(results) - skipped} checks passed"
+        return passed + (f", {skipped} skipped (not applicable here)" if skipped else "")
     found = explained(results, causes) if causes is not None else diagnose(results)
     by_key = {key(r): r for r in results}
     head = f"{len(failed)} of {len(results)} checks failed"

@@ -43,6 +43,7 @@ from fabric.lab.podman import podman
 from fabric.lab.ssh import connect, host_keys_from, run
 from fabric.redfish import RedfishClient
 from fabric.state import REPO_ROOT
+from fabric.verify.causes import ALL_PASSED
 from tests.integration.labkit import OwnLab, own_lab
 
 pytestmark = pytest.mark.integration
@@ -276,7 +277,7 @@ def test_baremetal_up_powers_on_pins_keys_hands_off_and_passes_its_checks(
     assert set(rows) - {"localhost"} == set(ADDRESSES)
     assert all(r[2] == "0" and r[3] == "0" for r in rows.values()), recap
     verification = metal.outputs["verification"].value
-    assert verification.startswith("all ") and verification.endswith("checks passed"), verification
+    assert ALL_PASSED.fullmatch(verification), verification
     print(f"\nchecks: {verification}")
     pinned = {
         n: pinned_keys(metal.known_hosts, f"198.19.{240 + dc.tag}.{a}")
@@ -342,7 +343,7 @@ def test_replaced_node_refused_by_name_then_accepted_once_when_marked(
     discovered = metal.ssh("bsm1", "timeout 60 ibnetdiscover")
     assert f"caguid={NEW_HCA_GUID:#x}" in discovered, discovered  # ibnetdiscover: no zero padding
     verification = metal.outputs["verification"].value
-    assert verification.startswith("all ") and verification.endswith("checks passed"), verification
+    assert ALL_PASSED.fullmatch(verification), verification
 
 
 def test_remove_node_drains_rewrites_slurm_and_powers_off(metal: Metal, dc: OwnLab) -> None:

@@ -26,7 +26,7 @@ from rich.console import Console
 from fabric.spec import load_spec
 from fabric.state import REPO_ROOT
 from fabric.topology.from_spec import graph_from_spec
-from fabric.verify.causes import Diagnosis, diagnose, key, summary
+from fabric.verify.causes import ALL_PASSED, Diagnosis, diagnose, key, summary
 from fabric.verify.report import annotate_junit, markdown, terminal_table
 from fabric.verify.results import CheckResult, read_junit
 
@@ -601,7 +601,14 @@ def test_no_failures_no_causes(tmp_path: Path, graph) -> None:  # type: ignore[n
     results = _run(tmp_path, {})
     found = diagnose(results, graph)
     assert results and not found.causes and not found.unexplained and not found.errors
-    assert summary(results) == f"all {len(results)} checks passed"
+    skipped = sum(r.outcome == "skipped" for r in results)
+    assert skipped, "the lab's checks include ones that do not apply (skipped)"
+    assert summary(results) == (
+        f"all {len(results) - skipped} checks passed, {skipped} skipped (not applicable here)"
+    )
+    assert ALL_PASSED.fullmatch(summary(results))
+    passed_only = [r for r in results if r.outcome == "passed"]
+    assert summary(passed_only) == f"all {len(passed_only)} checks passed"
     md = markdown(results, {}, "lab", causes=found.causes)
     assert md.startswith("# lab: PASSED") and "Root causes" not in md
 
