@@ -22,13 +22,18 @@ IMAGE_NAME = "localhost/railyard-node"
 NODE_DIR = REPO_ROOT / "images" / "node"
 PACKAGES_FILE = NODE_DIR / "packages.txt"
 HOSTKEY_UNIT = NODE_DIR / "ssh-hostkeys.service"
+#: cloud-init's lab settings: off without a NoCloud seed; host keys and root login kept.
+CLOUD_CFG = NODE_DIR / "cloud.cfg"
+CLOUD_CFG_PATH = "etc/cloud/cloud.cfg.d/05_railyard_lab.cfg"
 SUITE = "bookworm"
 #: Services preinstalled but left to the roles to enable where they belong.
 DISABLED_UNITS = ("opensm.service", "munge.service", "slurmd.service", "slurmctld.service")
 #: Bump when the steps of ``_build_rootfs`` change: it is part of the image hash.
 RECIPE = (
-    "v1 debootstrap --variant=minbase --include=PACKAGES bookworm; rm ssh host keys; "
-    "enable railyard-ssh-hostkeys.service; disable " + " ".join(DISABLED_UNITS) + "; "
+    "v2 debootstrap --variant=minbase --include=PACKAGES bookworm; rm ssh host keys; "
+    "enable railyard-ssh-hostkeys.service; cloud.cfg.d/05_railyard_lab.cfg; disable "
+    + " ".join(DISABLED_UNITS)
+    + "; "
     "empty machine-id; apt-get clean; tar --numeric-owner; podman import --change CMD=/sbin/init"
 )
 
@@ -44,9 +49,15 @@ def packages(path: Path = PACKAGES_FILE) -> list[str]:
 
 
 def image_hash(package_file: Path = PACKAGES_FILE) -> str:
-    """Return the 12-hex-digit hash of the package list, the recipe and the host-key unit."""
+    """Return the 12-hex-digit hash of the package list, the recipe and the files copied in."""
     digest = hashlib.sha256()
-    for part in ("\n".join(packages(package_file)), RECIPE, HOSTKEY_UNIT.read_text()):
+    parts = (
+        "\n".join(packages(package_file)),
+        RECIPE,
+        HOSTKEY_UNIT.read_text(),
+        CLOUD_CFG.read_text(),
+    )
+    for part in parts:
         digest.update(part.encode())
         digest.update(b"\0")
     return digest.hexdigest()[:12]
@@ -97,6 +108,7 @@ def _build_rootfs(rootfs: Path) -> None:
         "enable railyard-ssh-hostkeys.service",
         "systemctl --root must be available on the build host",
     )
+    shutil.copyfile(CLOUD_CFG, rootfs / CLOUD_CFG_PATH)
     _run(
         ["systemctl", f"--root={rootfs}", "disable", *DISABLED_UNITS],
         "disable preinstalled services",

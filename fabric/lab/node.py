@@ -20,6 +20,8 @@ IBSIM_DROPIN = "etc/systemd/system.conf.d/railyard-ibsim.conf"
 SSHD_DROPIN = "etc/ssh/sshd_config.d/railyard.conf"
 #: Units whose ConditionPathExists=/sys/class/infiniband_mad/... PID 1 cannot satisfy in the lab.
 SIM_CONDITION_UNITS = ("opensm.service", "opensm@.service")
+#: Where cloud-init's NoCloud datasource reads a seed from the node's own disk.
+NOCLOUD_SEED = "var/lib/cloud/seed/nocloud"
 
 
 class NodeError(RuntimeError):
@@ -41,6 +43,14 @@ class NodeConfig(BaseModel):
     #: Extra capabilities (e.g. NET_ADMIN for a lab switch, or nodes whose fabric netdev the
     #: roles configure); none by default.
     capabilities: list[str] = []
+    #: The host name the node boots with (podman's ``--hostname``), when not ``name``: a cloud
+    #: node boots as its provider names it (EC2's ``ip-a-b-c-d``) until cloud-init renames it.
+    boot_hostname: str | None = None
+    #: cloud-init NoCloud seed files (``user-data``, ``meta-data``), copied to
+    #: ``/var/lib/cloud/seed/nocloud``: cloud-init runs at boot only on a node that has one.
+    seed: dict[str, str] = {}
+    #: Namespaced sysctls set at creation (``net.ipv4.ip_forward`` on a NAT node).
+    sysctls: dict[str, str] = {}
 
 
 def ibsim_environment(server: str, port: int, sim_host: str) -> dict[str, str]:
@@ -84,6 +94,7 @@ def _files(cfg: NodeConfig) -> list[tuple[str, str | bytes, int]]:
                     0o644,
                 )
             )
+    files += [(f"{NOCLOUD_SEED}/{name}", text, 0o600) for name, text in sorted(cfg.seed.items())]
     if UMAD_SHIM in cfg.environment.get("LD_PRELOAD", "").split(":"):
         files.append((UMAD_SHIM.lstrip("/"), umadshim.build().read_bytes(), 0o755))
     return files
@@ -92,6 +103,8 @@ def _files(cfg: NodeConfig) -> list[tuple[str, str | bytes, int]]:
 def _tar(files: list[tuple[str, str | bytes, int]]) -> bytes:
     buf = io.BytesIO()
     dirs = {"root/.ssh": 0o700, "etc/systemd/system.conf.d": 0o755, "etc/ssh/sshd_config.d": 0o755}
+    if any(path.startswith(NOCLOUD_SEED) for path, _, _ in files):
+        dirs |= {"var/lib/cloud": 0o755, "var/lib/cloud/seed": 0o755, NOCLOUD_SEED: 0o700}
     dirs.update({f"etc/systemd/system/{u}.d": 0o755 for u in SIM_CONDITION_UNITS})
     dirs["usr/local/lib/railyard"] = 0o755
     with tarfile.open(fileobj=buf, mode="w") as tar:
@@ -114,7 +127,8 @@ def create_node(cfg: NodeConfig, start: bool = True) -> None:
         raise NodeError(
             f"container {cfg.container} already exists: remove it or run the stack's destroy"
         )
-    args = ["create", "--name", cfg.container, "--hostname", cfg.name, "--systemd=always"]
+    hostname = cfg.boot_hostname or cfg.name
+    args = ["create", "--name", cfg.container, "--hostname", hostname, "--systemd=always"]
     # Interfaces are named in network-name order (eth0, eth1 ...): podman would number a
     # container's networks in a random order, and a RoCE spec names its fabric netdev.
     for index, (net, address) in enumerate(sorted(cfg.networks.items())):
@@ -123,6 +137,8 @@ def create_node(cfg: NodeConfig, start: bool = True) -> None:
         args += ["--label", f"{key}={value}"]
     for capability in cfg.capabilities:
         args += ["--cap-add", capability]
+    for key, value in sorted(cfg.sysctls.items()):
+        args += ["--sysctl", f"{key}={value}"]
     try:  # everything copied in is ready before the container exists
         payload = _tar(_files(cfg))
     except umadshim.ShimError as exc:

@@ -58,7 +58,7 @@ def _nets(*cidrs: str) -> list[Net]:
 #: Modules that make networks or take host ports outside their ``own_lab`` spec: tag -> claim,
 #: and how many tags they draw from (read these from the module when you change it).
 OWN_RESOURCES: dict[str, tuple[int, Callable[[int], Claim]]] = {
-    "test_bastion": (16, lambda t: Claim(_nets(f"198.19.{200 + t}.0/24", f"198.19.{220 + t}.0/24"))),
+    "test_cloud_lab": (16, lambda t: Claim(_nets(f"198.19.{200 + t}.0/24", f"198.19.{220 + t}.0/24"))),
     "test_roce_switch": (4, lambda t: Claim(_nets(f"198.18.{240 + t}.0/24", f"198.18.{244 + t}.0/24"))),
     # fabric watch's and Prometheus's ports, beside the lab's own.
     "test_watch_prometheus": (4, lambda t: Claim(ports={20900 + t, 20950 + t})),
@@ -131,7 +131,7 @@ def integration_claims() -> dict[str, list[Claim]]:
 def test_every_lab_module_is_found() -> None:
     claims = integration_claims()
     # The modules that bring up labs (not the ones that run ibsim or Slurm on their own).
-    assert {"test_lab", "test_faults", "test_bastion", "test_watch_prometheus"} <= set(claims)
+    assert {"test_lab", "test_faults", "test_cloud_lab", "test_watch_prometheus"} <= set(claims)
     assert all(c.nets for claim in claims.values() for c in claim)
 
 
