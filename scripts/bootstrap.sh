@@ -3,8 +3,9 @@
 #
 #   scripts/bootstrap.sh            # Debian packages, .venv, Pulumi CLI, IMDS mock
 #   scripts/bootstrap.sh base       # Debian packages, .venv (what scripts/run-tests.sh needs first)
-#   scripts/bootstrap.sh pulumi     # the Go builds only: the Pulumi CLI and the IMDS mock
-#                                   # (run-tests.sh builds them beside other steps)
+#   scripts/bootstrap.sh pulumi     # the Pulumi CLI only (a Go build)
+#   scripts/bootstrap.sh imds       # the IMDS mock only (a Go build)
+#                                   # (run-tests.sh builds each as a step beside the others)
 #
 # Each step checks before it acts, so a warm run takes a few seconds.
 # Build output (the Pulumi CLI) is cached outside the repo under
@@ -173,19 +174,21 @@ raise_inotify_limit() {
 main() {
   local what="${1:-all}"
   case "$what" in
-    all | base | pulumi) ;;
+    all | base | pulumi | imds) ;;
     *)
-      echo "usage: scripts/bootstrap.sh [all|base|pulumi]" >&2
+      echo "usage: scripts/bootstrap.sh [all|base|pulumi|imds]" >&2
       exit 2
       ;;
   esac
-  if [[ "$what" != pulumi ]]; then
+  if [[ "$what" == all || "$what" == base ]]; then
     install_debian_packages
     raise_inotify_limit
     create_venv
   fi
-  if [[ "$what" != base ]]; then
+  if [[ "$what" == all || "$what" == pulumi ]]; then
     install_pulumi
+  fi
+  if [[ "$what" == all || "$what" == imds ]]; then
     build_imds_mock
   fi
   step "bootstrap ($what) done"

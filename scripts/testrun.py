@@ -1,6 +1,6 @@
 """``make test``'s runner: every step a command with a log of its own, steps side by side.
 
-The steps (see :func:`plan`): the one-time builds (the Pulumi CLI, the lab's node image), the
+The steps (see :func:`plan`): the one-time builds (the Pulumi CLI, the lab's node image, the IMDS mock), the
 four linters, the unit tests (``pytest -n 2``: everything under ``tests`` and ``roles`` but the
 integration modules), one step per role's molecule scenario and one per integration module.
 A step starts once the steps it needs have passed (the one-time builds first, then the longest:
@@ -83,6 +83,8 @@ EXPECTED: dict[str, float] = {
     "lint:ruff-format": 10.0,
 }
 DEFAULT_EXPECTED = 300.0
+#: Integration modules that need other one-time builds than the node image and the Pulumi CLI.
+MODULE_NEEDS: dict[str, tuple[str, ...]] = {"test_imds_mock": ("build:imds-mock",)}
 #: Lines of a failed step's log printed at the end.
 TAIL_LINES = 40
 #: Seconds an interrupted step gets to tear down (a lab's ``pulumi destroy``) before it is killed.
@@ -337,6 +339,8 @@ def plan(root: Path, python: str) -> list[Step]:
     pytest = [python, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
     steps = [
         Step("build:pulumi", [str(root / "scripts" / "bootstrap.sh"), "pulumi"], cost=2),
+        # Only test_imds_mock needs it: the labs do not wait for it (about 1 min on a new machine).
+        Step("build:imds-mock", [str(root / "scripts" / "bootstrap.sh"), "imds"]),
         Step("build:image", [python, "-m", "fabric", "lab", "image"]),
         Step("lint:ruff", [str(bin_dir / "ruff"), "check", "."]),
         Step("lint:ruff-format", [str(bin_dir / "ruff"), "format", "--check", "."]),
@@ -367,7 +371,7 @@ def plan(root: Path, python: str) -> list[Step]:
             Step(
                 f"integration:{rel.stem}",
                 [*pytest, str(rel)],
-                needs=("build:image", "build:pulumi"),
+                needs=MODULE_NEEDS.get(rel.stem, ("build:image", "build:pulumi")),
                 timeout=2700.0,
             )
         )
