@@ -64,7 +64,7 @@ EXPECTED: dict[str, float] = {
     "molecule:fabric_watch": 140.0,
     "integration:test_lab": 140.0,
     "molecule:hca": 120.0,
-    "integration:test_cloud_lab": 300.0,
+    "integration:test_cloud_lab": 280.0,
     "molecule:cluster_hosts": 110.0,
     "lint:ansible-lint": 100.0,
     "integration:test_watch_prometheus": 70.0,
