@@ -95,7 +95,8 @@ class Mirror:
         """The apt source line of this mirror."""
         return f"deb [trusted=yes] {self.url} ./"
 
-    def __enter__(self) -> Mirror:
+    def start(self) -> Mirror:
+        """Serve the repository in a background thread (port 0: a free one, then set)."""
         mirror = self
 
         class Handler(SimpleHTTPRequestHandler):
@@ -110,7 +111,15 @@ class Mirror:
         threading.Thread(target=self._server.serve_forever, daemon=True).start()
         return self
 
-    def __exit__(self, *exc: object) -> None:
+    def stop(self) -> None:
+        """Stop serving (idempotent)."""
         if self._server is not None:
             self._server.shutdown()
             self._server.server_close()
+            self._server = None
+
+    def __enter__(self) -> Mirror:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

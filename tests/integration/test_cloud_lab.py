@@ -250,7 +250,7 @@ def _teardown(lab: CloudLab) -> None:
         isolation.restore(info)
         remove_network(info.name, info.bridge)
     if lab.mirror is not None:
-        lab.mirror.__exit__(None, None, None)
+        lab.mirror.stop()
 
 
 @pytest.fixture(scope="module")
@@ -276,7 +276,7 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[CloudLab]:
             lab.networks[side] = ensure_network(f"{lab.stack}-{side}", f"{net}.0/24", f"{net}.1")
         repo = lab.root / "mirror"
         build_repository(repo, [probe_package(lab.root)])
-        lab.mirror = Mirror(repo, lab.public("mirror")).__enter__()
+        lab.mirror = Mirror(repo, lab.public("mirror")).start()
         for name in names:
             create_node(lab.node(name))
             lab.containers.append(f"{lab.stack}-{name}")
