@@ -54,12 +54,16 @@ class AnsibleSettings(BaseModel):
     compares against) build the two profiles. ``strategy`` and ``gather_subset`` reach the
     playbook as ``railyard_strategy`` / ``railyard_gather_subset``: ``playbooks/site.yml``
     owns their values (``free`` where host order does not matter, only the facts the roles
-    read) and a profile only overrides them.
+    read) and a profile only overrides them. ``mitogen``: Mitogen's counterpart of each
+    strategy runs the plays (``playbooks/strategy_plugins``, ``ansible.cfg``).
     """
 
     forks: int = Field(ge=1)
     pipelining: bool
     strategy: Literal["linear", "free"] | None = None
+    #: Mitogen runs the plays: one Python interpreter per host for the whole run, not one per
+    #: task. False: Ansible's own strategies (``linear`` for plays that name none).
+    mitogen: bool = True
     gather_subset: list[str] | None = None
     #: jsonfile fact cache; with it facts are gathered only for hosts it does not hold
     #: (``gathering = smart``); None: gathered in every run, kept in memory.
@@ -70,6 +74,7 @@ class AnsibleSettings(BaseModel):
         env = {
             "ANSIBLE_FORKS": str(self.forks),
             "ANSIBLE_PIPELINING": str(self.pipelining),
+            "ANSIBLE_STRATEGY": "mitogen_linear" if self.mitogen else "linear",
         }
         if self.fact_cache is None:
             return env | {"ANSIBLE_GATHERING": "implicit", "ANSIBLE_CACHE_PLUGIN": "memory"}
@@ -92,22 +97,27 @@ class AnsibleSettings(BaseModel):
         """The playbook variables of these settings (only those that override site.yml)."""
         out: dict[str, Any] = {}
         if self.strategy is not None:
-            out["railyard_strategy"] = self.strategy
+            out["railyard_strategy"] = f"mitogen_{self.strategy}" if self.mitogen else self.strategy
+        elif not self.mitogen:
+            out["railyard_strategy"] = "free"  # site.yml's mitogen_free without Mitogen
         if self.gather_subset is not None:
             out["railyard_gather_subset"] = self.gather_subset
         return out
 
     @classmethod
     def railyard(cls, hosts: int, fact_cache: Path) -> AnsibleSettings:
-        """railyard's: one fork per host up to MAX_FORKS, pipelining, facts cached per stack;
-        strategy and fact subset as site.yml sets them."""
+        """railyard's: one fork per host up to MAX_FORKS, pipelining, facts cached per stack,
+        Mitogen; strategy and fact subset as site.yml sets them."""
         forks = max(1, min(hosts, MAX_FORKS))
         return cls(forks=forks, pipelining=True, fact_cache=fact_cache)
 
     @classmethod
     def stock(cls) -> AnsibleSettings:
-        """Ansible's defaults: 5 forks, no pipelining, linear, every fact in every run."""
-        return cls(forks=5, pipelining=False, strategy="linear", gather_subset=["all"])
+        """Ansible's defaults: 5 forks, no pipelining, linear without Mitogen, every fact in
+        every run."""
+        return cls(
+            forks=5, pipelining=False, strategy="linear", mitogen=False, gather_subset=["all"]
+        )
 
 
 def inventory_host_count(inventory: Path) -> int:

@@ -36,6 +36,17 @@ PULUMI_BIN = Path(
     os.environ.get("RAILYARD_PULUMI_BIN", Path.home() / ".cache/railyard/pulumi/v3.259.0/bin")
 )
 
+#: What an Ansible run says of a host whose key no longer matches the stack's ``known_hosts``:
+#: ssh's own warning, or Mitogen's words for ssh's "Host key verification failed." (Mitogen runs
+#: the plays, ``ansible.cfg``).
+HOST_KEY_REFUSED = ("REMOTE HOST IDENTIFICATION HAS CHANGED", "mismatching host key")
+
+
+def host_key_refused(text: str) -> bool:
+    """Whether an Ansible run's output ``text`` says a host key was refused."""
+    return any(words in text for words in HOST_KEY_REFUSED)
+
+
 #: tag -> cluster spec (a mapping as the stack file holds it under ``railyard:cluster``).
 SpecFor = Callable[[int], dict[str, Any]]
 

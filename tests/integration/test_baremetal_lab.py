@@ -44,7 +44,7 @@ from fabric.lab.ssh import connect, host_keys_from, run
 from fabric.redfish import RedfishClient
 from fabric.state import REPO_ROOT
 from fabric.verify.causes import ALL_PASSED
-from tests.integration.labkit import OwnLab, own_lab
+from tests.integration.labkit import OwnLab, host_key_refused, own_lab
 
 pytestmark = pytest.mark.integration
 
@@ -325,7 +325,7 @@ def test_replaced_node_refused_by_name_then_accepted_once_when_marked(
     proc = metal.fabric("run", "playbooks/site.yml")
     assert proc.returncode == 1, proc.stdout[-2000:] + proc.stderr[-2000:]
     assert "bn2" in proc.stdout + proc.stderr
-    assert "REMOTE HOST IDENTIFICATION HAS CHANGED" in proc.stdout + proc.stderr
+    assert host_key_refused(proc.stdout + proc.stderr), proc.stdout[-2000:]
 
     spec = metal.spec()
     spec["bmc"]["endpoints"]["bn2"]["replaced"] = "bn2-swap-1"

@@ -60,6 +60,7 @@ from fabric.lab.node import NodeConfig, create_node, remove_node
 from fabric.lab.podman import exists, podman
 from fabric.spec import ClusterSpec, EgressSpec
 from fabric.state import StateLayout
+from tests.integration.labkit import host_key_refused
 
 pytestmark = pytest.mark.skipif(
     shutil.which("podman") is None or not exists("image", LATEST),
@@ -469,4 +470,4 @@ def test_a_replaced_node_with_a_new_key_is_refused_by_name(lab: CloudLab) -> Non
     assert result.hosts["gpu01"].unreachable == 1
     (failure,) = result.failures
     assert failure.host == "gpu01" and failure.unreachable, result.summary()
-    assert "REMOTE HOST IDENTIFICATION HAS CHANGED" in failure.message, result.summary()
+    assert host_key_refused(failure.message), result.summary()

@@ -1,6 +1,7 @@
 """How the hand-off runs Ansible (fabric.handoff.runner.AnsibleSettings), seen by real plays:
-forks sized to the inventory and capped in the lab, pipelining, and facts gathered once and
-cached in the stack's state folder (emptied when the inventory changes, removed with it)."""
+forks sized to the inventory and capped in the lab, pipelining, Mitogen's strategies, and facts
+gathered once and cached in the stack's state folder (emptied when the inventory changes,
+removed with it)."""
 
 from __future__ import annotations
 
@@ -20,7 +21,8 @@ from fabric.handoff.runner import (
 )
 from fabric.state import StateLayout
 
-#: Writes what Ansible ran with, after gathering the minimum of facts.
+#: Writes what Ansible ran with, after gathering the minimum of facts (a strategy Ansible cannot
+#: load fails the play before any task).
 PLAYBOOK = """\
 - name: Report the settings
   hosts: all
@@ -31,7 +33,7 @@ PLAYBOOK = """\
       ansible.builtin.copy:
         content: >-
           {{ ansible_forks }} {{ lookup('ansible.builtin.config', 'ANSIBLE_PIPELINING') }}
-          {{ ansible_facts['system'] }}
+          {{ lookup('ansible.builtin.config', 'DEFAULT_STRATEGY') }} {{ ansible_facts['system'] }}
         dest: "{{ out }}"
         mode: "0600"
 """
@@ -66,7 +68,7 @@ def test_railyard_settings_reach_ansible_and_cache_facts(tmp_path: Path) -> None
     _, out = local_stack(tmp_path, PLAYBOOK)
     first = _run(tmp_path)
     assert first.ok, first.summary()
-    assert out.read_text().split() == ["1", "True", "Linux"]
+    assert out.read_text().split() == ["1", "True", "mitogen_linear", "Linux"]
     cache = StateLayout("t", tmp_path / "state").fact_cache
     assert [p.name for p in cache.iterdir()] == ["s1_a"]  # jsonfile's name for host a
     second = _run(tmp_path)
@@ -82,13 +84,23 @@ def test_stock_settings_gather_every_run_and_cache_nothing(tmp_path: Path) -> No
         result = _run(tmp_path, AnsibleSettings.stock())
         assert result.ok, result.summary()
         assert result.hosts["a"].ok + result.hosts["a"].changed == 2
-    assert out.read_text().split() == ["5", "False", "Linux"]
+    assert out.read_text().split() == ["5", "False", "linear", "Linux"]
     assert not StateLayout("t", tmp_path / "state").fact_cache.exists()
     assert not list((tmp_path / "artifacts").rglob("fact_cache"))
     assert AnsibleSettings.stock().extra_vars() == {
         "railyard_strategy": "linear",
         "railyard_gather_subset": ["all"],
     }
+
+
+def test_strategies_name_mitogens_unless_it_is_off(tmp_path: Path) -> None:
+    assert AnsibleSettings.railyard(3, tmp_path).extra_vars() == {}  # site.yml's own choice
+    assert AnsibleSettings.railyard(3, tmp_path).env()["ANSIBLE_STRATEGY"] == "mitogen_linear"
+    free = AnsibleSettings(forks=1, pipelining=True, strategy="free")
+    assert free.extra_vars() == {"railyard_strategy": "mitogen_free"}
+    plain = AnsibleSettings(forks=1, pipelining=True, mitogen=False)
+    assert plain.extra_vars() == {"railyard_strategy": "free"}
+    assert plain.env()["ANSIBLE_STRATEGY"] == "linear"
 
 
 def test_a_changed_inventory_empties_the_cache_and_removal_takes_it(tmp_path: Path) -> None:
