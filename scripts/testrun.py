@@ -38,53 +38,68 @@ ROOT = Path(__file__).resolve().parent.parent
 #: Seconds a step is expected to take until a run in this checkout has timed it
 #: (``times.json``); only the order steps start in depends on it (the longest first, so the
 #: run does not end on a long step started late). Measured: each step's time in the full run
-#: of 2026-11-27 (warm caches, 4 slots, load 6-20; ``docs/testing.md``). A step not named here:
-#: :data:`DEFAULT_EXPECTED`.
+#: of 2026-11-27 with Mitogen (warm caches, 4 slots, load 5-17; ``docs/testing.md``). A step
+#: not named here: :data:`DEFAULT_EXPECTED`.
 EXPECTED: dict[str, float] = {
-    "integration:test_lab_recovery": 1120.0,
-    "integration:test_baremetal_lab": 950.0,
-    "molecule:slurm": 820.0,
-    "integration:test_handoff_lab": 700.0,
-    "integration:test_qos_change_roce": 700.0,
-    "molecule:gcp_gpudirect": 490.0,
-    "integration:test_health_lab": 460.0,
-    "molecule:subnet_manager": 450.0,
-    "integration:test_roce_switch": 420.0,
-    "integration:test_existing_adoption": 350.0,
-    "integration:test_three_level": 340.0,
-    "integration:test_sm_modes_lab": 310.0,
-    "molecule:nccl_tests": 260.0,
-    "unit": 250.0,
-    "molecule:roce_qos": 250.0,
-    "molecule:rdma_stack": 230.0,
-    "molecule:efa": 220.0,
-    "integration:test_sm_switch_lab": 210.0,
-    "integration:test_faults": 210.0,
-    "molecule:node_health": 200.0,
-    "molecule:fabric_watch": 140.0,
-    "integration:test_lab": 140.0,
-    "molecule:hca": 120.0,
-    "integration:test_cloud_lab": 280.0,
-    "molecule:cluster_hosts": 110.0,
-    "lint:ansible-lint": 100.0,
-    "integration:test_watch_prometheus": 70.0,
-    "integration:test_lab_bmc_auth": 70.0,
-    "integration:test_baremetal_redfish": 70.0,
-    "integration:test_fault_mtu": 60.0,
+    "integration:test_lab_recovery": 580.0,
+    "integration:test_baremetal_lab": 470.0,
+    "integration:test_qos_change_roce": 400.0,
+    "integration:test_handoff_lab": 390.0,
+    "integration:test_health_lab": 290.0,
+    "integration:test_roce_switch": 220.0,
+    "molecule:slurm": 220.0,
+    "integration:test_cloud_lab": 210.0,
+    "integration:test_sm_modes_lab": 210.0,
+    "unit": 210.0,
+    "molecule:gcp_gpudirect": 170.0,
+    "integration:test_three_level": 170.0,
+    "molecule:subnet_manager": 150.0,
+    "integration:test_existing_adoption": 140.0,
+    "integration:test_lab": 120.0,
+    "integration:test_sm_switch_lab": 120.0,
+    "lint:ansible-lint": 110.0,
+    "integration:test_faults": 110.0,
+    "molecule:roce_qos": 100.0,
+    "integration:test_baremetal_redfish": 90.0,
+    "molecule:cluster_hosts": 80.0,
+    "molecule:efa": 70.0,
+    "molecule:fabric_watch": 70.0,
+    "molecule:rdma_stack": 70.0,
+    "molecule:nccl_tests": 70.0,
+    "integration:test_watch_prometheus": 60.0,
+    "molecule:hca": 60.0,
+    "molecule:node_health": 60.0,
+    "integration:test_lab_bmc_auth": 50.0,
+    "integration:test_fault_mtu": 40.0,
     "molecule:switch_qos": 30.0,
-    "integration:test_slurm_topology": 10.0,
     "integration:test_counters_ibsim": 10.0,
-    "integration:test_routing_ibsim": 10.0,
+    "integration:test_slurm_topology": 10.0,
+    "lint:yamllint": 10.0,
     "integration:test_imds_mock": 10.0,
     "integration:test_ibsim_net": 10.0,
-    "lint:yamllint": 10.0,
+    "integration:test_routing_ibsim": 10.0,
     "integration:test_sweep_ibsim": 10.0,
     "lint:ruff": 10.0,
     "lint:ruff-format": 10.0,
 }
 DEFAULT_EXPECTED = 300.0
-#: Integration modules that need other one-time builds than the node image and the Pulumi CLI.
-MODULE_NEEDS: dict[str, tuple[str, ...]] = {"test_imds_mock": ("build:imds-mock",)}
+#: Integration modules that need other one-time builds than the node image and the Pulumi CLI
+#: (what each uses: grep its imports): those that bring up no Pulumi stack start while the
+#: Pulumi CLI still builds on a new machine, and those that start no node do not wait for the
+#: image either.
+MODULE_NEEDS: dict[str, tuple[str, ...]] = {
+    "test_imds_mock": ("build:imds-mock",),
+    # nodes of their own (fabric.lab.node), no Pulumi stack
+    "test_cloud_lab": ("build:image",),
+    "test_roce_switch": ("build:image",),
+    # ibsim, the Redfish emulator or the parsers on this machine only
+    "test_baremetal_redfish": (),
+    "test_counters_ibsim": (),
+    "test_ibsim_net": (),
+    "test_routing_ibsim": (),
+    "test_slurm_topology": (),
+    "test_sweep_ibsim": (),
+}
 #: Lines of a failed step's log printed at the end.
 TAIL_LINES = 40
 #: Seconds an interrupted step gets to tear down (a lab's ``pulumi destroy``) before it is killed.
@@ -370,7 +385,9 @@ def plan(root: Path, python: str) -> list[Step]:
         steps.append(
             Step(
                 f"integration:{rel.stem}",
-                [*pytest, str(rel)],
+                # No integration module uses hypothesis; its plugin's end-of-run summary alone
+                # imports all of it (about 1.7 s of CPU per process).
+                [*pytest, "-p", "no:hypothesispytest", str(rel)],
                 needs=MODULE_NEEDS.get(rel.stem, ("build:image", "build:pulumi")),
                 timeout=2700.0,
             )

@@ -1,7 +1,9 @@
 """Hand-off and checks at scale: railyard's Ansible settings against Ansible's stock defaults.
 
-For each size, a lab of N compute nodes + 2 SMs + 1 controller is provisioned under its own stack
-(without the hand-off and checks), then for each profile (stock first, then railyard's) on fresh
+Profiles: ``stock`` (Ansible's defaults), ``plain`` (railyard's settings without Mitogen: what
+the hand-off ran before it) and ``railyard`` (exactly the hand-off's). For each size, a lab of N
+compute nodes + 2 SMs + 1 controller is provisioned under its own stack (without the hand-off
+and checks), then for each profile (in the order given) on fresh
 nodes: a fresh hand-off (``playbooks/site.yml``), a no-op converge (the same again), and
 ``fabric check``. Between the profiles the lab is destroyed and provisioned again, so both
 hand-offs start from the same fresh nodes. Run it under the shared lock (minutes per size)::
@@ -53,7 +55,7 @@ def addresses(slot: int = 0) -> tuple[str, str, int, int]:
     )
 
 
-PROFILES = ("stock", "railyard")
+PROFILES = ("stock", "plain", "railyard")
 STEPS = ("fresh", "noop", "check")
 #: Events that close one task on one host (they carry its start, end and duration).
 RESULT_EVENTS = ("runner_on_ok", "runner_on_failed", "runner_on_skipped", "runner_on_unreachable")
@@ -206,6 +208,8 @@ class HandoffBench:
 
         if profile == "stock":
             return AnsibleSettings.stock()
+        if profile == "plain":
+            return handoff_settings(self.name).model_copy(update={"mitogen": False})
         return handoff_settings(self.name)
 
     def converge(self, profile: str) -> dict[str, Any]:
@@ -352,7 +356,9 @@ def main() -> None:
     )
     parser.add_argument("--sizes", default="4", help="compute node counts, e.g. 4,16,32 (4)")
     parser.add_argument(
-        "--profiles", default=",".join(PROFILES), help="stock,railyard (both) or one of them"
+        "--profiles",
+        default=",".join(PROFILES),
+        help="some of stock, plain, railyard (comma-separated; default all three)",
     )
     parser.add_argument(
         "--steps",
@@ -368,7 +374,7 @@ def main() -> None:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     profiles = tuple(p for p in args.profiles.split(",") if p)
     if unknown := set(profiles) - set(PROFILES):
-        parser.error(f"--profiles: unknown {sorted(unknown)}; use stock, railyard or both")
+        parser.error(f"--profiles: unknown {sorted(unknown)}; use stock, plain or railyard")
     steps = tuple(s for s in args.steps.split(",") if s)
     if not steps or steps[0] != "fresh" or list(steps) != [s for s in STEPS if s in steps]:
         parser.error("--steps: fresh first, then noop and/or check, in that order")

@@ -163,3 +163,19 @@ def test_the_plan_has_every_scenario_and_integration_module() -> None:
     for name, step in steps.items():
         assert all(n in steps for n in step.needs), name
     assert set(testrun.EXPECTED) <= set(steps), "EXPECTED names a step that no longer exists"
+
+
+#: What a module's source uses of each one-time build: a Pulumi stack (labkit's own_lab or the
+#: Automation API) needs the CLI; lab nodes need the image.
+USES = {
+    "build:pulumi": ("own_lab", "automation", "PULUMI_BIN"),
+    "build:image": ("own_lab", "create_node", "LATEST", "RAILYARD_NODE_IMAGE"),
+}
+
+
+@pytest.mark.parametrize("module", sorted(testrun.MODULE_NEEDS))
+def test_a_module_that_skips_a_build_uses_nothing_of_it(module: str) -> None:
+    source = (REPO_ROOT / "tests" / "integration" / f"{module}.py").read_text()
+    for build, words in USES.items():
+        if build not in testrun.MODULE_NEEDS[module]:
+            assert not [w for w in words if w in source], f"{module} uses {build}"
