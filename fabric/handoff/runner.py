@@ -24,6 +24,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, Field
 
+from fabric.handoff import stragglers
 from fabric.handoff.summary import EventSummary, PlaybookResult
 from fabric.handoff.vars import HandoffError, write_group_vars
 from fabric.spec import ClusterSpec
@@ -293,22 +294,29 @@ def run_playbook(
         # Each run its own ssh ControlPath directory: a master connection kept open by the
         # last run (ControlPersist) would carry this run past a host key that changed since.
         env.setdefault("ANSIBLE_SSH_CONTROL_PATH_DIR", control_dir)
-        runner = ansible_runner.run(
-            private_data_dir=str(private),
-            project_dir=str(REPO_ROOT),
-            playbook=str(book),
-            inventory=str(inventory),
-            limit=limit,
-            envvars=env,
-            extravars={**settings.extra_vars(), **(extra_vars or {})} or None,
-            cmdline=f"-e @{secrets_file}" if secrets_file else None,
-            event_handler=summary.handle,
-            quiet=True,
-            # Keep every run's record; they are small and git-ignored.
-            rotate_artifacts=0,
-            timeout=timeout,
-            **settings.runner_kwargs(),
-        )
+        # Names this run's processes: a run cut off leaves Ansible's task workers running
+        # outside ansible-playbook's process group (fabric.handoff.stragglers).
+        env[stragglers.MARKER] = str(private)
+        try:
+            runner = ansible_runner.run(
+                private_data_dir=str(private),
+                project_dir=str(REPO_ROOT),
+                playbook=str(book),
+                inventory=str(inventory),
+                limit=limit,
+                envvars=env,
+                extravars={**settings.extra_vars(), **(extra_vars or {})} or None,
+                cmdline=f"-e @{secrets_file}" if secrets_file else None,
+                event_handler=summary.handle,
+                quiet=True,
+                # Keep every run's record; they are small and git-ignored.
+                rotate_artifacts=0,
+                timeout=timeout,
+                **settings.runner_kwargs(),
+            )
+        finally:
+            if left := stragglers.stop_marked(str(private)):
+                emit(f"stopped {len(left)} process(es) the run left behind")
     rc = runner.rc if isinstance(runner.rc, int) else 1
     return summary.result(str(book), runner.status or "unknown", rc, private)
 

@@ -12,6 +12,7 @@ import pytest
 from localplay import local_stack
 
 from fabric.cli.run import _extra_var
+from fabric.handoff import stragglers
 from fabric.handoff.runner import REPO_ROOT, run_playbook
 
 PLAYBOOK = """\
@@ -121,6 +122,18 @@ def test_a_run_past_its_timeout_is_stopped_and_says_so(tmp_path: Path) -> None:
     )
     assert not result.ok
     assert result.status == "timeout"
+    # Nothing of the run is left: Ansible's task worker (its own session, outside the process
+    # group ansible-runner kills) waited forever on the dead controller before.
+    assert not stragglers.marked(str(result.artifacts))
+    left = [p for p in Path("/proc").glob("[0-9]*") if str(tmp_path).encode() in _cmdline(p)]
+    assert not left, [_cmdline(p) for p in left]
+
+
+def _cmdline(proc: Path) -> bytes:
+    try:
+        return (proc / "cmdline").read_bytes()
+    except OSError:
+        return b""
 
 
 @pytest.mark.parametrize("text", ["0", "-5", "1.5", "soon"])
