@@ -39,8 +39,8 @@ def marked(value: str, proc: Path = Path("/proc")) -> list[int]:
 
 
 def stop_marked(value: str, grace: float = GRACE_S) -> list[int]:
-    """SIGTERM every process marked ``value``, SIGKILL those left after ``grace`` seconds;
-    return the pids found first."""
+    """SIGTERM every process marked ``value``, SIGKILL those left after ``grace`` seconds and
+    wait (``grace`` again at most) until they are gone; return the pids found first."""
     pids = marked(value)
     for pid in pids:
         _signal(pid, signal.SIGTERM)
@@ -49,8 +49,12 @@ def stop_marked(value: str, grace: float = GRACE_S) -> list[int]:
         if not [p for p in pids if _alive(p)]:
             return pids
         time.sleep(0.2)
-    for pid in marked(value):
+    killed = marked(value)
+    for pid in killed:
         _signal(pid, signal.SIGKILL)
+    deadline = time.monotonic() + grace
+    while [p for p in killed if _alive(p)] and time.monotonic() < deadline:
+        time.sleep(0.1)  # SIGKILL is delivered, not yet acted on
     return pids
 
 
