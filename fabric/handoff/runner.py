@@ -97,11 +97,6 @@ class AnsibleSettings(BaseModel):
     def extra_vars(self) -> dict[str, Any]:
         """The playbook variables of these settings (only those that override site.yml)."""
         out: dict[str, Any] = {}
-        if self.mitogen:
-            # Each task in a child forked from the host's interpreter: nothing a module opens
-            # outlives its task (in the lab, a simulated HCA's ibsim client slot: 11 hosts each
-            # holding one for the whole run left sminfo waiting for a free slot, past 10).
-            out["mitogen_task_isolation"] = "fork"
         if self.strategy is not None:
             out["railyard_strategy"] = f"mitogen_{self.strategy}" if self.mitogen else self.strategy
         elif not self.mitogen:

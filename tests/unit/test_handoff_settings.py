@@ -94,14 +94,10 @@ def test_stock_settings_gather_every_run_and_cache_nothing(tmp_path: Path) -> No
 
 
 def test_strategies_name_mitogens_unless_it_is_off(tmp_path: Path) -> None:
-    # site.yml's own strategy choice; each task forked from the host's interpreter
-    assert AnsibleSettings.railyard(3, tmp_path).extra_vars() == {"mitogen_task_isolation": "fork"}
+    assert AnsibleSettings.railyard(3, tmp_path).extra_vars() == {}  # site.yml's own choice
     assert AnsibleSettings.railyard(3, tmp_path).env()["ANSIBLE_STRATEGY"] == "mitogen_linear"
     free = AnsibleSettings(forks=1, pipelining=True, strategy="free")
-    assert free.extra_vars() == {
-        "mitogen_task_isolation": "fork",
-        "railyard_strategy": "mitogen_free",
-    }
+    assert free.extra_vars() == {"railyard_strategy": "mitogen_free"}
     plain = AnsibleSettings(forks=1, pipelining=True, mitogen=False)
     assert plain.extra_vars() == {"railyard_strategy": "free"}
     assert plain.env()["ANSIBLE_STRATEGY"] == "linear"
