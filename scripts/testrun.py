@@ -30,7 +30,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -100,6 +100,18 @@ MODULE_NEEDS: dict[str, tuple[str, ...]] = {
     "test_slurm_topology": (),
     "test_sweep_ibsim": (),
 }
+#: Seconds one Ansible task may run in a step (``ANSIBLE_TASK_TIMEOUT``, unless the caller sets
+#: it; ansible.cfg's own bound is an hour): the longest task of the full run of 2026-11-27 took
+#: 25 s at load 10, so a task past this is hung, and Ansible fails it naming task and host long
+#: before the step's own timeout (CI's run of 2026-11-27 lost 45 min to one hung hand-off).
+TASK_TIMEOUT_S = 600
+
+
+def step_env(environ: Mapping[str, str]) -> dict[str, str]:
+    """The steps' environment: the caller's, with Ansible's per-task bound."""
+    return {"ANSIBLE_TASK_TIMEOUT": str(TASK_TIMEOUT_S), **environ}
+
+
 #: Lines of a failed step's log printed at the end.
 TAIL_LINES = 40
 #: Seconds an interrupted step gets to tear down (a lab's ``pulumi destroy``) before it is killed.
@@ -440,7 +452,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         expected = json.loads(times.read_text())
     except (OSError, ValueError):
         expected = {}
-    run = Run(steps, args.jobs, args.log_dir, dict(os.environ), dict(expected))
+    run = Run(steps, args.jobs, args.log_dir, step_env(os.environ), dict(expected))
     say(f"{len(steps)} steps, {args.jobs} slots; logs in {args.log_dir}")
     started = time.monotonic()
     code = execute(run)

@@ -36,6 +36,9 @@ PULUMI_BIN = Path(
     os.environ.get("RAILYARD_PULUMI_BIN", Path.home() / ".cache/railyard/pulumi/v3.259.0/bin")
 )
 
+#: Seconds a lab's destroy waits for the lock of an ``up`` that was cut off and still cancels.
+LOCK_WAIT_S = 300.0
+
 #: What an Ansible run says of a host whose key no longer matches the stack's ``known_hosts``:
 #: ssh's own warning, or Mitogen's words for ssh's "Host key verification failed." (Mitogen runs
 #: the plays, ``ansible.cfg``).
@@ -254,14 +257,26 @@ def leftovers(prefix: str, state: Path) -> dict[str, Any]:
 
 def _destroy(stack: Any) -> None:
     """``pulumi destroy``, once more if the first fails: a lab left behind by a failed destroy
-    (its podman networks hold the subnets) breaks the next run of the same module."""
-    from pulumi.automation.errors import CommandError
+    (its podman networks hold the subnets) breaks the next run of the same module.
 
-    try:
-        stack.destroy(on_output=lambda _: None)
-    except CommandError:
-        stack.refresh(on_output=lambda _: None)
-        stack.destroy(on_output=lambda _: None)
+    An ``up`` cut off (Ctrl-C, a step's timeout: SIGINT reaches the whole process group) still
+    holds the stack's lock while Pulumi cancels it; the destroy waits for the lock, up to
+    ``LOCK_WAIT_S``, rather than failing at once and leaving the lab behind."""
+    from pulumi.automation.errors import CommandError, ConcurrentUpdateError
+
+    deadline = time.monotonic() + LOCK_WAIT_S
+    while True:
+        try:
+            stack.destroy(on_output=lambda _: None)
+            return
+        except ConcurrentUpdateError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(5)
+        except CommandError:
+            stack.refresh(on_output=lambda _: None)
+            stack.destroy(on_output=lambda _: None)
+            return
 
 
 @contextmanager

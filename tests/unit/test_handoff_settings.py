@@ -5,6 +5,7 @@ removed with it)."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import yaml
@@ -154,3 +155,61 @@ def test_each_run_gets_its_own_ssh_control_path_directory(tmp_path: Path) -> Non
     first, second = out.read_text().split()
     assert first != second
     assert Path(first).name.startswith("ry-cp-") and not Path(first).exists()
+
+
+def _tasks(node: object) -> list[dict]:
+    """Every task of a task file, blocks opened."""
+    out: list[dict] = []
+    for task in node if isinstance(node, list) else []:
+        if isinstance(task, dict):
+            out.append(task)
+            for key in ("block", "rescue", "always"):
+                out.extend(_tasks(task.get(key)))
+    return out
+
+
+def test_modules_that_read_the_hca_run_in_a_child_of_their_own() -> None:
+    # A role module that reads /sys/class/infiniband, run in Mitogen's long-lived interpreter,
+    # would keep what it opened for the whole run (in the lab: an ibsim client slot, and the
+    # 11-node lab's sminfo waited for one until stopped). Each such task forks under Mitogen.
+    root = Path(__file__).resolve().parents[2]
+    readers = {
+        path.stem
+        for path in root.glob("roles/*/library/*.py")
+        if "class/infiniband" in path.read_text()
+    }
+    assert readers, "no role module reads /sys/class/infiniband: this test lost its subject"
+    found = []
+    for tasks_file in sorted(root.glob("roles/*/tasks/*.yml")):
+        for task in _tasks(yaml.safe_load(tasks_file.read_text())):
+            for module in readers & set(task):
+                found.append(module)
+                isolation = (task.get("vars") or {}).get("mitogen_task_isolation")
+                assert isolation == "fork", f"{tasks_file}: {task.get('name')} runs {module}"
+    assert found, f"no task runs {sorted(readers)}"
+
+
+def test_a_hung_task_fails_naming_itself_within_the_task_timeout(tmp_path: Path) -> None:
+    # ansible.cfg bounds every task (task_timeout); ANSIBLE_TASK_TIMEOUT, as Ansible reads it,
+    # overrides it: a task past it is stopped under Mitogen too and the run goes on to the recap.
+    config = (Path(__file__).resolve().parents[2] / "ansible.cfg").read_text()
+    assert "\ntask_timeout = 3600\n" in config
+    local_stack(
+        tmp_path,
+        "- name: Hang\n  hosts: all\n  gather_facts: false\n  tasks:\n"
+        "    - name: Sleep past the bound\n      ansible.builtin.command: sleep 120\n"
+        "      changed_when: false\n",
+    )
+    started = time.monotonic()
+    result = run_playbook(
+        tmp_path / "book.yml",
+        stack="t",
+        emit=lambda _: None,
+        state_root=tmp_path / "state",
+        artifacts_root=tmp_path / "artifacts",
+        extra_env={"ANSIBLE_TASK_TIMEOUT": "3"},
+    )
+    assert time.monotonic() - started < 60
+    assert not result.ok
+    summary = result.summary()
+    assert "Sleep past the bound failed: Task failed: Timed out after 3 second" in summary, summary

@@ -179,3 +179,11 @@ def test_a_module_that_skips_a_build_uses_nothing_of_it(module: str) -> None:
     for build, words in USES.items():
         if build not in testrun.MODULE_NEEDS[module]:
             assert not [w for w in words if w in source], f"{module} uses {build}"
+
+
+def test_steps_bound_each_ansible_task_unless_the_caller_does() -> None:
+    assert testrun.step_env({"PATH": "/bin"}) == {
+        "PATH": "/bin",
+        "ANSIBLE_TASK_TIMEOUT": str(testrun.TASK_TIMEOUT_S),
+    }
+    assert testrun.step_env({"ANSIBLE_TASK_TIMEOUT": "60"})["ANSIBLE_TASK_TIMEOUT"] == "60"
