@@ -9,8 +9,9 @@ the times of the last run in this checkout, else :data:`EXPECTED`), while the ru
 own on subnets and ports of its own, and each molecule scenario has its own containers and
 network (``tests/unit/test_test_isolation.py`` keeps it so), so they run beside each other.
 
-Every step runs to the end even when another fails; the run then names each failed step, prints
-the tail of its log, and exits 1. Logs: ``artifacts/test-run/<step>.log``. Ctrl-C (or SIGTERM)
+Every step runs to the end even when another fails; the run then prints the tail of each failed
+step's log, names each with the lines that say why (pytest's short summary, Ansible's errors)
+last, and exits 1. Logs: ``artifacts/test-run/<step>.log``. Ctrl-C (or SIGTERM)
 sends SIGINT to every running step's process group, as a terminal's Ctrl-C does: pytest runs
 its teardown and molecule stops; a molecule scenario cut off this way is destroyed (``molecule
 destroy``); the run waits up to ``GRACE_S`` for them and exits 130. A second Ctrl-C kills what is left. Exit codes: 0 every step passed, 1 a step failed,
@@ -339,6 +340,24 @@ def execute(run: Run) -> int:
     return report(run)
 
 
+#: How a log says why it failed: pytest's short summary, Ansible's and molecule's errors.
+WHY_PREFIXES = ("FAILED ", "ERROR ", "fatal: ", "CRITICAL ")
+#: At most this many such lines per failed step, each cut to ``WHY_CHARS``.
+WHY_LINES = 3
+WHY_CHARS = 300
+
+
+def why(path: Path) -> list[str]:
+    """The first lines of ``path`` that say why its step failed, short: they close the run's
+    output, where a CI report that keeps only its end still shows them."""
+    try:
+        text = path.read_text(errors="replace")
+    except OSError:
+        return []
+    found = [line for line in text.splitlines() if line.startswith(WHY_PREFIXES)]
+    return [line[:WHY_CHARS] for line in found[:WHY_LINES]]
+
+
 def report(run: Run) -> int:
     bad = {n: o for n, o in run.outcomes.items() if o.status != "passed"}
     passed = len(run.outcomes) - len(bad)
@@ -352,6 +371,9 @@ def report(run: Run) -> int:
     print(flush=True)
     for name, o in bad.items():
         print(f"  {o.status:11} {name}{f' ({o.detail})' if o.detail else ''}", flush=True)
+        if o.status in ("failed", "timed out"):
+            for line in why(run.log_dir / run.steps[name].log_name):
+                print(f"              {line}", flush=True)
     ran = sorted(((o.seconds, n) for n, o in run.outcomes.items() if o.seconds), reverse=True)
     print("longest: " + ", ".join(f"{n} {s:.0f} s" for s, n in ran[:6]), flush=True)
     print(f"{passed} of {len(run.outcomes)} steps passed; logs in {run.log_dir}", flush=True)

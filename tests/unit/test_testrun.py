@@ -187,3 +187,29 @@ def test_steps_bound_each_ansible_task_unless_the_caller_does() -> None:
         "ANSIBLE_TASK_TIMEOUT": str(testrun.TASK_TIMEOUT_S),
     }
     assert testrun.step_env({"ANSIBLE_TASK_TIMEOUT": "60"})["ANSIBLE_TASK_TIMEOUT"] == "60"
+
+
+def test_the_run_ends_with_why_each_step_failed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # a real pytest run: its short summary lines close the run's output, after 100 lines more
+    module = tmp_path / "test_bad.py"
+    module.write_text(
+        "import pytest\n\n@pytest.fixture\ndef lab():\n    raise RuntimeError('lab not up')\n\n"
+        "def test_uses_lab(lab):\n    pass\n\n"
+        "def test_counts():\n    print('\\n'.join(map(str, range(100))))\n    assert 1 == 2\n"
+    )
+    pytest_step = testrun.Step(
+        "integration:test_bad",
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(module)],
+        cwd=tmp_path,
+    )
+    run = make_run(tmp_path, [pytest_step, sh("lint:ok", "echo fine")])
+    assert testrun.execute(run) == 1
+    out = capsys.readouterr().out
+    end = out[out.index("  failed      integration:test_bad") :].splitlines()
+    assert end[1].strip().startswith("FAILED test_bad.py::test_counts - assert 1 == 2"), end
+    assert end[2].strip().startswith("ERROR test_bad.py::test_uses_lab - RuntimeError: lab not"), (
+        end
+    )
+    assert end[3].startswith("longest: "), end
