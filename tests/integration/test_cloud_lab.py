@@ -54,7 +54,7 @@ from fabric.lab import nat
 from fabric.lab.image import LATEST
 from fabric.lab.keys import KeyPair, generate
 from fabric.lab.mirror import PROBE_PACKAGE, Mirror, build_repository, probe_package
-from fabric.lab.network import NetworkError, NetworkInfo, ensure_network, remove_network
+from fabric.lab.network import NetworkInfo, ensure_network, remove_network
 from fabric.lab.nocloud import ec2_hostname, seed
 from fabric.lab.node import NodeConfig, create_node, remove_node
 from fabric.lab.podman import exists, podman
@@ -249,7 +249,7 @@ def _teardown(lab: CloudLab) -> None:
     its subnet for the next run); then raise the first failure."""
     steps: list[tuple[Any, ...]] = [(remove_node, c) for c in lab.containers]
     for info in lab.networks.values():
-        steps += [(isolation.restore, info), (_remove_network_when_empty, info)]
+        steps += [(isolation.restore, info), (remove_network, info.name, info.bridge)]
     if lab.mirror is not None:
         steps.append((lab.mirror.stop,))
     errors = []
@@ -260,19 +260,6 @@ def _teardown(lab: CloudLab) -> None:
             errors.append(exc)
     if errors:
         raise errors[0]
-
-
-def _remove_network_when_empty(info: NetworkInfo) -> None:
-    # a container removed on a loaded machine can take a while to leave its network
-    deadline = time.monotonic() + 120
-    while True:
-        try:
-            remove_network(info.name, info.bridge)
-            return
-        except NetworkError:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(2)
 
 
 @pytest.fixture(scope="module")

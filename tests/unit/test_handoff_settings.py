@@ -10,6 +10,7 @@ from pathlib import Path
 
 import yaml
 from localplay import local_stack
+from taskfiles import TASK_FILES, tasks_in
 
 from fabric.handoff.runner import (
     MAX_FORKS,
@@ -157,17 +158,6 @@ def test_each_run_gets_its_own_ssh_control_path_directory(tmp_path: Path) -> Non
     assert Path(first).name.startswith("ry-cp-") and not Path(first).exists()
 
 
-def _tasks(node: object) -> list[dict]:
-    """Every task of a task file, blocks opened."""
-    out: list[dict] = []
-    for task in node if isinstance(node, list) else []:
-        if isinstance(task, dict):
-            out.append(task)
-            for key in ("block", "rescue", "always"):
-                out.extend(_tasks(task.get(key)))
-    return out
-
-
 def test_modules_that_read_the_hca_run_in_a_child_of_their_own() -> None:
     # A role module that reads /sys/class/infiniband, run in Mitogen's long-lived interpreter,
     # would keep what it opened for the whole run (in the lab: an ibsim client slot, and the
@@ -180,8 +170,8 @@ def test_modules_that_read_the_hca_run_in_a_child_of_their_own() -> None:
     }
     assert readers, "no role module reads /sys/class/infiniband: this test lost its subject"
     found = []
-    for tasks_file in sorted(root.glob("roles/*/tasks/*.yml")):
-        for task in _tasks(yaml.safe_load(tasks_file.read_text())):
+    for tasks_file in TASK_FILES:
+        for task in tasks_in(yaml.safe_load(tasks_file.read_text())):
             for module in readers & set(task):
                 found.append(module)
                 isolation = (task.get("vars") or {}).get("mitogen_task_isolation")

@@ -29,6 +29,7 @@ from typing import Any
 import paramiko
 import pytest
 import yaml
+from taskfiles import TASK_FILES, tasks_in
 
 from fabric.cli import main
 from fabric.lab.ssh import SshError, connect
@@ -419,39 +420,6 @@ def test_failed_run_with_munge_key_leaves_no_trace(tmp_path: Path) -> None:
         shutil.rmtree(artifacts, ignore_errors=True)
 
 
-def _tasks(node: Any) -> Iterator[dict[str, Any]]:
-    """Every task mapping in a tasks file or playbook, blocks and handlers included."""
-    if isinstance(node, list):
-        for item in node:
-            yield from _tasks(item)
-    elif isinstance(node, dict):
-        if any(k in node for k in ("tasks", "block", "pre_tasks", "post_tasks", "handlers")):
-            for key in (
-                "tasks",
-                "block",
-                "rescue",
-                "always",
-                "pre_tasks",
-                "post_tasks",
-                "handlers",
-            ):
-                yield from _tasks(node.get(key, []))
-        if "name" in node and "hosts" not in node:
-            yield node
-
-
-#: Every file of tasks: the roles' tasks and handlers, their molecule plays, the playbooks.
-TASK_FILES = sorted(
-    {
-        *REPO_ROOT.glob("roles/*/tasks/**/*.yml"),
-        *REPO_ROOT.glob("roles/*/handlers/**/*.yml"),
-        *REPO_ROOT.glob("roles/*/molecule/*/*.yml"),
-        *REPO_ROOT.glob("playbooks/**/*.yml"),
-    }
-    - set(REPO_ROOT.glob("roles/*/molecule/*/molecule.yml"))
-)
-
-
 def _handles_secret(task: dict[str, Any]) -> bool:
     """Whether a task's arguments carry a secret (its name and ``when`` show no value); a task
     that only makes the key's directory does not."""
@@ -469,7 +437,7 @@ def test_every_task_handling_a_secret_has_no_log() -> None:
     handling = [
         (path, task)
         for path in TASK_FILES
-        for task in _tasks(yaml.safe_load(path.read_text()))
+        for task in tasks_in(yaml.safe_load(path.read_text()))
         if _handles_secret(task)
     ]
     assert len(handling) >= 3, "no task handling a secret found: the audit reads nothing"
