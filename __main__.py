@@ -3,7 +3,7 @@
 
 import pulumi
 
-from fabric.components.cluster import Cluster, ClusterArgs
+from fabric.program import Cluster, ClusterArgs
 from fabric.spec import spec_from_mapping
 
 config = pulumi.Config("railyard")

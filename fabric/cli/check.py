@@ -1,14 +1,14 @@
 """``python -m fabric check [--stack NAME] [--spec FILE]``: run the check suite and write its
 reports. ``python -m fabric check --plan [--spec FILE | --stack NAME]``: list what it would
-check, touching no host (``check --plan FILE``, the older spelling, still works)."""
+check, touching no host. ``--json``: one JSON document of the results (or the plan)."""
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
 
-from fabric.cli.errors import CommandError, Exit, check_readable, emit, emit_json
-from fabric.cli.options import add_legacy_spec, add_spec, add_stack, spec_path
+from fabric.cli.errors import Exit, check_readable, emit, emit_json
+from fabric.cli.options import add_json, add_retired, add_spec, add_stack, spec_path
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -27,7 +27,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="print the checks that would run for the spec, each with its parameters, or why a "
         "family is not generated; touches no host",
     )
-    add_legacy_spec(parser)  # check --plan SPEC
+    add_retired(parser, "check")
     parser.add_argument(
         "--junit", type=Path, help="JUnit XML file (default: <report dir>/checks.xml)"
     )
@@ -42,9 +42,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="parallel pytest-xdist workers (default: one per 4 hosts checked, at least 2, at "
         "most 4 per core and 64)",
     )
-    parser.add_argument(
-        "--json", action="store_true", help="print the results as JSON instead of tables"
-    )
+    add_json(parser, "print the results (or the plan) as one JSON document instead of tables")
     parser.set_defaults(func=cmd_check)
 
 
@@ -55,8 +53,6 @@ def cmd_check(args: argparse.Namespace) -> int:
 
     if args.plan:
         return cmd_check_plan(spec_path(args), as_json=args.json)
-    if args.legacy_spec is not None:
-        raise CommandError(f"unexpected argument {args.legacy_spec}: give the spec with --spec")
     from fabric.verify import context
     from fabric.verify.runner import run_checks
 

@@ -35,15 +35,17 @@ exit codes (the same for every command):
   1    what was checked is wrong: validate found problems in the spec, check had a
        failed check, run's playbook failed on a host, lab status found the lab
        unhealthy or not up, lab image could not build the image
-  2    bad usage or input: a bad option or argument, an unreadable or missing file,
-       a spec with problems given to any command but validate, tool output that
+  2    bad usage or input: a bad option or argument, a retired spelling (e.g.
+       --from-spec: use --spec FILE), an unknown --stack, an unreadable or missing
+       file, a spec with problems given to any command but validate, tool output that
        parse (or topology --from-ibnetdiscover) cannot read, a stack without an
        inventory, an unknown playbook
   130  interrupted (Ctrl-C)
 
+a cluster is named the same way everywhere: --spec FILE or --stack NAME.
 errors: one line on stderr, "python -m fabric COMMAND: error: WHAT; FIX". With --json
-(validate, check, run, lab status) stdout always holds one JSON document: the result,
-or {"error": "WHAT; FIX", "exit_code": N} (plus "problems" for a spec) instead of the line.
+(every command) stdout always holds one JSON document: the result, or
+{"error": "WHAT; FIX", "exit_code": N} (plus "problems" for a spec) instead of the line.
 """
 
 
@@ -64,6 +66,15 @@ class UsageError(CommandError):
 
     def __init__(self, prog: str, message: str) -> None:
         super().__init__(f"{message}; see {prog} --help", Exit.USAGE)
+        self.prog = prog
+
+
+class RetiredSpelling(UsageError):
+    """An older spelling of an option (``fabric.cli.options.RETIRED``): exit 2, one line
+    naming the flag to use instead."""
+
+    def __init__(self, prog: str, message: str) -> None:
+        CommandError.__init__(self, message, Exit.USAGE)
         self.prog = prog
 
 

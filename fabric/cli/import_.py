@@ -6,7 +6,8 @@ beside it), or from a host reached over SSH (``--ssh HOST``: ``ibnetdiscover``, 
 host key checked against the user's known_hosts). The subnet manager is never one railyard
 would start unasked: a switch's SM or an external one as found, ``managed`` only with
 ``--manage-sm`` (fabric.topology.importer). The spec goes to stdout or ``--output FILE``; what the capture cannot
-tell is marked PLACEHOLDER in it and listed on stderr (fabric.topology.importer).
+tell is marked PLACEHOLDER in it and listed on stderr (fabric.topology.importer). ``--json``:
+one JSON document of the spec's text and those notes.
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ import subprocess
 import sys
 import threading
 
-from fabric.cli.errors import CommandError, Exit, emit, positive_mib, read_input
+from fabric.cli.errors import CommandError, Exit, emit, emit_json, positive_mib, read_input
+from fabric.cli.options import add_json
 
 _FIX = "pass ibnetdiscover's plain output (a file, or '-' for stdin)"
 #: Seconds allowed for each command run over SSH.
@@ -62,6 +64,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="N",
         help="refuse a capture (file, stdin or --ssh output) larger than N MiB before reading "
         "further (default 64, as parse)",
+    )
+    add_json(
+        parser,
+        'print {"name", "spec": YAML, "notes": [...], "output": FILE or null} as one JSON '
+        "document instead of the spec; an error too",
     )
     parser.set_defaults(func=cmd_import)
 
@@ -245,8 +252,19 @@ def cmd_import(args: argparse.Namespace) -> int:
                 out.write(imported.text)
         except OSError as err:
             raise CommandError(f"--output {args.output}: {err.strerror or err}") from err
-    else:
+    elif not args.json:
         emit(imported.text.rstrip("\n"))
+    if args.json:  # the document first, then the notes on stderr, as without --json
+        from fabric.redact import redact
+
+        emit_json(
+            {
+                "name": args.name,
+                "spec": imported.text,
+                "notes": [redact(text) for text in imported.notes],
+                "output": args.output,
+            }
+        )
     for text in imported.notes:
         note(text)
     return Exit.OK

@@ -2,15 +2,16 @@
 (``orchestrator: kubernetes`` or ``both``): the Network Operator's NicClusterPolicy, its
 networks and nv-ipam pools, the Node topology label patches and the Kueue Topology, as one
 YAML stream for ``kubectl apply --server-side -f -``. The labels come from the declared fabric,
-or from the real one with ``--from-ibnetdiscover``."""
+or from the real one with ``--from-ibnetdiscover``. ``--json``: the same objects in one JSON
+document."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 
-from fabric.cli.errors import CommandError, Exit, read_input
-from fabric.cli.options import add_spec, add_stack, spec_path
+from fabric.cli.errors import CommandError, Exit, emit_json, read_input
+from fabric.cli.options import add_json, add_spec, add_stack, spec_path
 
 _FIX = "pass ibnetdiscover's plain output (a file, or '-' for stdin)"
 
@@ -32,6 +33,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--from-ibnetdiscover",
         metavar="FILE",
         help="label the nodes from this discovered fabric ('-' for stdin) instead of the spec's",
+    )
+    add_json(
+        parser,
+        'print {"name": CLUSTER, "objects": [...], "warnings": [...]} as one JSON document '
+        "instead of YAML; an error too",
     )
     parser.set_defaults(func=cmd_kubernetes)
 
@@ -66,6 +72,9 @@ def cmd_kubernetes(args: argparse.Namespace) -> int:
         node_patches(labels),
         kueue_topology(labels, settings.kueue_topology or spec.name),
     ]
+    if args.json:
+        emit_json({"name": spec.name, "objects": docs, "warnings": list(labels.warnings)})
+        return Exit.OK
     sys.stdout.write(
         f"# Kubernetes objects of {spec.name}, written by railyard\n" + dump_yaml(docs)
     )

@@ -1,4 +1,5 @@
-"""``python -m fabric parse TOOL FILE``: print a tool output file as JSON."""
+"""``python -m fabric parse TOOL FILE``: print a tool output file as JSON (``--json``: an error
+as JSON too)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from fabric.cli.errors import Exit, emit_json, read_input
+from fabric.cli.options import add_json
 
 
 class _ToolsFormatter(argparse.HelpFormatter):
@@ -43,6 +45,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="N",
         help="refuse input larger than N MiB before reading further (default in the description)",
     )
+    add_json(parser, "the result is JSON already; an error is printed as JSON on stdout too")
     parser.set_defaults(func=cmd_parse)
 
 

@@ -1,4 +1,5 @@
-"""``python -m fabric run PLAYBOOK [--stack lab] [--limit HOSTS] [-e KEY=VALUE]``: the Ansible hand-off.
+"""``python -m fabric run PLAYBOOK [--stack NAME] [--spec FILE] [--limit HOSTS] [-e KEY=VALUE]
+[--json]``: the Ansible hand-off.
 
 Writes the role variables from the stack's spec to ``state/<stack>/group_vars/all.yml``,
 runs the playbook with ansible-runner against ``state/<stack>/inventory.yml``, streams
@@ -15,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from fabric.cli.errors import Exit, emit
-from fabric.cli.options import add_spec, add_stack, spec_path
+from fabric.cli.options import add_json, add_spec, add_stack, spec_path
 
 if TYPE_CHECKING:
     from fabric.handoff.summary import PlaybookResult
@@ -58,10 +59,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         default=None,
         help="also write the result (status, rc, recap, per-host counts, summary) to this JSON file",
     )
-    parser.add_argument(
-        "--json",
-        action="store_true",
-        help="print the result (as --result-json writes it) on stdout instead of the summary",
+    add_json(
+        parser,
+        "print the result (as --result-json writes it) as one JSON document instead of the summary",
     )
     parser.set_defaults(func=cmd_run)
 

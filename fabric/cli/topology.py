@@ -1,6 +1,8 @@
 """``python -m fabric topology``: print the Slurm topology (or Kubernetes topology labels and a
-Kueue Topology, ibsim net, or oversubscription) of a declared fabric (``--spec``), a discovered one (``--from-ibnetdiscover``), or cloud
-instances as their provider places them (``--from-aws-topology``, ``--from-gce-instances``)."""
+Kueue Topology, ibsim net, or oversubscription) of a declared fabric (``--spec FILE`` or
+``--stack NAME``), a discovered one (``--from-ibnetdiscover``), or cloud instances as their
+provider places them (``--from-aws-topology``, ``--from-gce-instances``, ``--from-placement``).
+``--json`` wraps the output in one JSON document (see :func:`_write`)."""
 
 from __future__ import annotations
 
@@ -8,8 +10,8 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
-from fabric.cli.errors import CommandError, Exit, read_input
-from fabric.cli.options import add_legacy_spec, add_spec, given_spec
+from fabric.cli.errors import CommandError, Exit, emit_json, read_input
+from fabric.cli.options import add_json, add_retired, add_spec, add_stack, spec_path
 
 #: The default input cap (``--max-mb``), parse's and import's (fabric.parsers.text's
 #: DEFAULT_LIMIT_MIB): a 16,384-host, 131,072-HCA fabric prints about 55 MB.
@@ -38,7 +40,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--from-ibnetdiscover", metavar="FILE", help="ibnetdiscover output ('-' for stdin)"
     )
     add_spec(source, help="cluster spec YAML or Pulumi.<stack>.yaml stack file")
-    add_legacy_spec(source, "--from-spec")
+    add_stack(source, default=False)
     source.add_argument(
         "--from-aws-topology",
         metavar="FILE",
@@ -53,11 +55,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--from-placement",
         metavar="FILE",
         help="JSON host -> {stdout, rc, stderr} of each compute node's placement reading "
-        "(fabric.verify.cloud_topology.PLACEMENT_COMMANDS, as the hand-off gathers it); "
+        "(each target's PLACEMENT_COMMAND, as the hand-off gathers it); "
         "needs --provider, and --region on aws (DescribeInstanceTopology through the AWS CLI)",
     )
-    parser.add_argument("--provider", choices=("aws", "gcp"), help="with --from-placement")
-    parser.add_argument("--region", help="the AWS region, with --from-placement --provider aws")
+    parser.add_argument(
+        "--provider",
+        help="with --from-placement: the target whose placement.py reads the readings (aws, gcp)",
+    )
+    parser.add_argument(
+        "--region", help="the provider's region, with --from-placement where it needs one (aws)"
+    )
     parser.add_argument(
         "--hosts",
         metavar="FILE",
@@ -105,6 +112,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         action="store_true",
         help="print each leaf's down/up bandwidth and ratio instead",
     )
+    add_json(
+        parser,
+        'print {"output": KIND, "text": TEXT, "warnings": [...]} (and "leaves" with '
+        "--oversubscription) as one JSON document; an error too",
+    )
+    add_retired(parser, "topology")
     parser.set_defaults(func=cmd_topology)
 
 
@@ -156,11 +169,17 @@ def _cloud_graph(args: argparse.Namespace) -> FabricGraph:
 
 def _placement_graph(args: argparse.Namespace) -> FabricGraph:
     """The graph of each node's placement reading (``--from-placement``)."""
+    from fabric.targets import TARGETS, has_part, hook
     from fabric.verify.cloud_topology import provider_graph
     from fabric.verify.harness import HarnessError
 
-    if args.provider is None or (args.provider == "aws" and not args.region):
-        raise CommandError("--from-placement needs --provider aws|gcp (and --region on aws)")
+    providers = [t for t in TARGETS if has_part(t, "placement")]
+    regional = [t for t in providers if hook(t, "placement", "NEEDS_REGION", False)]
+    if args.provider not in providers or (args.provider in regional and not args.region):
+        raise CommandError(
+            f"--from-placement needs --provider {'|'.join(providers)}"
+            f" (and --region on {', '.join(regional)})"
+        )
     data = _json(args.from_placement, "host -> {stdout, rc, stderr} JSON", args.max_mb)
     if not isinstance(data, dict) or not all(isinstance(v, dict) for v in data.values()):
         raise CommandError(f"{args.from_placement}: not a JSON object of host -> reading")
@@ -177,12 +196,11 @@ def _placement_graph(args: argparse.Namespace) -> FabricGraph:
 def _graph(args: argparse.Namespace) -> FabricGraph:
     if args.from_aws_topology or args.from_gce_instances or args.from_placement:
         return _cloud_graph(args)
-    spec = given_spec(args)
-    if spec is not None:
+    if args.spec is not None or args.stack is not None:
         from fabric.spec import load_spec
         from fabric.topology.from_spec import graph_from_spec
 
-        cluster = load_spec(spec)
+        cluster = load_spec(spec_path(args))
         labels = cluster.kubernetes.labels if cluster.kubernetes is not None else None
         args.label_scheme = args.label_scheme or (labels.scheme if labels else None)
         args.kueue_topology = args.kueue_topology or (
@@ -201,19 +219,20 @@ def _capture(args: argparse.Namespace) -> str:
     return read_input(args.from_ibnetdiscover, _FIX, args.max_mb, "--max-mb N").text
 
 
-def _render(args: argparse.Namespace, graph: FabricGraph) -> str:
+def _render(args: argparse.Namespace, graph: FabricGraph) -> tuple[str, list[str]]:
+    """The chosen output's text and its warnings (each also printed on stderr)."""
     from fabric.topology.slurm import block_conf, topology_yaml, tree_conf
 
     if args.ibsim_net:
         from fabric.topology.ibsim import render_net
 
-        return render_net(graph)
+        return render_net(graph), []
     if args.oversubscription:
         return "".join(
             f"{load.switch}\tdown {load.down_gbps:g} Gb/s\tup {load.up_gbps:g} Gb/s\t"
             f"{'no uplinks' if load.oversubscription is None else f'{load.oversubscription:.2f}:1'}\n"
             for load in graph.leaf_loads()
-        )
+        ), []
     if args.plugin == "kubernetes":
         from fabric.topology.kubernetes import render
 
@@ -222,12 +241,47 @@ def _render(args: argparse.Namespace, graph: FabricGraph) -> str:
         )
         for warning in warnings:
             print(f"warning: {warning}", file=sys.stderr)
-        return text
+        return text, list(warnings)
     if args.plugin == "tree":
-        return tree_conf(graph)
+        return tree_conf(graph), []
     if args.plugin == "block":
-        return block_conf(graph, args.block_size)
-    return topology_yaml(graph, args.block_size)
+        return block_conf(graph, args.block_size), []
+    return topology_yaml(graph, args.block_size), []
+
+
+def _output_kind(args: argparse.Namespace) -> str:
+    """What is printed: ``ibsim-net``, ``oversubscription`` or the ``--plugin``."""
+    return (
+        "ibsim-net"
+        if args.ibsim_net
+        else ("oversubscription" if args.oversubscription else args.plugin)
+    )
+
+
+def _write(
+    args: argparse.Namespace,
+    text: str,
+    warnings: list[str],
+    graph: FabricGraph | None = None,
+) -> int:
+    """Print ``text``, or under ``--json`` one document: ``output`` (its kind), ``text``,
+    ``warnings``, and with ``--oversubscription`` each leaf's ``leaves`` entry."""
+    if not args.json:
+        sys.stdout.write(text)
+        return Exit.OK
+    doc: dict[str, object] = {"output": _output_kind(args), "text": text, "warnings": warnings}
+    if args.oversubscription and graph is not None:
+        doc["leaves"] = [
+            {
+                "switch": load.switch,
+                "down_gbps": load.down_gbps,
+                "up_gbps": load.up_gbps,
+                "oversubscription": load.oversubscription,
+            }
+            for load in graph.leaf_loads()
+        ]
+    emit_json(doc)
+    return Exit.OK
 
 
 def _other_output(args: argparse.Namespace) -> bool:
@@ -262,12 +316,12 @@ def cmd_topology(args: argparse.Namespace) -> int:
             from fabric.topology.slurm import tree_conf
 
             conf = tree_conf(parse(text))
-        sys.stdout.write(conf)
-        return Exit.OK
+        return _write(args, conf, [])
     graph = _graph(args)
     if args.from_placement and not graph.cas:  # nothing placed: Slurm gets no topology
-        print("warning: the provider places none of the nodes: no topology", file=sys.stderr)
-        return Exit.OK
+        warning = "the provider places none of the nodes: no topology"
+        print(f"warning: {warning}", file=sys.stderr)
+        return _write(args, "", [*graph.warnings, warning]) if args.json else Exit.OK
     if args.nodes is not None:
         from fabric.hostlist import HostlistError, expand
         from fabric.topology.render import only_hosts
@@ -277,5 +331,5 @@ def cmd_topology(args: argparse.Namespace) -> int:
         except HostlistError as err:
             raise CommandError(f"--nodes: {err}") from err
         graph = only_hosts(graph, hosts)
-    sys.stdout.write(_render(args, graph))
-    return Exit.OK
+    text, warnings = _render(args, graph)
+    return _write(args, text, [*graph.warnings, *warnings], graph)

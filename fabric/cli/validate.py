@@ -7,8 +7,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from fabric.cli.errors import Exit, check_readable
-from fabric.cli.options import add_legacy_spec, add_spec, add_stack, spec_path
+from fabric.cli.errors import Exit, check_readable, emit_json
+from fabric.cli.options import add_json, add_retired, add_spec, add_stack, spec_path
 
 if TYPE_CHECKING:
     from fabric.spec import ClusterSpec
@@ -99,9 +99,12 @@ def cmd_schema(args: argparse.Namespace) -> int:
 
     text = json.dumps(ClusterSpec.model_json_schema(), indent=2) + "\n"
     if args.output is None:
-        sys.stdout.write(text)
+        sys.stdout.write(text)  # JSON already, with or without --json
+        return Exit.OK
+    Path(args.output).write_text(text, encoding="utf-8")
+    if args.json:
+        emit_json({"output": str(args.output)})
     else:
-        Path(args.output).write_text(text, encoding="utf-8")
         print(f"wrote {args.output}")
     return Exit.OK
 
@@ -122,10 +125,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     add_spec(validate)
     add_stack(validate)
-    add_legacy_spec(validate)  # validate SPEC
-    validate.add_argument(
-        "--json", action="store_true", help="print the result as JSON (for CI and editors)"
-    )
+    add_retired(validate, "validate")
+    add_json(validate, "print the result as one JSON document (for CI and editors)")
     validate.set_defaults(func=cmd_validate)
 
     schema = subparsers.add_parser(
@@ -137,5 +138,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     schema.add_argument(
         "-o", "--output", metavar="FILE", help="write the schema to FILE instead of stdout"
+    )
+    add_json(
+        schema,
+        'the schema is JSON already; with --output, print {"output": FILE}, and an error as JSON',
     )
     schema.set_defaults(func=cmd_schema)

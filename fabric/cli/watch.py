@@ -4,6 +4,7 @@ Every ``--interval`` seconds one scrape (``fabric.watch.collect``) reads the fab
 stack's hosts; the last snapshot is served on ``--listen``:``--port`` (``/metrics``) or, with
 ``--textfile PATH``, written atomically for node_exporter's textfile collector. SIGTERM stops
 it with exit 0 (a service being stopped), Ctrl-C with 130; a tool call in flight is ended.
+``--json`` reads once and prints that reading as one JSON document instead of serving it.
 """
 
 from __future__ import annotations
@@ -14,8 +15,8 @@ import threading
 from pathlib import Path
 from types import FrameType
 
-from fabric.cli.errors import CommandError, Exit
-from fabric.cli.options import add_spec, add_stack, spec_path
+from fabric.cli.errors import CommandError, Exit, emit_json
+from fabric.cli.options import add_json, add_spec, add_stack, spec_path
 
 #: The default port of the metrics endpoint.
 DEFAULT_PORT = 9477
@@ -93,6 +94,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="the check report whose results are exported (default: "
         "state/<stack>/reports/checks.xml)",
     )
+    add_json(
+        parser,
+        "read once and print the reading (cables, SM, check families, scrape errors) as one "
+        "JSON document instead of serving it (--textfile is still written); an error too",
+    )
     parser.set_defaults(func=cmd_watch)
 
 
@@ -129,16 +135,20 @@ def cmd_watch(args: argparse.Namespace) -> int:
     old = {s: signal.signal(s, signals) for s in (signal.SIGINT, signal.SIGTERM)}
     server = None
     try:
-        if args.textfile is None:
+        if args.textfile is None and not args.json:
             server = _serve(registry, args.listen, args.port)
         while not signals.stop.is_set():
-            collector.update(collect(plan, remote.run, junit, counter_watch))
+            snapshot = collect(plan, remote.run, junit, counter_watch)
+            collector.update(snapshot)
             if args.textfile is not None:
                 signals.critical = True
                 write_textfile(args.textfile, registry)
                 signals.critical = False
                 if signals.stop.is_set():
                     break
+            if args.json:
+                emit_json(snapshot.model_dump(mode="json"))
+                return Exit.OK
             if args.once:
                 return Exit.OK
             signals.stop.wait(args.interval)

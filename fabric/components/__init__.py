@@ -1,47 +1,12 @@
-"""Pulumi ComponentResources: ``cluster_component`` picks the spec's target component.
+"""Pulumi parts every target shares (the layer ``pulumi``): the one target interface
+(``target.py``, :class:`~fabric.components.target.TargetCluster`), the host-key pin
+(``access.py``, ``dynamic_hostkeys.py``), the cloud-config (``cloudinit.py``), config secrets
+and the munge key (``config_secret.py``, ``munge.py``), ``KubernetesObjects``
+(``kubernetes.py``), and the rerun-on-change base of the hand-off's and the checks' resources
+(``rerun.py``). Nothing here names a target; the program (``fabric.program``) picks the
+spec's target component through the registry.
 
-Every target (lab, aws, gcp, baremetal, existing: a running cluster adopted over SSH) is a
-:class:`fabric.components.target.TargetCluster` and exports the same
-outputs (``TARGET_OUTPUTS``: inventory, hosts, switches, fabric, bmc_endpoints, state_dir).
+``handoff.py`` and ``verify.py`` are aliases only (their resources live in
+``fabric.handoff.resource`` and ``fabric.verify.resource``), kept for stacks made before the
+move (docs/ARCHITECTURE.md, "Layers").
 """
-
-from __future__ import annotations
-
-from typing import TYPE_CHECKING
-
-import pulumi
-
-from fabric.spec import ClusterSpec
-from fabric.targets import TARGETS, part
-
-if TYPE_CHECKING:
-    from fabric.components.target import TargetCluster
-
-
-def cluster_component(
-    name: str, spec: ClusterSpec, opts: pulumi.ResourceOptions | None = None
-) -> TargetCluster:
-    """Return the component that builds ``spec`` on ``spec.target`` (a ``TargetCluster``),
-    the class :data:`fabric.targets.TARGETS` names in ``fabric/targets/<target>/component.py``
-    (imported only here, so a lab run needs no cloud SDK)."""
-    if spec.target not in TARGETS:
-        from fabric.spec import Problem, SpecError
-
-        raise SpecError(
-            [
-                Problem(
-                    "target",
-                    f"{spec.target!r}: no component builds this target; use one of"
-                    f" {', '.join(TARGETS)}",
-                )
-            ]
-        )
-    cls = TARGETS[spec.target].component
-    try:
-        factory = getattr(part(spec.target, "component"), cls)
-    except (ImportError, AttributeError) as exc:
-        raise RuntimeError(
-            f"target {spec.target!r} needs fabric.targets.{spec.target}.component.{cls},"
-            f" which could not be loaded: {exc}"
-        ) from exc
-    return factory(name, spec, opts)

@@ -1,6 +1,6 @@
 """``KubernetesObjects``: the Kubernetes objects of ``orchestrator: kubernetes`` (the Network
 Operator's NicClusterPolicy and networks, the Node topology labels, the Kueue Topology) applied
-to the cluster's API server, as a Pulumi dynamic resource over ``fabric.components.kube_client``
+to the cluster's API server, as a Pulumi dynamic resource over ``fabric.kube_client``
 (the Pulumi Kubernetes provider's plugin cannot be installed here).
 
 - create / update: every object applied server-side (field manager ``railyard``), so a second
@@ -28,7 +28,7 @@ APPLY_ON = ("api_server", "token", "ca_certificate", "objects")
 
 def _client(props: dict[str, Any]) -> tuple[Any, str | None]:
     """A client for the props' API server, and the CA file it reads (removed by the caller)."""
-    from fabric.components.kube_client import Client
+    from fabric.kube_client import Client
 
     ca_file = None
     if props.get("ca_certificate"):
@@ -40,7 +40,7 @@ def _client(props: dict[str, Any]) -> tuple[Any, str | None]:
 
 
 def _key(obj: dict[str, Any]) -> str:
-    from fabric.components.kube_client import object_path
+    from fabric.kube_client import object_path
 
     return object_path(obj)
 

@@ -17,6 +17,7 @@ from fabric.model.cluster import ClusterModel
 from fabric.model.gpus import NODE_BIN_DIR, gpu_rails, gpus_of
 from fabric.model.ports import SIM_DEVICE, HcaPort, expected_ib_mtu
 from fabric.spec import ClusterSpec
+from fabric.targets import hook
 
 #: OpenSM's failover polling as ``roles/subnet_manager`` configures it by default
 #: (``subnet_manager_sminfo_polling_timeout`` ms, ``subnet_manager_polling_retry_number``; a
@@ -91,7 +92,14 @@ def health_config(
         config["env_file"] = "/etc/environment"
     if slow := slow_config(spec, host):
         config["slow"] = slow
-    return config
+    return config | gpu_config(spec, host)
+
+
+def gpu_config(spec: ClusterSpec, host: str) -> dict[str, Any]:
+    """The GPU fitness checks' configuration for ``host`` (``fabric/verify/health_gpu.py``):
+    the GPU count it must show; empty for a node without GPUs or the lab's (no GPU there)."""
+    gpus = gpus_of(spec, host)[0]
+    return {"gpu": {"gpus": gpus}} if gpus and not spec.simulated else {}
 
 
 def slow_config(spec: ClusterSpec, host: str) -> dict[str, Any]:
@@ -125,41 +133,14 @@ def slow_config(spec: ClusterSpec, host: str) -> dict[str, Any]:
     return slow
 
 
-#: GPUDirect RDMA paths any one of which serves an EFA or ConnectX RoCE (A3 Ultra) node.
-GPUDIRECT_PATHS = ["dma-buf", "efa_nv_peermem", "nvidia_peermem"]
-
-
 def cloud_health_config(spec: ClusterSpec, host: str) -> dict[str, Any]:
     """The health check's configuration for a cloud compute instance without declared HCAs:
-    the catalog's EFA device count (AWS) or the A3 GPU NICs (GCP); empty when its type has
-    neither."""
-    from fabric.targets.aws.catalog import aws_instance
-    from fabric.targets.gcp.catalog import gcp_machine
-    from fabric.targets.gcp.model import gpu_subnet_cidrs
-
-    group = spec.hosts[host]
-    base: dict[str, Any] = {"node": host, "ports": [], "thresholds": {}}
-    if spec.fabric.kind == "efa" and spec.aws is not None and spec.aws.efa:
-        known = aws_instance(group.instance_type or "")
-        if known is None or not known.efa:
-            return {}
-        gdr = spec.aws.gpudirect_rdma and known.gpudirect_rdma
-        return base | {
-            "efa": {"devices": known.efa_interfaces},
-            "gpudirect": GPUDIRECT_PATHS if gdr else [],
-        }
-    if spec.fabric.kind == "gcp-gpudirect" and spec.gcp is not None:
-        machine = gcp_machine(group.instance_type or "")
-        if machine is None:
-            return {}
-        nics = {
-            "subnets": gpu_subnet_cidrs(spec.gcp, machine.gpu_nics),
-            "mtu": spec.gcp.gpu_nic_mtu,
-        }
-        # TCPX and TCPXO move GPU memory over TCP (no peer memory); A3 Ultra's RoCE needs it
-        paths = GPUDIRECT_PATHS[::2] if machine.transport == "rdma-roce" else []
-        return base | {"gpu_nics": nics, "gpudirect": paths}
-    return {}
+    what its target's ``health_config`` (``model.py``) adds (AWS: the catalog's EFA device
+    count; GCP: the A3 GPU NICs); empty when the target adds nothing for its type."""
+    own = hook(spec.target, "model", "health_config")
+    added = own(spec, host) if own is not None else {}
+    base = {"node": host, "ports": [], "thresholds": {}}
+    return base | added | gpu_config(spec, host) if added else {}
 
 
 def health_configs(model: ClusterModel) -> dict[str, dict[str, Any]]:

@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import yaml
 from pydantic import BaseModel, Field
@@ -29,6 +29,9 @@ from fabric.handoff.summary import EventSummary, PlaybookResult
 from fabric.handoff.vars import HandoffError, write_group_vars
 from fabric.spec import ClusterSpec
 from fabric.state import ARTIFACTS_ROOT, REPO_ROOT, StateLayout
+
+if TYPE_CHECKING:
+    from fabric.model.cluster import ClusterModel
 
 #: Never handed to Ansible: ansible-runner records the whole environment of a run in the
 #: artifacts' ``command`` file, and Ansible needs none of these.
@@ -240,6 +243,7 @@ def run_playbook(
     *,
     stack: str = "lab",
     spec: ClusterSpec | None = None,
+    model: ClusterModel | None = None,
     limit: str | None = None,
     emit: Callable[[str], None] = stderr_line,
     state_root: Path | None = None,
@@ -253,7 +257,7 @@ def run_playbook(
     """Run ``playbook`` against ``stack``'s inventory; stream progress through ``emit``.
 
     With ``spec``, the role variables are (re)written to ``state/<stack>/group_vars/all.yml``
-    first. ``secret_vars`` (e.g. ``slurm_munge_key``) reach Ansible as extra vars through a
+    first, from ``model`` (the run's one :class:`ClusterModel` of ``spec``) when given. ``secret_vars`` (e.g. ``slurm_munge_key``) reach Ansible as extra vars through a
     private file that is removed after the run; ``extra_vars`` (plain values such as
     ``railyard_new_nodes``) as ordinary extra vars, kept in the run's artifacts. Returns the
     typed result; ``result.summary()`` is the short report. ``settings``: how Ansible runs
@@ -265,7 +269,7 @@ def run_playbook(
     book = resolve_playbook(playbook)
     inventory = inventory_path(stack, state_root)
     if spec is not None:
-        write_group_vars(spec, inventory.parent)
+        write_group_vars(spec, inventory.parent, model)
     private = new_artifacts_dir(stack, artifacts_root)
     settings = settings or handoff_settings(stack, state_root)
     env = {

@@ -20,7 +20,7 @@ from fabric.model.cluster import ClusterModel
 from fabric.spec import ClusterSpec
 from fabric.spec.constants import SM_MEMBER_KEYWORDS
 from fabric.spec.models import EcnQueue
-from fabric.targets import parts
+from fabric.targets import hook, parts
 from fabric.topology.from_spec import graph_from_spec
 from fabric.topology.render import render
 
@@ -68,8 +68,11 @@ class HandoffError(ValueError):
     """The spec asks for something the roles cannot do; the message names the field."""
 
 
-def role_vars_from_spec(spec: ClusterSpec) -> dict[str, Any]:
-    """Return the group_vars for ``all``: every role's settings derived from ``spec``."""
+def role_vars_from_spec(spec: ClusterSpec, model: ClusterModel | None = None) -> dict[str, Any]:
+    """Return the group_vars for ``all``: every role's settings derived from ``spec``, its
+    facts read from ``model`` (the run's one :class:`ClusterModel`; built here when none is
+    handed in)."""
+    model = model if model is not None else ClusterModel(spec)
     out: dict[str, Any] = {
         "railyard_cluster": spec.name,
         "railyard_target": spec.target,
@@ -82,8 +85,8 @@ def role_vars_from_spec(spec: ClusterSpec) -> dict[str, Any]:
     out |= roce_qos_vars(spec)
     for _, handoff in parts("handoff"):  # each target's roles (efa, gcp_gpudirect)
         out |= handoff.role_vars(spec)
-    out |= slurm_vars(spec)
-    out |= node_health_vars(ClusterModel(spec), out.get("slurm_extra_config", {}))
+    out |= slurm_vars(spec, model)
+    out |= node_health_vars(model, out.get("slurm_extra_config", {}))
     if spec.bmc is not None and spec.bmc.endpoints:
         # Where playbooks/remove-node.yml powers a node off (the password is never a variable).
         out["railyard_bmc_endpoints"] = {
@@ -275,7 +278,7 @@ def job_environment(spec: ClusterSpec) -> dict[str, dict[str, dict[str, str]]]:
     return out
 
 
-def slurm_vars(spec: ClusterSpec) -> dict[str, Any]:
+def slurm_vars(spec: ClusterSpec, model: ClusterModel | None = None) -> dict[str, Any]:
     """Slurm settings: nodes with their shape and GPUs, partitions, topology."""
     compute = spec.hosts_with_role("compute")
     controller = spec.slurm.controller or next(iter(spec.hosts_with_role("controller")), None)
@@ -310,7 +313,7 @@ def slurm_vars(spec: ClusterSpec) -> dict[str, Any]:
             {"name": p.name, "nodes": p.nodes, "default": p.default, "max_time": p.max_time}
             for p in spec.slurm.partitions
         ]
-    out |= slurm_topology_vars(spec, compute)
+    out |= slurm_topology_vars(spec, compute, model)
     if spec.simulated:
         out |= LAB_SLURM
     return out
@@ -341,7 +344,9 @@ def node_health_vars(model: ClusterModel, extra: dict[str, Any]) -> dict[str, An
     return out
 
 
-def slurm_topology_vars(spec: ClusterSpec, slurm_nodes: list[str]) -> dict[str, Any]:
+def slurm_topology_vars(
+    spec: ClusterSpec, slurm_nodes: list[str], model: ClusterModel | None = None
+) -> dict[str, Any]:
     """TopologyPlugin and its file: topology.conf (tree, block) or topology.yaml (yaml).
 
     The file from the declared fabric (``fabric.topology.render.render``, the
@@ -353,10 +358,8 @@ def slurm_topology_vars(spec: ClusterSpec, slurm_nodes: list[str]) -> dict[str, 
     """
     plugin, size = spec.slurm.topology_plugin, spec.slurm.block_size
     args = ["--plugin", plugin] + ([] if size is None else ["--block-size", str(size)])
-    cloud = spec.aws if spec.target == "aws" else spec.gcp if spec.target == "gcp" else None
-    if spec.fabric.topology is None and cloud is not None and slurm_nodes:
-        from fabric.topology.cloud import PLACEMENT_COMMANDS
-
+    placement = hook(spec.target, "model", "PLACEMENT_COMMAND")
+    if spec.fabric.topology is None and placement is not None and slurm_nodes:
         # site.yml reads each node's placement and renders the file from the provider's
         # topology (python -m fabric topology --from-placement); none placed: no topology
         return {
@@ -364,8 +367,8 @@ def slurm_topology_vars(spec: ClusterSpec, slurm_nodes: list[str]) -> dict[str, 
             "slurm_topology_conf": "",
             "railyard_topology_discover": False,
             "railyard_topology_provider": spec.target,
-            "railyard_topology_region": cloud.region,
-            "railyard_placement_command": PLACEMENT_COMMANDS[spec.target],
+            "railyard_topology_region": getattr(spec.section, "region", ""),
+            "railyard_placement_command": placement,
             "railyard_topology_nodes": compress(slurm_nodes),
             "railyard_topology_args": args,
         }
@@ -375,7 +378,9 @@ def slurm_topology_vars(spec: ClusterSpec, slurm_nodes: list[str]) -> dict[str, 
             "slurm_topology_conf": "",
             "railyard_topology_discover": False,
         }
-    conf = render(graph_from_spec(spec), plugin, slurm_nodes, size)
+    # the model's graph; built again only when it could not be built, to raise why
+    graph = model.declared_graph if model is not None else None
+    conf = render(graph or graph_from_spec(spec), plugin, slurm_nodes, size)
     return {
         "slurm_topology_plugin": plugin,
         "slurm_topology_conf": conf,
@@ -385,8 +390,9 @@ def slurm_topology_vars(spec: ClusterSpec, slurm_nodes: list[str]) -> dict[str, 
     }
 
 
-def write_group_vars(spec: ClusterSpec, state_dir: Path) -> Path:
-    """Write ``role_vars_from_spec(spec)`` to ``state_dir/group_vars/all.yml``; return the path."""
+def write_group_vars(spec: ClusterSpec, state_dir: Path, model: ClusterModel | None = None) -> Path:
+    """Write ``role_vars_from_spec(spec, model)`` to ``state_dir/group_vars/all.yml``; return
+    the path."""
     from fabric.state import StateLayout
 
     path = StateLayout.at(state_dir).group_vars_all
@@ -395,7 +401,7 @@ def write_group_vars(spec: ClusterSpec, state_dir: Path) -> Path:
         "# Generated from the cluster spec by fabric.handoff.vars; edit the spec, not this file.\n"
     )
     text = header + yaml.dump(
-        role_vars_from_spec(spec), Dumper=_Dumper, sort_keys=True, default_flow_style=False
+        role_vars_from_spec(spec, model), Dumper=_Dumper, sort_keys=True, default_flow_style=False
     )
     if not path.exists() or path.read_text() != text:
         path.write_text(text)

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from fabric.components.kube_client import Client, KubeError, object_path
+from fabric.kube_client import Client, KubeError, object_path
 from fabric.lab.process import Helper, alive, start, stop
 
 KUBE_VERSION = "1.37.2"

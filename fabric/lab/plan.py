@@ -15,6 +15,7 @@ from pydantic import BaseModel
 
 from fabric.spec import ClusterSpec, LabSpec
 from fabric.spec.constants import DEFAULT_BMC_SUBNET, DEFAULT_FABRIC_SUBNET, LAB_RANGE
+from fabric.targets import line_of
 from fabric.topology.ibsim import sim_host, simulated_device
 
 FIRST_HOST_OFFSET = 10  # node addresses start at .10; .1 is the host-side gateway
@@ -163,8 +164,8 @@ def allocate(
 
 def plan_lab(spec: ClusterSpec, stack: str, prefix: str, state_dir: str) -> LabPlan:
     """Return the lab layout of ``spec`` for ``stack``; raise ``LabPlanError`` on a spec it cannot build."""
-    if spec.target != "lab":
-        raise LabPlanError(f"target is {spec.target!r}; the lab builds only target: lab")
+    if not line_of(spec.target).one_machine:
+        raise LabPlanError(f"target is {spec.target!r}; the lab builds only a one-machine target")
     if spec.management.ssh_user != "root":
         raise LabPlanError("management.ssh_user: lab nodes log in as root; set ssh_user: root")
     lab = spec.lab or LabSpec()

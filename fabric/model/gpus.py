@@ -21,8 +21,7 @@ from pydantic import BaseModel, ConfigDict
 
 from fabric.model.pairs import ring_pairs
 from fabric.spec import ClusterSpec
-from fabric.targets.aws.catalog import aws_instance
-from fabric.targets.gcp.catalog import gcp_machine
+from fabric.targets import hook
 
 #: Where ``roles/nccl_tests`` puts the binaries on every GPU node (built, or linked to a
 #: declared path): its ``nccl_tests_bin_dir`` default.
@@ -90,12 +89,19 @@ class NcclRun(_Model):
         return f"{self.scope}:{self.name}"
 
 
+#: GPUDirect RDMA paths any one of which serves a GPU node whose NICs are not declared HCAs
+#: (an EFA or A3 Ultra ConnectX RoCE node): the health check wants one of them loaded.
+GPUDIRECT_PATHS = ["dma-buf", "efa_nv_peermem", "nvidia_peermem"]
+
+
 def gpus_of(spec: ClusterSpec, host: str) -> tuple[int, str | None]:
-    """(GPUs, GPU type) of ``host``: declared on its node group, else from the instance catalog."""
+    """(GPUs, GPU type) of ``host``: declared on its node group, else from its target's
+    machine catalog (``machine`` of the target's ``catalog.py``)."""
     group = spec.hosts[host]
     if group.gpus:
         return group.gpus, group.gpu_type
-    known = aws_instance(group.instance_type or "") or gcp_machine(group.instance_type or "")
+    machine = hook(spec.target, "catalog", "machine")
+    known = machine(group.instance_type or "") if machine is not None else None
     if known is not None and known.gpus:
         return known.gpus, known.gpu_type
     return 0, group.gpu_type

@@ -66,6 +66,9 @@ _MODULES: dict[str, str | None] = {
     "ibroute": "ibroute",
     "opensm_log": "opensm_log",
     "ibccquery": "ibccquery",
+    "dmesg_xid": "dmesg_xid",
+    "nvidia_smi_q": "nvidia_smi_q",
+    "nvidia_smi_nvlink": "nvidia_smi_nvlink",
 }
 
 

@@ -1,9 +1,11 @@
-"""The cluster spec: one pydantic model for every target (lab, bare metal, AWS, GCP).
+"""The cluster spec: one pydantic model for every target; a target's own section comes from its
+folder (``fabric/targets/<name>/section.py``).
 
 The package, in import order (each module imports only the ones above it; ClusterSpec's
 validator imports the rules when it runs):
 
-- ``constants``: value ranges and tables (IB_MTUS, CLOUD_FABRIC, SKIP_RULES, ...);
+- ``constants``: value ranges and tables (IB_MTUS, FABRIC_LINK_LAYER, SKIP_RULES, ...);
+- ``blocks``: the models' base ``Model`` and the blocks several targets' sections share;
 - ``problems``: :class:`Problem` (a path and a message) and :class:`SpecError`;
 - ``models``: the pydantic models, ClusterSpec at the top;
 - ``checker``: :class:`Checker`, through which every rule reads a spec;
@@ -24,8 +26,6 @@ from __future__ import annotations
 from fabric.spec.checker import Checker, path_parts
 from fabric.spec.constants import (
     BOOT_TARGETS,
-    CLOUD_FABRIC,
-    CLOUD_MAX_MTU,
     DSCP_RANGE,
     ETH_MTU_RANGE,
     FABRIC_LINK_LAYER,
@@ -45,7 +45,6 @@ from fabric.spec.load import (
     spec_from_mapping,
 )
 from fabric.spec.models import (
-    AwsSpec,
     BmcNetwork,
     Cable,
     CableEnd,
@@ -54,7 +53,6 @@ from fabric.spec.models import (
     FabricKind,
     FabricSpec,
     FatTree,
-    GcpSpec,
     HcaSpec,
     HealthSpec,
     InfinibandSpec,
@@ -80,8 +78,6 @@ from fabric.spec.rules import cross_field_problems, provision_problems
 
 __all__ = [
     "BOOT_TARGETS",
-    "CLOUD_FABRIC",
-    "CLOUD_MAX_MTU",
     "DSCP_RANGE",
     "ETH_MTU_RANGE",
     "FABRIC_LINK_LAYER",
@@ -91,7 +87,6 @@ __all__ = [
     "SKIP_RULES",
     "SM_PRIORITY_RANGE",
     "STACK_KEY",
-    "AwsSpec",
     "EgressSpec",
     "BmcNetwork",
     "Cable",
@@ -101,7 +96,6 @@ __all__ = [
     "FabricKind",
     "FabricSpec",
     "FatTree",
-    "GcpSpec",
     "HcaSpec",
     "HealthSpec",
     "InfinibandSpec",

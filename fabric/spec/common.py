@@ -1,12 +1,13 @@
 """What the target rules share: where a group's role is read, per-host entries missing from
-a section, GPU types against a machine catalog, stack config values that differ from the spec.
+a section, the walk over compute groups' catalogued machine types and their GPU counts and
+types, stack config values that differ from the spec.
 
 Imports nothing that runs rules, so each ``fabric/targets/<name>/rules.py`` may use it."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any, Protocol, TypeVar
 
 from fabric.spec.checker import Checker
 from fabric.spec.problems import Problem
@@ -62,3 +63,64 @@ def differing(config: Mapping[str, Any], wanted: list[tuple[str, str, Any]]) -> 
         for key, field, value in wanted
         if key in config and str(config[key]) != value
     ]
+
+
+class CatalogMachine(Protocol):
+    """What a target's machine catalog says of a machine type (its ``catalog.py``)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def gpus(self) -> int: ...
+
+    @property
+    def gpu_type(self) -> str | None: ...
+
+
+_Machine = TypeVar("_Machine", bound=CatalogMachine)
+
+
+def catalogued_compute(
+    c: Checker,
+    lookup: Callable[[str], _Machine | None],
+    missing: str,
+    unknown: str | None,
+    unknown_reads: Sequence[str] = (),
+) -> Iterator[tuple[int, _Machine]]:
+    """Each compute group whose machine type (``instance_type``) ``lookup`` finds in the
+    catalog: its index and the catalog's entry, in declaration order.
+
+    A compute group with no type gets the problem ``missing``; one the catalog lacks gets
+    ``'<type>' <unknown>`` (reading ``unknown_reads``), or none when ``unknown`` is None. Lazy:
+    each problem is recorded as the walk reaches its group, so the caller's own problems for a
+    group stay in declaration order with these."""
+    for index, group in enumerate(c.spec.nodes):
+        path = f"nodes[{index}]"
+        if group.role != "compute" or not c.known(f"{path}.role"):
+            continue
+        if group.instance_type is None:
+            c.add(f"{path}.instance_type", missing)
+            continue
+        known = lookup(group.instance_type)
+        if known is None:
+            if unknown is not None:
+                c.add(
+                    f"{path}.instance_type",
+                    f"{group.instance_type!r} {unknown}",
+                    reads=unknown_reads,
+                )
+            continue
+        yield index, known
+
+
+def check_machine(c: Checker, index: int, known: CatalogMachine) -> None:
+    """nodes[index] declares the GPU count and GPU type its catalogued machine type has."""
+    group = c.spec.nodes[index]
+    if group.gpus and group.gpus != known.gpus:
+        c.add(
+            f"nodes[{index}].gpus",
+            f"{group.gpus} GPUs, but {known.name} has {known.gpus}",
+            reads=[f"nodes[{index}].instance_type"],
+        )
+    check_gpu_type(c, index, known.name, known.gpu_type)

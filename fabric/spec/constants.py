@@ -12,16 +12,12 @@ LinkLayer = Literal["InfiniBand", "Ethernet"]
 IB_MTUS = (256, 512, 1024, 2048, 4096)
 #: Ethernet MTU range accepted for RoCE and cloud fabrics (bytes).
 ETH_MTU_RANGE = (1500, 9216)
-#: Largest MTU each cloud's VPC carries (bytes): AWS jumbo frames, GCP VPC maximum.
-CLOUD_MAX_MTU = {"aws": 9001, "gcp": 8896}
 #: OpenSM sm_priority range.
 SM_PRIORITY_RANGE = (0, 15)
 #: 802.1Qbb PFC priority range.
 PFC_PRIORITY_RANGE = (0, 7)
 #: DSCP range (6 bits).
 DSCP_RANGE = (0, 63)
-#: The fabric kind each cloud target supports, and the target each cloud kind needs.
-CLOUD_FABRIC = {"aws": "efa", "gcp": "gcp-gpudirect"}
 #: The HCA link layer each fabric kind needs (EFA devices report neither; not checked).
 FABRIC_LINK_LAYER: dict[str, LinkLayer] = {
     "infiniband": "InfiniBand",
@@ -72,3 +68,7 @@ IBSIM_PORT_SPAN = 11
 LAB_RANGE = ipaddress.ip_network("198.18.0.0/15")
 DEFAULT_BMC_SUBNET = "198.18.1.0/24"
 DEFAULT_FABRIC_SUBNET = "198.18.2.0/24"
+
+#: What ``python -m fabric import`` writes where it cannot know a node's SSH address (target
+#: ``existing``'s rules refuse it until the operator fills it in).
+SSH_PLACEHOLDER = "PLACEHOLDER"

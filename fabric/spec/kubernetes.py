@@ -15,6 +15,7 @@ from urllib.parse import SplitResult, urlsplit
 
 from fabric.spec.checker import Checker, Rule
 from fabric.spec.constants import LAB_RANGE, NETDEV_PATTERN
+from fabric.targets import line_of
 
 if TYPE_CHECKING:
     from fabric.spec.models import KubernetesSpec, SecondaryNetwork
@@ -108,7 +109,7 @@ def _address_problem(c: Checker, url: str) -> str | None:
         address = ipaddress.ip_address(host)
     except ValueError:
         return None
-    if c.spec.target == "lab" and not (address.is_loopback or address in LAB_RANGE):
+    if line_of(c.spec.target).one_machine and not (address.is_loopback or address in LAB_RANGE):
         return (
             f"{address} is neither loopback nor in the lab range {LAB_RANGE}; the lab's API "
             "server listens on 127.0.0.1 or a lab address"
@@ -300,7 +301,7 @@ def _check_ipam(
             f"{ipam.range} overlaps {clash[0]} {clash[1]}; give the pods' network its own subnet",
             reads=[clash[0]],
         )
-    elif c.spec.target == "lab" and not ipam.range.subnet_of(LAB_RANGE):
+    elif line_of(c.spec.target).one_machine and not ipam.range.subnet_of(LAB_RANGE):
         c.add(
             f"{path}.range",
             f"{ipam.range} is outside the lab range {LAB_RANGE}; pick a subnet inside it",

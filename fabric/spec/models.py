@@ -1,4 +1,5 @@
-"""The cluster spec's pydantic models: one model for every target (lab, bare metal, AWS, GCP).
+"""The cluster spec's pydantic models: one model for every target, each target's own section
+(``aws:``, ``gcp:``) added from its folder's ``section.py``.
 
 The spec is the single source of truth. It is read from the Pulumi stack config
 (key ``railyard:cluster``) or from a plain YAML file, validated here, and flows
@@ -22,13 +23,14 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from functools import cache, cached_property
+from functools import cached_property
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
+from pydantic import Field, ValidationInfo, create_model, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
 from fabric.hostlist import expand
+from fabric.spec.blocks import EgressSpec, Model
 from fabric.spec.constants import (
     DSCP_RANGE,
     PFC_PRIORITY_RANGE,
@@ -37,10 +39,10 @@ from fabric.spec.constants import (
     LinkLayer,
 )
 from fabric.spec.problems import SpecError
+from fabric.targets import TARGETS, hooks, line_of
 
 __all__ = [
     "AccessSpec",
-    "AwsSpec",
     "Bastion",
     "Cable",
     "CableEnd",
@@ -51,7 +53,6 @@ __all__ = [
     "FabricKind",
     "FabricSpec",
     "FatTree",
-    "GcpSpec",
     "HcaSpec",
     "InfinibandSpec",
     "CongestionControl",
@@ -87,7 +88,8 @@ __all__ = [
     "Target",
 ]
 
-Target = Literal["lab", "baremetal", "aws", "gcp", "existing"]
+#: The spec's ``target:`` values: exactly the registered targets (fabric/targets/__init__.py).
+Target = Literal[tuple(TARGETS)]  # type: ignore[valid-type]
 NodeRole = Literal["compute", "controller", "login", "sm"]
 FabricKind = Literal["infiniband", "roce", "efa", "gcp-gpudirect"]
 LinkWidth = Literal["1x", "2x", "4x", "8x", "12x"]
@@ -98,41 +100,6 @@ LinkSpeed = Literal["SDR", "DDR", "QDR", "FDR10", "FDR", "EDR", "HDR", "NDR", "X
 def _range_schema(bounds: tuple[int, int]) -> dict[str, int]:
     """JSON Schema bounds for a field whose range is checked by ClusterSpec's rules."""
     return {"minimum": bounds[0], "maximum": bounds[1]}
-
-
-class Model(BaseModel):
-    """Base for spec models: unknown keys are errors, so typos are caught; an address or a
-    network is text (pydantic would take ``subnet: 5`` as 0.0.0.5/32, ``true`` as 0.0.0.1)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    @field_validator("*", mode="before")
-    @classmethod
-    def _addresses_are_text(cls, value: Any, info: ValidationInfo) -> Any:
-        kind = _address_kind(cls, info.field_name or "")
-        if kind is None:
-            return value
-        items = (
-            value
-            if isinstance(value, list)
-            else value.values()
-            if isinstance(value, dict)
-            else [value]
-        )
-        if any(isinstance(item, (bool, int, float)) for item in items):
-            raise PydanticCustomError(kind, "an IPv4 address or network is written as text")
-        return value
-
-
-@cache
-def _address_kind(model: type[BaseModel], name: str) -> str | None:
-    """The pydantic error type for a number given to ``model``'s address or network field
-    ``name``, or None when the field holds neither."""
-    field = model.model_fields.get(name)
-    text = repr(field.annotation) if field is not None else ""
-    if "IPv4Network" in text:
-        return "ip_v4_network"
-    return "ip_v4_address" if "IPv4Address" in text else None
 
 
 class SecretRef(Model):
@@ -804,114 +771,6 @@ class ExistingSpec(Model):
     )
 
 
-class EgressSpec(Model):
-    """How cloud nodes reach package mirrors and registries during the hand-off.
-
-    ``nat`` (default): AWS puts the compute nodes in a private subnet behind a NAT gateway in
-    the head node's public subnet (ParallelCluster's layout); GCP adds Cloud NAT (a router and
-    a NAT) and Private Google Access on every subnet. ``proxy``: no NAT; every node reads
-    ``proxy`` from cloud-init at boot (apt and the environment). ``offline``: no NAT, no proxy;
-    the image carries everything, listed in ``image_provides`` (the offline contract), and the
-    hand-off refuses to start while the image lacks what the spec needs
-    (:func:`fabric.spec.egress.offline_image_lacks`).
-    """
-
-    mode: Literal["nat", "proxy", "offline"] = "nat"
-    proxy: str | None = Field(
-        default=None,
-        pattern=r"^https?://\S+$",
-        description="http(s)://host:port of the site proxy; egress.mode proxy only",
-    )
-    no_proxy: list[str] = Field(
-        default_factory=list, description="hosts and domains reached without the proxy"
-    )
-    image_provides: list[str] = Field(
-        default_factory=list,
-        description="offline contract: what the image carries (munge, slurmd, slurmctld, ...)",
-    )
-
-
-class AwsSpec(Model):
-    """AWS target: EFA instances in a cluster placement group."""
-
-    region: str
-    availability_zone: str | None = None
-    vpc_id: str | None = Field(default=None, description="existing VPC; a new one if unset")
-    vpc_cidr: ipaddress.IPv4Network = ipaddress.IPv4Network("10.0.0.0/16")
-    subnet_id: str | None = None
-    subnet_cidr: ipaddress.IPv4Network = ipaddress.IPv4Network("10.0.0.0/20")
-    placement_group: str | None = Field(default=None, description="cluster placement group name")
-    placement_strategy: Literal["cluster", "spread", "partition"] = "cluster"
-    ami: str
-    key_name: str
-    efa: bool = True
-    gpudirect_rdma: bool = True
-    efa_installer_url: str | None = Field(
-        default=None,
-        pattern=r"^https?://\S+$",
-        description="aws-efa-installer tarball on your mirror; unset: the AMI must carry EFA",
-    )
-    efa_installer_version: str | None = Field(
-        default=None,
-        pattern=r"^\d+\.\d+\.\d+$",
-        description="that tarball's version, e.g. 1.38.0; another installed version is replaced",
-    )
-    efa_installer_checksum: str | None = Field(
-        default=None,
-        pattern=r"^sha256:[0-9a-fA-F]{64}$",
-        description="sha256:<hex> of the tarball; required with efa_installer_url",
-    )
-    ofi_nccl_version: str | None = Field(
-        default=None,
-        pattern=r"^\d+\.\d+\.\d+$",
-        description="the aws-ofi-nccl release the installer or AMI carries, e.g. 1.13.2: NCCL "
-        "must load that plugin (its log's NET/OFI Initializing aws-ofi-nccl line, nccl checks)",
-    )
-    capacity_reservation_id: str | None = None
-    capacity_block: bool = False
-    head_instance_type: str = "c6i.2xlarge"
-    public_subnet_cidr: ipaddress.IPv4Network = Field(
-        default=ipaddress.IPv4Network("10.0.16.0/24"),
-        description="the head node's public subnet (egress nat: the NAT gateway's too)",
-    )
-    egress: EgressSpec = Field(default_factory=EgressSpec)
-
-
-class GcpSpec(Model):
-    """GCP target: A3 / A3 Mega with GPUDirect-TCPX(O)."""
-
-    project: str
-    region: str
-    zone: str
-    image: str = Field(description="boot image, e.g. a COS or Debian image for A3")
-    network_prefix: str = "railyard"
-    gpu_nic_mtu: int = 8244
-    gpu_subnet_cidrs: list[ipaddress.IPv4Network] = Field(default_factory=list)
-    system_subnet_cidr: ipaddress.IPv4Network = ipaddress.IPv4Network("10.128.0.0/20")
-    second_subnet_cidr: ipaddress.IPv4Network = Field(
-        default=ipaddress.IPv4Network("10.129.0.0/20"),
-        description="A3 Ultra's second gVNIC network (NIC 1), as Cluster Toolkit's net-1",
-    )
-    compact_placement: bool = True
-    egress: EgressSpec = Field(default_factory=EgressSpec)
-    provisioning: Literal["standard", "reservation", "flex-start", "spot"] = Field(
-        default="standard",
-        description="compute capacity: on demand, a specific reservation, DWS flex-start or Spot",
-    )
-    reservation: str | None = Field(
-        default=None,
-        pattern=r"^(projects/[a-z0-9-]+/reservations/)?[a-z]([-a-z0-9]*[a-z0-9])?"
-        r"(/reservationBlocks/[a-z0-9-]+(/reservationSubBlocks/[a-z0-9-]+)?)?$",
-        description="the specific reservation (provisioning: reservation), name or path",
-    )
-    max_run_duration: int | None = Field(
-        default=None,
-        ge=600,
-        le=604800,
-        description="seconds a DWS flex-start VM runs (provisioning: flex-start), 600-604800",
-    )
-
-
 class RdmaStack(Model):
     """Where the RDMA stack (userspace and drivers) comes from, and which release.
 
@@ -971,8 +830,10 @@ class HealthSpec(Model):
     counters: CounterThresholds = Field(default_factory=CounterThresholds)
 
 
-class ClusterSpec(Model):
-    """A whole cluster: nodes, fabric, networks, Slurm, and the target they land on."""
+class ClusterSpecBase(Model):
+    """A whole cluster: nodes, fabric, networks, Slurm, and the target they land on; each
+    target's own section (``aws:``, ``gcp:``) is a field :data:`ClusterSpec` adds from the
+    target's ``section.py``."""
 
     name: Annotated[str, Field(pattern=r"^[a-z][a-z0-9-]{0,39}$", description="cluster name")]
     target: Target
@@ -992,8 +853,6 @@ class ClusterSpec(Model):
     health: HealthSpec = Field(default_factory=HealthSpec)
     lab: LabSpec | None = None
     existing: ExistingSpec | None = None
-    aws: AwsSpec | None = None
-    gcp: GcpSpec | None = None
 
     @cached_property
     def hosts(self) -> dict[str, NodeGroup]:
@@ -1004,16 +863,20 @@ class ClusterSpec(Model):
     def simulated(self) -> bool:
         """True when the nodes are the lab's containers on ibsim: target lab, or a bare-metal
         stack over a lab datacenter or an existing stack adopting lab nodes (a ``lab`` block)."""
-        return self.target == "lab" or (
-            self.target in ("baremetal", "existing") and self.lab is not None
-        )
+        line = line_of(self.target)
+        return line.one_machine or (line.lab_block and self.lab is not None)
+
+    @property
+    def section(self) -> Model | None:
+        """The spec's block named as its target (``aws:`` for target aws), if it has one."""
+        return getattr(self, self.target, None) if self.target in TARGETS else None
 
     def hosts_with_role(self, role: NodeRole) -> list[str]:
         """Host names of every node with ``role``."""
         return [host for host, group in self.hosts.items() if group.role == role]
 
     @model_validator(mode="after")
-    def _check_cross_field_rules(self, info: ValidationInfo) -> ClusterSpec:
+    def _check_cross_field_rules(self, info: ValidationInfo) -> ClusterSpecBase:
         """Check every rule spanning several fields; report all broken ones at once."""
         context: Any = info.context
         if isinstance(context, dict) and context.get(SKIP_RULES):
@@ -1024,3 +887,19 @@ class ClusterSpec(Model):
         if problems:
             raise SpecError(problems)
         return self
+
+
+def _with_sections() -> type[ClusterSpecBase]:
+    """ClusterSpec: the shared fields, then one optional field per target section, named as
+    the target (``MODEL`` of ``fabric/targets/<name>/section.py``)."""
+    fields: dict[str, Any] = {
+        name: (model | None, Field(default=None, description=model.__doc__))
+        for name, model in hooks("section", "MODEL")
+    }
+    return create_model(  # type: ignore[call-overload,no-any-return]
+        "ClusterSpec", __base__=ClusterSpecBase, __module__=__name__, **fields
+    )
+
+
+#: The whole spec model: :class:`ClusterSpecBase` plus every target's section.
+ClusterSpec = _with_sections()

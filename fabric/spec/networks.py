@@ -15,14 +15,15 @@ from urllib.parse import SplitResult, urlsplit
 
 from fabric.spec.checker import Checker, Rule
 from fabric.spec.constants import DEFAULT_BMC_SUBNET, DEFAULT_FABRIC_SUBNET, LAB_RANGE
+from fabric.targets import line_of
 
 if TYPE_CHECKING:
-    from fabric.spec.models import ClusterSpec
+    pass
 
 __all__ = [
     "NETWORK_RULES",
     "check_bmc_urls",
-    "check_cloud_networks",
+    "overlaps",
     "check_management_addresses",
     "check_network_overlaps",
     "check_switch_addresses",
@@ -36,7 +37,7 @@ def _lab_networks() -> tuple[Network, Network, Network]:
     return Network(str(LAB_RANGE)), Network(DEFAULT_BMC_SUBNET), Network(DEFAULT_FABRIC_SUBNET)
 
 
-def _overlaps(c: Checker, networks: list[tuple[str, str, Network]]) -> None:
+def overlaps(c: Checker, networks: list[tuple[str, str, Network]]) -> None:
     """Report each network (path, label, subnet) overlapping one listed before it."""
     for index, (path, _label, net) in enumerate(networks):
         for other_path, other_label, other in networks[:index]:
@@ -53,7 +54,7 @@ def check_network_overlaps(c: Checker) -> None:
     """Management, BMC and the lab's fabric network are distinct subnets (the lab's
     defaults first, so an overlap is reported at the field the operator wrote)."""
     spec = c.spec
-    lab = spec.target == "lab"
+    lab = line_of(spec.target).one_machine
     defaults: list[tuple[str, str, Network]] = []
     networks: list[tuple[str, str, Network]] = [
         ("management.subnet", "management.subnet", spec.management.subnet)
@@ -69,7 +70,7 @@ def check_network_overlaps(c: Checker) -> None:
         else:
             label = "the lab's default RoCE network"
             defaults.append(("lab.roce_subnet", label, _lab_networks()[2]))
-    _overlaps(c, defaults + networks)
+    overlaps(c, defaults + networks)
     if lab:
         _lab_range(c, networks)
 
@@ -88,76 +89,6 @@ def _lab_range(c: Checker, networks: list[tuple[str, str, Network]]) -> None:
             c.add(path, f"{net} is too small for the lab; use a /28 or larger", reads=["target"])
 
 
-def check_cloud_networks(c: Checker) -> None:
-    """AWS: the subnet lies in the VPC. GCP: the GPU subnets and the system subnet are
-    distinct. Management is the cloud network that carries SSH."""
-    spec = c.spec
-    aws, gcp = spec.aws, spec.gcp
-    if aws is not None and spec.target == "aws":
-        vpc = ["aws.vpc_cidr"]
-        if aws.vpc_id is None and not aws.subnet_cidr.subnet_of(aws.vpc_cidr):
-            c.add(
-                "aws.subnet_cidr",
-                f"{aws.subnet_cidr} is outside aws.vpc_cidr {aws.vpc_cidr}; pick a subnet of it",
-                reads=vpc,
-            )
-        public = aws.public_subnet_cidr
-        if aws.vpc_id is None and not public.subnet_of(aws.vpc_cidr):
-            c.add(
-                "aws.public_subnet_cidr",
-                f"{public} is outside aws.vpc_cidr {aws.vpc_cidr}; pick a subnet of it",
-                reads=vpc,
-            )
-        elif aws.vpc_id is None and public.overlaps(aws.subnet_cidr):
-            c.add(
-                "aws.public_subnet_cidr",
-                f"{public} overlaps aws.subnet_cidr {aws.subnet_cidr}; the head node's public"
-                " subnet and the compute nodes' private one are apart",
-                reads=["aws.subnet_cidr"],
-            )
-        if aws.vpc_id is None and not spec.management.subnet.subnet_of(aws.vpc_cidr):
-            c.add(
-                "management.subnet",
-                f"{spec.management.subnet} is outside aws.vpc_cidr {aws.vpc_cidr}; on AWS the"
-                " management network is the instances' subnet, e.g. aws.subnet_cidr",
-                reads=vpc,
-            )
-    if gcp is not None and spec.target == "gcp":
-        networks = [("gcp.system_subnet_cidr", "gcp.system_subnet_cidr", gcp.system_subnet_cidr)]
-        networks += [
-            (f"gcp.gpu_subnet_cidrs[{i}]", f"gcp.gpu_subnet_cidrs[{i}]", net)
-            for i, net in enumerate(gcp.gpu_subnet_cidrs)
-        ]
-        if _has_second_gvnic(spec):  # A3 Ultra's NIC 1 network
-            label = "gcp.second_subnet_cidr"
-            networks.insert(1, (label, label, gcp.second_subnet_cidr))
-        _overlaps(c, networks)
-        if not spec.management.subnet.overlaps(gcp.system_subnet_cidr):
-            c.add(
-                "management.subnet",
-                f"{spec.management.subnet} is apart from gcp.system_subnet_cidr"
-                f" {gcp.system_subnet_cidr}; on GCP the management network is the system subnet"
-                " (NIC 0, which carries SSH): set them equal",
-                reads=["gcp.system_subnet_cidr"],
-            )
-        for index, net in enumerate(gcp.gpu_subnet_cidrs):
-            if net.overlaps(spec.management.subnet):
-                c.add(
-                    f"gcp.gpu_subnet_cidrs[{index}]",
-                    f"{net} overlaps management.subnet {spec.management.subnet}; the GPU NICs"
-                    " need subnets of their own",
-                    reads=["management.subnet"],
-                )
-
-
-def _has_second_gvnic(spec: ClusterSpec) -> bool:
-    """Whether a compute group's A3 kind has a second gVNIC network (A3 Ultra)."""
-    from fabric.targets.gcp.catalog import gcp_blueprint
-
-    kinds = [gcp_blueprint(g.instance_type or "") for g in spec.nodes if g.role == "compute"]
-    return any(k is not None and k.gvnic_networks > 1 for k in kinds)
-
-
 def check_management_addresses(c: Checker) -> None:
     """No fixed address or gateway is the subnet's network or broadcast address, and no
     node has the gateway's address."""
@@ -167,7 +98,7 @@ def check_management_addresses(c: Checker) -> None:
     if subnet.prefixlen >= 31:
         reserved = {}
     gateway = mgmt.gateway
-    if gateway is None and c.spec.target == "lab" and subnet.num_addresses > 2:
+    if gateway is None and line_of(c.spec.target).one_machine and subnet.num_addresses > 2:
         gateway = next(subnet.hosts())  # the lab host's side of the network
     if mgmt.gateway is not None and mgmt.gateway in reserved:
         c.add(
@@ -281,7 +212,6 @@ def check_bmc_urls(c: Checker) -> None:
 #: The network rules, in the order their problems are reported.
 NETWORK_RULES: tuple[Rule, ...] = (
     check_network_overlaps,
-    check_cloud_networks,
     check_management_addresses,
     check_switch_addresses,
     check_bmc_urls,

@@ -22,8 +22,6 @@ from fabric.hostlist import HostlistError, expand
 from fabric.spec.checker import HOST_NAMES, Checker, Rule, in_range, path_parts
 from fabric.spec.consistency import CONSISTENCY_RULES
 from fabric.spec.constants import (
-    CLOUD_FABRIC,
-    CLOUD_MAX_MTU,
     DSCP_RANGE,
     ETH_LANE_RATES,
     ETH_MTU_RANGE,
@@ -44,6 +42,7 @@ from fabric.spec.networks import NETWORK_RULES
 from fabric.spec.problems import Problem
 from fabric.spec.sm import expected_master
 from fabric.spec.targets import target_rules
+from fabric.targets import TARGETS, hook, hooks, line_of
 
 if TYPE_CHECKING:  # the models run these rules in ClusterSpec's validator
     from fabric.spec.models import (
@@ -200,7 +199,9 @@ def check_link_rates(c: Checker) -> None:
 def check_roce_netdevs(c: Checker) -> None:
     """Every HCA of a RoCE fabric names its netdev: PFC, trust and ECN are set per netdev
     (not in the lab: its nodes have no ConnectX to set them on)."""
-    if c.spec.fabric.kind != "roce" or c.spec.target == "lab" or not c.known("fabric.kind"):
+    if c.spec.fabric.kind != "roce" or line_of(c.spec.target).one_machine:
+        return
+    if not c.known("fabric.kind"):
         return
     for index, group in enumerate(c.spec.nodes):
         for hca_index, hca in enumerate(group.hcas):
@@ -227,23 +228,26 @@ def check_gpus(c: Checker) -> None:
 # --- target and fabric kind ----------------------------------------------------------------
 
 
+def cloud_fabrics() -> dict[str, str]:
+    """Target -> the one fabric kind it supports (``FABRIC_KIND`` of its ``section.py``): a
+    cloud's own fabric, which only that target has."""
+    return dict(hooks("section", "FABRIC_KIND"))
+
+
 def check_target_kind(c: Checker) -> None:
     """The fabric kind suits the target: cloud targets and cloud kinds go together."""
     if not c.known("target", "fabric.kind"):
         return
     kind, target = c.spec.fabric.kind, c.spec.target
-    if target in CLOUD_FABRIC and kind != CLOUD_FABRIC[target]:
+    cloud_fabric = cloud_fabrics()
+    if target in cloud_fabric and kind != cloud_fabric[target]:
         c.add(
             "fabric.kind",
-            f"target {target} supports only kind {CLOUD_FABRIC[target]}, not {kind!r}",
+            f"target {target} supports only kind {cloud_fabric[target]}, not {kind!r}",
         )
-    for cloud, cloud_kind in CLOUD_FABRIC.items():
+    for cloud, cloud_kind in cloud_fabric.items():
         if kind == cloud_kind and target != cloud:
             c.add("fabric.kind", f"kind {kind} needs target {cloud}, not {target!r}")
-
-
-#: (block, target): a lab block on a stack over a lab's nodes marks them as simulated.
-_LAB_OVER = (("lab", "baremetal"), ("lab", "existing"))
 
 
 def check_target_blocks(c: Checker) -> None:
@@ -251,13 +255,17 @@ def check_target_blocks(c: Checker) -> None:
     if not c.known("target"):
         return
     spec, target = c.spec, c.spec.target
-    blocks = {"aws": spec.aws, "gcp": spec.gcp, "lab": spec.lab}
-    for name, block in blocks.items():
-        if target == name and block is None and name != "lab":
+    for name, _ in hooks("section", "MODEL"):
+        block = getattr(spec, name)
+        if target == name and block is None:
             c.add(name, f"target {target} needs the {name} block; see python -m fabric schema")
-        # a baremetal stack over a lab datacenter marks its nodes as simulated with a lab block
-        if block is not None and target != name and (name, target) not in _LAB_OVER:
+        if block is not None and target != name:
             c.add(name, f"the {name} block applies only to target {name}; target is {target!r}")
+    # a baremetal stack over a lab datacenter marks its nodes as simulated with a lab block
+    line = line_of(target)
+    if spec.lab is not None and not (line.one_machine or line.lab_block):
+        labs = " or ".join(t for t in TARGETS if line_of(t).one_machine)
+        c.add("lab", f"the lab block applies only to target {labs}; target is {target!r}")
 
 
 # --- fabric --------------------------------------------------------------------------------
@@ -274,7 +282,7 @@ def check_mtu(c: Checker) -> None:
             c.add("fabric.mtu", f"{fabric.mtu} is not an InfiniBand MTU; use one of {allowed}")
         return
     low, high = ETH_MTU_RANGE
-    cap = CLOUD_MAX_MTU.get(c.spec.target)
+    cap = hook(c.spec.target, "section", "MAX_MTU")
     if not in_range(fabric.mtu, ETH_MTU_RANGE):
         c.add("fabric.mtu", f"{fabric.mtu} is outside the Ethernet MTU range {low}-{high}")
     elif cap is not None and fabric.mtu > cap:
@@ -294,7 +302,7 @@ def check_fabric_blocks(c: Checker) -> None:
         c.add("fabric.infiniband", f"InfiniBand settings do not apply to kind {fabric.kind!r}")
     if fabric.roce is not None and fabric.kind != "roce":
         c.add("fabric.roce", f"RoCE settings do not apply to kind {fabric.kind!r}")
-    if fabric.topology is not None and fabric.kind in CLOUD_FABRIC.values():
+    if fabric.topology is not None and fabric.kind in cloud_fabrics().values():
         c.add("fabric.topology", f"the {fabric.kind} fabric is the cloud's; remove topology")
 
 
@@ -956,7 +964,7 @@ def check_management(c: Checker) -> None:
             reads=subnet,
         )
     usable = max(mgmt.subnet.num_addresses - 3, 0)  # network, broadcast, gateway
-    if c.spec.target == "lab" and len(c.hosts) > usable and c.all_hosts_known:
+    if line_of(c.spec.target).one_machine and len(c.hosts) > usable and c.all_hosts_known:
         c.add(
             "management.subnet",
             f"{mgmt.subnet} has {usable} host addresses for {len(c.hosts)} hosts",

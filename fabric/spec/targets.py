@@ -54,21 +54,13 @@ def check_access(c: Checker) -> None:
             f"{bastion.host} is a compute node; name a login or controller node, or an address",
             reads=[_ROLES],
         )
-    aws = c.spec.aws
-    if c.spec.target == "aws" and aws is not None and aws.vpc_id:
-        c.add(
-            "access.bastion.host",
-            f"{bastion.host} gets no public address in an existing VPC (aws.vpc_id); name a"
-            " bastion address the controller reaches",
-            reads=["aws.vpc_id"],
-        )
 
 
 def check_egress(c: Checker) -> None:
     """A cloud's egress is declared whole: a proxy URL with mode proxy only; with mode offline,
     an image contract that covers what the hand-off would download (fabric.spec.egress)."""
     from fabric.hostlist import compress
-    from fabric.spec.egress import NEEDS, egress_of, offline_image_lacks
+    from fabric.spec.egress import egress_of, needs, offline_image_lacks
 
     egress = egress_of(c.spec) if c.known("target") else None
     if egress is None:
@@ -83,25 +75,19 @@ def check_egress(c: Checker) -> None:
             f"{path}.image_provides",
             f"the offline contract applies to mode: offline only (mode is {egress.mode}); drop it",
         )
-    unknown = [n for n in egress.image_provides if n not in NEEDS]
+    known = needs()
+    unknown = [n for n in egress.image_provides if n not in known]
     if unknown:
-        c.add(f"{path}.image_provides", f"{unknown[0]!r} is none of {', '.join(NEEDS)}")
+        c.add(f"{path}.image_provides", f"{unknown[0]!r} is none of {', '.join(known)}")
         return
     if egress.mode != "offline" or not c.all_hosts_known:
         return
     for need, hosts in offline_image_lacks(c.spec).items():
         c.add(
             f"{path}.image_provides",
-            f"the offline image lacks {need} ({NEEDS[need]}), needed on {compress(hosts)}: bake"
+            f"the offline image lacks {need} ({known[need]}), needed on {compress(hosts)}: bake"
             f" it into the image and list {need}, or use mode nat or proxy",
             reads=["nodes", "slurm.controller"],
-        )
-    aws = c.spec.aws if c.spec.target == "aws" else None
-    if aws is not None and aws.efa_installer_url:
-        c.add(
-            "aws.efa_installer_url",
-            "egress mode offline reaches no installer URL; bake EFA into the AMI and drop it",
-            reads=[f"{path}.mode"],
         )
 
 

@@ -32,7 +32,6 @@ from fabric.graph import Ca, FabricGraph, GraphError, Link, Switch
 
 __all__ = [
     "CURL_HTTP_ERROR",
-    "PLACEMENT_COMMANDS",
     "aws_topology_graph",
     "gce_instances_from_metadata",
     "gce_topology_graph",
@@ -70,9 +69,6 @@ GCE_PLACEMENT = (
     f"if [ $rc = {CURL_HTTP_ERROR} ]; then out=$({GCE_PHYSICAL_HOST}); rc=$?; fi; "
     f"if [ $rc = {CURL_HTTP_ERROR} ]; then exit 0; fi; printf '%s' \"$out\"; exit $rc"
 )
-
-#: What each compute node runs to give its placement: provider -> shell command.
-PLACEMENT_COMMANDS = {"aws": IMDS_INSTANCE_ID, "gcp": GCE_PLACEMENT}
 
 #: What Slurm accepts as a switch or block name (no spaces, commas or brackets).
 _SLURM_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]*$")

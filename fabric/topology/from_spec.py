@@ -30,6 +30,7 @@ from __future__ import annotations
 
 from fabric.graph import Ca, FabricGraph, GraphError, Link, Switch, link_rate, speed_for
 from fabric.spec import ClusterSpec, FatTree, HcaSpec
+from fabric.targets import line_of
 from fabric.topology.cabling import graph_from_cabling
 
 SWITCH_GUID_BASE = 0x0002C90301000000
@@ -102,7 +103,7 @@ def graph_from_spec(spec: ClusterSpec) -> FabricGraph:
     the cables it lists (``fabric.cabling``, fabric.topology.cabling) when it lists them or is
     a running cluster's without a fat tree (target ``existing``: no cable declared, none
     expected)."""
-    if spec.fabric.cabling or (spec.target == "existing" and spec.fabric.topology is None):
+    if spec.fabric.cabling or (line_of(spec.target).adopts and spec.fabric.topology is None):
         return graph_from_cabling(spec)
     topo = _topology(spec)
     nports = topo.ports_per_switch

@@ -36,9 +36,8 @@ from fabric.graph import Ca, FabricGraph, Link
 from fabric.hostlist import compress, expand
 from fabric.parsers.sminfo import SminfoReport
 from fabric.spec import HOSTNAME_PATTERN, SpecError, spec_from_mapping
-from fabric.spec.constants import RDMA_DEVICE_PATTERN
+from fabric.spec.constants import RDMA_DEVICE_PATTERN, SSH_PLACEHOLDER
 from fabric.spec.sm import SM_PLACEHOLDER
-from fabric.targets.existing.rules import SSH_PLACEHOLDER
 from fabric.topology.spec_yaml import Row, dump
 
 #: Placeholders for what a capture cannot tell (TEST-NET-1: never a real network).

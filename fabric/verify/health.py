@@ -1,8 +1,9 @@
 """railyard's Slurm HealthCheckProgram: the node's declared fabric ports, checked in well under
 a second, draining the node (and resuming only what it drained) through ``scontrol``.
 
-Installed on every compute node by ``roles/node_health`` with ``fabric/verify/counters.py``
-beside it, and run by slurmd every ``HealthCheckInterval`` (``health.interval`` in the spec).
+Installed on every compute node by ``roles/node_health`` with ``fabric/verify/counters.py`` and
+``health_gpu.py`` beside it (and the GPU parsers it needs, as ``fabric/parsers/`` there), and
+run by slurmd every ``HealthCheckInterval`` (``health.interval`` in the spec).
 The same program is the rolling driver upgrade's gate (``--check``: judge, touch nothing).
 Standard library only: railyard's Python dependencies are not installed on compute nodes.
 
@@ -11,8 +12,12 @@ It reads its expectations from a JSON file the hand-off writes from the spec
 active MTU, and the cable's switch end. Per port it runs ``smpquery portinfo`` (state, width,
 speed, MTU, SM LID), ``perfquery`` on the port and on the switch port at the other end of its
 cable, and once ``sminfo`` (an SM answers); on GPU hardware (``/proc/driver/nvidia``) it
-checks that ``nvidia_peermem`` is loaded. Counter rises are judged against the reading the
-previous run saved (``fabric.verify.counters``), so no run waits between two readings.
+checks that ``nvidia_peermem`` is loaded, and the GPUs' fitness (``health_gpu.check_fitness``:
+XIDs in the kernel log since boot, uncorrectable ECC, a row remap pending or failed, retired
+pages pending, a downed NVLink, fewer GPUs than the configuration's ``gpu.gpus``; a failure
+drains, a warning such as persistence mode off is printed only). Counter rises are judged
+against the reading the previous run saved (``fabric.verify.counters``), so no run waits
+between two readings.
 
 A subnet manager failover is routine: the MASTER stops, a STANDBY notices after its polling
 timeout x retries and sweeps as the new MASTER. Meanwhile no SM answers. So an SM absence is
@@ -203,6 +208,7 @@ class Checker:
         self.env = tool_env(config)
         self.failures: list[str] = []
         self.harness_errors: list[str] = []
+        self.warnings: list[str] = []
         self.readings: dict[str, dict[str, int]] = {}
         try:
             self.saved: dict[str, Any] = json.loads(self.state.read_text())
@@ -236,6 +242,7 @@ class Checker:
         self._efa()
         self._gpu_nics()
         self._peermem()
+        self._gpu()
         return self.failures
 
     def _port(self, port: dict[str, Any]) -> None:
@@ -393,6 +400,19 @@ class Checker:
                 name, mtu = seen[subnet]
                 self.fail(f"{name} MTU {mtu}, declared {nics['mtu']} ({subnet})")
 
+    def _gpu_run(self, argv: Sequence[str], timeout: float) -> tuple[int, str]:
+        return run(argv, timeout, env=self.env)
+
+    def _gpu(self) -> None:
+        """The GPUs' fitness, on GPU hardware or where the configuration declares GPUs."""
+        gpu = self.config.get("gpu")
+        if gpu is None and not Path("/proc/driver/nvidia").exists():
+            return
+        failures, harness, warnings = health_gpu.check_fitness(gpu or {}, self._gpu_run)
+        self.failures += failures
+        self.harness_errors += harness
+        self.warnings += warnings
+
     def _peermem(self) -> None:
         if not Path("/proc/driver/nvidia").exists():
             return
@@ -523,6 +543,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 {
                     "failures": failures,
                     "harness_errors": harness,
+                    "warnings": checker.warnings,
                     "action": action,
                     "seconds": round(seconds, 3),
                 }
@@ -533,6 +554,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"{REASON_PREFIX} {failure}")
         for error in harness:
             print(f"railyard-health: harness error: {error}")
+        for warning in checker.warnings:
+            print(f"railyard-health: warning: {warning}")
         print(
             f"railyard-health: {len(failures)} failure(s), {len(harness)} harness error(s), "
             f"{action}, {seconds:.3f}s"

@@ -11,6 +11,18 @@ harness error (nothing changed).
 
 Standard library only, installed beside ``health.py``; the configuration's ``slow`` section is
 written by :func:`fabric.handoff.health.slow_config` from the catalog (``fabric.catalog``).
+
+**GPU fitness** (:func:`check_fitness`, every run on GPU hardware, cheap: three tool calls): the
+kernel log's XIDs since boot (``dmesg``), each GPU's ECC, row remapper and retired pages
+(``nvidia-smi -q``), its NVLink links (``nvidia-smi nvlink -s``) and the GPU count against the
+configuration's ``gpu.gpus``. Each check is a small function over parsed output giving a
+reason or None; a reason drains the node (``railyard: XID 79 on GPU 0000:a1:00 ...``) and the
+next run without it resumes it (an XID stays in the kernel log until a reboot). Persistence
+mode off, a PCIe link below its maximum, a hardware clock slowdown and an unfinished NVLink
+fabric registration are warnings: printed, never drained. A tool that is missing, did not
+finish or printed something unreadable is a harness error: nothing changes. The parsers are
+``fabric.parsers.dmesg_xid``, ``nvidia_smi_q`` and ``nvidia_smi_nvlink`` (standard library only;
+``roles/node_health`` installs them under the program's directory as ``fabric/parsers/``).
 """
 
 from __future__ import annotations
@@ -18,8 +30,11 @@ from __future__ import annotations
 import re
 import subprocess
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import Any
+
+from fabric.parsers import dmesg_xid, nvidia_smi_nvlink, nvidia_smi_q
+from fabric.parsers.errors import ParseError
 
 #: Seconds the nccl-tests run may take; seconds one ib_write_bw side may take.
 NCCL_TIMEOUT = 600.0
@@ -164,3 +179,155 @@ def check_slow(slow: dict[str, Any], run: Run) -> tuple[list[str], list[str]]:
         failures += more
         harness += errors
     return failures, harness
+
+
+#: Seconds for one ``nvidia-smi`` call (``-q`` on eight GPUs takes a few seconds when the
+#: driver is not kept loaded) and for ``dmesg``; the three fit the fast run's 20 s alarm.
+SMI_TIMEOUT = 6.0
+DMESG_TIMEOUT = 3.0
+#: Clock event reasons that mean the hardware slowed the GPU (not idle or a setting).
+SLOWDOWNS = ("HW Slowdown", "HW Thermal Slowdown", "HW Power Brake Slowdown", "SW Thermal Slowdown")
+
+
+def xid_reason(found: Sequence[dmesg_xid.Xid], ignore: Collection[int] = ()) -> str | None:
+    """The first XID of the kernel log (codes in ``ignore`` aside), and how many there are."""
+    judged = [x for x in found if x.code not in ignore]
+    if not judged:
+        return None
+    first = judged[0]
+    more = f" (+{len(judged) - 1} more XID lines)" if len(judged) > 1 else ""
+    return f"XID {first.code} on GPU {first.pci} since boot: {first.text[:90]}{more}"
+
+
+def ecc_reason(gpu: nvidia_smi_q.Gpu) -> str | None:
+    """Uncorrectable ECC errors since the driver loaded (volatile DRAM and SRAM counts)."""
+    dram, sram = gpu.dram_uncorrectable[0] or 0, gpu.sram_uncorrectable[0] or 0
+    if dram + sram == 0:
+        return None
+    return f"GPU {gpu.bus_id}: {dram + sram} uncorrectable ECC errors (DRAM {dram}, SRAM {sram})"
+
+
+def remap_reason(gpu: nvidia_smi_q.Gpu) -> str | None:
+    """A row remap that failed, or one pending (it takes effect at the GPU's next reset)."""
+    if gpu.remap_failure:
+        return f"GPU {gpu.bus_id}: row remapping failed"
+    if gpu.remap_pending:
+        return f"GPU {gpu.bus_id}: row remap pending (reset the GPU to apply it)"
+    return None
+
+
+def retired_reason(gpu: nvidia_smi_q.Gpu) -> str | None:
+    """Retired pages pending (pre-Ampere page retirement: applied at the GPU's next reset)."""
+    if gpu.retired_pages_pending:
+        return f"GPU {gpu.bus_id}: retired pages pending (reset the GPU to retire them)"
+    return None
+
+
+def nvlink_reasons(found: Sequence[nvidia_smi_nvlink.GpuLinks]) -> list[str]:
+    """A GPU with an inactive link while others are up: on itself (some of its links up) or on
+    the node (all its links down while another GPU's are up). No GPU with a link up: the
+    machine has no NVLink in use, nothing to judge."""
+    if not any(gpu.active for gpu in found):
+        return []
+    return [
+        f"GPU {gpu.index} NVLink {', '.join(map(str, gpu.inactive))} inactive "
+        f"({len(gpu.active)} of {len(gpu.links)} up)"
+        for gpu in found
+        if gpu.inactive
+    ]
+
+
+def count_reason(found: int, declared: int | None) -> str | None:
+    """Fewer GPUs than the spec declares for the node."""
+    if declared is not None and found < declared:
+        return f"{found} GPUs visible to nvidia-smi, {declared} declared"
+    return None
+
+
+def persistence_warning(gpu: nvidia_smi_q.Gpu) -> str | None:
+    """Persistence mode off: a warning only. Jobs run correctly without it (the driver loads
+    per job, slower), and NVIDIA deprecates the mode for the nvidia-persistenced daemon."""
+    if gpu.persistence_mode == "Disabled":
+        return f"GPU {gpu.bus_id}: persistence mode Disabled (run nvidia-persistenced)"
+    return None
+
+
+def pcie_warning(gpu: nvidia_smi_q.Gpu) -> str | None:
+    """A PCIe link below its maximum generation or width (the generation drops when idle on
+    some GPUs, so a warning)."""
+    (gen, gen_max), (width, width_max) = gpu.pcie_generation, gpu.pcie_width
+    if None in (gen, gen_max, width, width_max):
+        return None
+    if gen < gen_max or width < width_max:  # type: ignore[operator]
+        return f"GPU {gpu.bus_id}: PCIe Gen{gen} x{width}, capable of Gen{gen_max} x{width_max}"
+    return None
+
+
+def clocks_warning(gpu: nvidia_smi_q.Gpu) -> str | None:
+    """A hardware or thermal clock slowdown active now (it passes; a warning)."""
+    active = [r for r in gpu.clock_reasons_active if r in SLOWDOWNS]
+    return f"GPU {gpu.bus_id}: clocks slowed: {', '.join(active)}" if active else None
+
+
+def fabric_warning(gpu: nvidia_smi_q.Gpu) -> str | None:
+    """An NVSwitch system's fabric registration not completed successfully (``N/A``: no
+    NVSwitch); a warning, since it is ``In Progress`` while the fabric manager starts."""
+    state, status = gpu.fabric
+    if state is None or (state == "Completed" and status in (None, "Success")):
+        return None
+    return f"GPU {gpu.bus_id}: NVLink fabric {state}, {status or 'no status'}"
+
+
+class Fitness:
+    """One run's GPU verdicts: failures (drain), harness errors (nothing changes), warnings."""
+
+    def __init__(self) -> None:
+        self.failures: list[str] = []
+        self.harness: list[str] = []
+        self.warnings: list[str] = []
+
+    def add(self, reason: str | None, warning: bool = False) -> None:
+        if reason:
+            (self.warnings if warning else self.failures).append(reason)
+
+    def ran(self, rc: int, text: str, what: str) -> bool:
+        """True when the tool ran to its end; else a harness error about ``what``."""
+        if rc in (124, 127):
+            self.harness.append(f"{what}: {_last(text, rc)}")
+            return False
+        return True
+
+
+def check_fitness(gpu: dict[str, Any], run: Run) -> tuple[list[str], list[str], list[str]]:
+    """(failures, harness errors, warnings) of the GPU fitness checks; ``gpu`` is the
+    configuration's ``gpu`` section (``gpus``: the declared count; ``xid_ignore``: XID codes
+    not judged, none by default)."""
+    out = Fitness()
+    rc, text = run(["dmesg"], DMESG_TIMEOUT)
+    if out.ran(rc, text, "dmesg"):
+        if rc == 0:
+            ignore = {int(code) for code in gpu.get("xid_ignore", [])}
+            out.add(xid_reason(dmesg_xid.xids(text), ignore))
+        else:
+            out.harness.append(f"dmesg could not read the kernel log: {_last(text, rc)}")
+    rc, text = run(["nvidia-smi", "-q"], SMI_TIMEOUT)
+    if out.ran(rc, text, "nvidia-smi -q"):
+        try:
+            found = nvidia_smi_q.gpus(text)
+        except ParseError:
+            out.harness.append(f"nvidia-smi -q printed no query (exit {rc}): {_last(text, rc)}")
+        else:
+            declared = gpu.get("gpus")
+            out.add(count_reason(len(found), None if declared is None else int(declared)))
+            for one in found:
+                for judge in (ecc_reason, remap_reason, retired_reason):
+                    out.add(judge(one))
+                for warn in (persistence_warning, pcie_warning, clocks_warning, fabric_warning):
+                    out.add(warn(one), warning=True)
+    rc, text = run(["nvidia-smi", "nvlink", "-s"], SMI_TIMEOUT)
+    if out.ran(rc, text, "nvidia-smi nvlink -s"):
+        try:
+            out.failures += nvlink_reasons(nvidia_smi_nvlink.links(text))
+        except ParseError:
+            out.harness.append(f"nvidia-smi nvlink -s unreadable (exit {rc}): {_last(text, rc)}")
+    return out.failures, out.harness, out.warnings

@@ -3,14 +3,15 @@
 :func:`build_command` writes the command line (the binary and its ``-b/-e/-f/-g/-c`` options)
 and :func:`nccl_env` its environment: ``NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET`` always
 (what :mod:`fabric.parsers.nccl` reads), then per network the HCAs (``NCCL_IB_HCA``), the RoCE
-GID index read from ``show_gids``, ``NCCL_ALGO``, EFA's libfabric settings. :func:`srun_wrap`
+GID index read from ``show_gids``, ``NCCL_ALGO``, what a fabric kind needs from the target's
+catalog that declares it (``NCCL_ENV``: EFA's libfabric settings). :func:`srun_wrap`
 puts it under Slurm's ``srun`` for a cluster with Slurm. :func:`execute` runs it through a
 *runner* with a timeout: :func:`local_runner` (a subprocess here), or the check suite's testinfra
 host (``checks/test_nccl.py``); :func:`evaluate` parses the output and judges it
 (:mod:`fabric.verify.nccl`). A run that cannot be judged (the binary missing, a timeout, no
 table and no NCCL line) is a :class:`NcclHarnessError`, never a fabric failure.
 
-Imports stay light (the parsers' pydantic and the standard library) so that
+Imports stay light (the parsers' pydantic, the targets' catalogs and the standard library) so that
 ``python -m fabric.verify.nccl_local`` runs on a GPU machine with nothing else installed.
 """
 
@@ -29,7 +30,7 @@ from fabric.parsers.nccl import NcclLog
 from fabric.parsers.nccl import parse as parse_log
 from fabric.parsers.nccl_tests import NcclTestsReport
 from fabric.parsers.nccl_tests import parse as parse_table
-from fabric.targets.aws.catalog import efa_job_env
+from fabric.targets import hooks
 from fabric.verify.nccl import NetworkExpectation, Verdict, judge
 
 #: nccl-tests binaries railyard runs (their ``-o``/``-d`` defaults: sum, float).
@@ -39,9 +40,18 @@ BINARIES = ("all_reduce_perf", "all_gather_perf", "reduce_scatter_perf", "alltoa
 #: Environment every run gets: the INFO lines the parser reads, and no more subsystems.
 DEBUG_ENV = {"NCCL_DEBUG": "INFO", "NCCL_DEBUG_SUBSYS": "INIT,NET"}
 
-#: EFA through aws-ofi-nccl: the jobs' own environment (``fabric.targets.aws.catalog``), device
-#: RDMA on.
-EFA_ENV = efa_job_env(device_rdma=True)
+
+def fabric_env(kind: str | None) -> dict[str, str]:
+    """What a run on a fabric of ``kind`` adds: the ``NCCL_ENV`` entry of the target's catalog
+    that declares the kind (EFA: its jobs' own libfabric environment, device RDMA on)."""
+    for _, envs in hooks("catalog", "NCCL_ENV"):
+        if kind in envs:
+            return dict(envs[kind])
+    return {}
+
+
+#: EFA through aws-ofi-nccl: the jobs' own environment, from the target's catalog.
+EFA_ENV = fabric_env("efa")
 
 
 class NcclHarnessError(RuntimeError):
@@ -99,8 +109,7 @@ def nccl_env(
         env["NCCL_IB_HCA"] = "=" + ",".join(f"{h}:1" for h in hcas)
     if kind == "roce" and gid_index is not None:
         env["NCCL_IB_GID_INDEX"] = str(gid_index)
-    if kind == "efa":
-        env |= EFA_ENV
+    env |= fabric_env(kind)
     if algorithm:
         env["NCCL_ALGO"] = algorithm
     if socket_ifname:

@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel
 
@@ -14,6 +15,9 @@ from fabric.state import REPO_ROOT, StateLayout
 from fabric.verify import context
 from fabric.verify.causes import Cause, summary
 from fabric.verify.results import CheckResult, read_junit
+
+if TYPE_CHECKING:
+    from fabric.model.cluster import ClusterModel
 
 #: Upper bound of one check-suite run (every check has its own, smaller timeouts).
 SUITE_TIMEOUT = 3600
@@ -115,11 +119,14 @@ def run_checks(
     workers: int | None = None,
     quiet: bool = False,
     select: str | None = None,
+    model: ClusterModel | None = None,
 ) -> RunOutcome:
     """Run the checks against ``state/<stack>/inventory.yml``; render the reports into ``report_dir``.
 
     ``select`` is a pytest ``-k`` expression choosing checks by name (``test_sm_answers or ...``).
     ``workers``: pytest-xdist workers (default :func:`workers_for` the selected hosts).
+    ``model``: the spec's cluster model where the caller has one (the reports read its declared
+    fabric; built from the spec file when not given).
     """
     inventory = context.inventory_path(stack)
     # Read first: a missing inventory or an unknown --limit host fails here, clearly.
@@ -170,27 +177,38 @@ def run_checks(
         junit=str(junit),
         report_dir=str(report_dir),
     )
-    outcome.files = write_reports(outcome, stack, spec)
+    outcome.files = write_reports(outcome, stack, spec, model)
     return outcome
 
 
-def write_reports(outcome: RunOutcome, stack: str, spec_path: Path | None = None) -> list[str]:
-    """Find the root causes (``outcome.causes``, with the declared graph), add them to the JUnit
-    file, and write the Markdown report and the fabric picture next to it."""
+def cluster_model(stack: str, spec_path: Path | None = None) -> ClusterModel:
+    """The cluster model of the stack's spec (``spec_path``, else the stack's file): the entry
+    point's, for a caller that has none."""
+    from fabric.model.cluster import ClusterModel
+
+    return ClusterModel(
+        context.load_cluster_spec(spec_path or context.spec_path_for(context.inventory_path(stack)))
+    )
+
+
+def write_reports(
+    outcome: RunOutcome,
+    stack: str,
+    spec_path: Path | None = None,
+    model: ClusterModel | None = None,
+) -> list[str]:
+    """Find the root causes (``outcome.causes``, with the declared graph of ``model``, the
+    stack's cluster model, built when not given), add them to the JUnit file, and write the
+    Markdown report and the fabric picture next to it."""
     from fabric.verify.causes import diagnose
     from fabric.verify.report import annotate_junit, fabric_dot, markdown, render_picture
 
     out_dir = Path(outcome.report_dir)
     files: list[str] = [outcome.junit]
     picture = None
-    spec = context.load_cluster_spec(
-        spec_path or context.spec_path_for(context.inventory_path(stack))
-    )
-    graph = None
-    if spec.fabric.topology is not None:
-        from fabric.topology.from_spec import graph_from_spec
-
-        graph = graph_from_spec(spec)
+    model = model or cluster_model(stack, spec_path)
+    graph = model.declared_graph
+    if graph is not None:
         rendered = render_picture(fabric_dot(graph, outcome.results), out_dir)
         files += [str(p) for p in rendered]
         picture = rendered[0].name

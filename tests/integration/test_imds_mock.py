@@ -4,7 +4,7 @@ amazon-ec2-metadata-mock v1.13.0 (built by scripts/bootstrap.sh from its Go modu
 
 The check suite's commands run unchanged but for the address (169.254.169.254 becomes the
 mock's 127.0.0.1:<port>): the placement group check's read (``IMDS_PLACEMENT_GROUP``) and the
-provider topology's instance id (``PLACEMENT_COMMANDS["aws"]``), each through a session
+provider topology's instance id (``IMDS_INSTANCE_ID``, AWS's ``PLACEMENT_COMMAND``), each through a session
 token. The instance ids then name the instances of DescribeInstanceTopology's documented
 example (the AWS API being the one thing not run here), and the tree they give is what a real
 slurmctld showed for it. IMDS has no topology path: AWS publishes topology only by the API.
@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from fabric.targets.aws.checks import IMDS_PLACEMENT_GROUP, placement_group_problems
-from fabric.topology.cloud import PLACEMENT_COMMANDS
+from fabric.topology.cloud import IMDS_INSTANCE_ID
 from fabric.verify.cloud_topology import provider_graph, topology_problems
 from fabric.verify.harness import HarnessError
 
@@ -120,7 +120,7 @@ def test_placement_group_read_and_judged(imds: dict[str, str]) -> None:
 
 
 def test_instance_ids_name_the_providers_topology(imds: dict[str, str]) -> None:
-    readings = {h: _run(PLACEMENT_COMMANDS["aws"], a) for h, a in imds.items()}
+    readings = {h: _run(IMDS_INSTANCE_ID, a) for h, a in imds.items()}
     assert {h: r[0] for h, r in readings.items()} == {
         h: v["instance-id"] for h, v in INSTANCES.items()
     }

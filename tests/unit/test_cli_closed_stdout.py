@@ -39,20 +39,26 @@ def _capture_of(tool: str) -> str:
 
 #: Every command that prints to stdout, and its forms (text, JSON).
 COMMANDS: list[list[str]] = [
-    ["validate", LAB],
-    ["validate", LAB, "--json"],
-    ["validate", str(SPECS / "invalid.yaml")],  # exit 1 with problems, when stdout can be written
+    ["validate", "--spec", LAB],
+    ["validate", "--spec", LAB, "--json"],
+    # exit 1 with problems, when stdout can be written
+    ["validate", "--spec", str(SPECS / "invalid.yaml")],
     ["schema"],
-    ["topology", "--from-spec", LAB],
+    ["schema", "--json"],
+    ["topology", "--spec", LAB],
+    ["topology", "--spec", LAB, "--json"],
     ["topology", "--from-ibnetdiscover", CAPTURE],
+    ["topology", "--from-ibnetdiscover", CAPTURE, "--json"],
     ["topology", "--from-ibnetdiscover", CAPTURE, "--plugin", "block"],
     ["topology", "--from-ibnetdiscover", CAPTURE, "--ibsim-net"],
     ["topology", "--from-ibnetdiscover", CAPTURE, "--oversubscription"],
     ["topology", "--from-ibnetdiscover", CAPTURE, "--plugin", "kubernetes"],
     ["kubernetes", "--spec", str(SPECS / "valid" / "kubernetes.yaml")],
+    ["kubernetes", "--spec", str(SPECS / "valid" / "kubernetes.yaml"), "--json"],
     ["import", CAPTURE],
-    ["check", "--plan", LAB],
-    ["check", "--plan", LAB, "--json"],
+    ["import", CAPTURE, "--json"],
+    ["check", "--plan", "--spec", LAB],
+    ["check", "--plan", "--spec", LAB, "--json"],
     ["check", "--stack", "t", "--spec", LAB, "--json"],
     ["run", "site.yml", "--stack", "t", "--spec", LAB],
     ["run", "site.yml", "--stack", "t", "--spec", LAB, "--json"],
@@ -123,14 +129,14 @@ def test_full_stdout_is_one_line_and_2(
 #: Whole processes: the interpreter's own last flush, and the compiled topology.conf shortcut
 #: in fabric/__main__.py (a file it takes never reaches the CLI).
 PROCESSES = [
-    ["validate", LAB],
-    ["validate", LAB, "--json"],
+    ["validate", "--spec", LAB],
+    ["validate", "--spec", LAB, "--json"],
     ["schema"],
     ["parse", "ibstat", _capture_of("ibstat")],
     ["topology", "--from-ibnetdiscover", CAPTURE],
-    ["topology", "--from-spec", LAB],
+    ["topology", "--spec", LAB],
     ["import", CAPTURE],
-    ["check", "--plan", LAB, "--json"],
+    ["check", "--plan", "--spec", LAB, "--json"],
 ]
 
 

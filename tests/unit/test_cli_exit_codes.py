@@ -327,12 +327,15 @@ def test_check_result(
 
 
 def test_lab_status_not_up_is_1(capsys: pytest.CaptureFixture[str], state: Path) -> None:
-    code, out, err = outcome(capsys, "lab", "status", "--stack", "t")
+    """A stack this checkout knows (Pulumi.lab.yaml) with no lab up: 1; an unknown one: 2."""
+    code, out, err = outcome(capsys, "lab", "status", "--stack", "lab")
     assert (code, out) == (1, "")
     assert_one_error_line(err, "lab status")
     assert "bring the lab up first" in err
-    code, out, err = outcome(capsys, "lab", "status", "--stack", "t", "--json")
+    code, out, err = outcome(capsys, "lab", "status", "--stack", "lab", "--json")
     assert (code, json.loads(out)["exit_code"], err) == (1, 1, "")
+    code, out, err = outcome(capsys, "lab", "status", "--stack", "t")
+    assert (code, out) == (2, "") and "no stack named 't'" in err
 
 
 def test_lab_image_failure_is_1(

@@ -185,7 +185,7 @@ def test_validate_command_never_a_traceback(text: str) -> None:
         path.write_text(text)
         out, err = io.StringIO(), io.StringIO()
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            code = main(["validate", str(path)])
+            code = main(["validate", "--spec", str(path)])
     assert code in (0, 1) and err.getvalue() == "", err.getvalue()
     if code == 1:
         lines = out.getvalue().splitlines()

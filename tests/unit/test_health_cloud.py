@@ -8,9 +8,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from fabric.handoff.health import GPUDIRECT_PATHS, health_configs
+from fabric.handoff.health import health_configs
 from fabric.handoff.vars import HEALTH_PROGRAM, role_vars_from_spec
 from fabric.model.cluster import ClusterModel
+from fabric.model.gpus import GPUDIRECT_PATHS
 from fabric.spec import load_spec
 from fabric.state import REPO_ROOT
 from fabric.verify import health
@@ -33,6 +34,19 @@ def test_cloud_examples_get_a_health_check_on_every_compute_node() -> None:
     assert next(iter(ultra.values()))["gpudirect"] == ["dma-buf", "nvidia_peermem"]
     got = role_vars_from_spec(aws)
     assert got["slurm_extra_config"]["HealthCheckProgram"] == HEALTH_PROGRAM
+
+
+def test_gpu_nodes_get_their_declared_gpu_count_and_lab_nodes_none() -> None:
+    """The GPU fitness checks read ``gpu.gpus``: the catalog's count on a cloud instance, the
+    node group's on bare metal; the lab's nodes have no GPU to check."""
+    aws = health_configs(ClusterModel(load_spec(REPO_ROOT / "Pulumi.aws-efa.example.yaml")))
+    assert aws["gpu01"]["gpu"] == {"gpus": 8}  # p5.48xlarge
+    dgx = load_spec(REPO_ROOT / "examples/dgx-h100-ib.yaml")
+    configs = health_configs(ClusterModel(dgx))
+    declared = {h: dgx.hosts[h].gpus for h in configs}
+    assert configs and all(c["gpu"] == {"gpus": declared[h]} for h, c in configs.items())
+    lab = health_configs(ClusterModel(load_spec(REPO_ROOT / "Pulumi.lab.yaml")))
+    assert lab and not any("gpu" in c for c in lab.values())
 
 
 def _checker(tmp_path: Path, config: dict, ip_json: str = IP_JSON) -> health.Checker:

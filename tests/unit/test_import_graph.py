@@ -7,7 +7,8 @@ covers ``fabric/`` and the Python that roles and playbooks load (filter plugins,
 
 ``LAYERS`` is the flow as a table: each layer names its modules (the longest prefix names a
 module's layer; ``*`` stands for one name, so ``fabric.targets.*.rules`` is every target's
-rules) and the layers it may import besides its own. A target's parts are found by name
+rules) and the layers it may import besides its own, each above it in the table, so no
+arrow runs back up. A target's parts are found by name
 through the registry (``fabric.targets.part(target, "<role>")``): each such call counts as an
 import of every registered target's ``<role>`` module, so a part sits in its role's layer
 (``rules`` and ``catalog`` in spec, ``model`` in model, ``hostkeys`` in inventory,
@@ -43,17 +44,21 @@ LAYERS: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = (
         (),
     ),
     ("parsers", ("fabric.parsers",), ("base",)),
-    ("spec", ("fabric.spec", "fabric.targets.*.rules", "fabric.targets.*.catalog"), ("base",)),
+    ("clients", ("fabric.redfish", "fabric.kube_client"), ("base",)),
+    (
+        "spec",
+        (
+            "fabric.spec",
+            "fabric.targets.*.rules",
+            "fabric.targets.*.section",
+            "fabric.targets.*.catalog",
+        ),
+        ("base",),
+    ),
     (
         "model",
         ("fabric.topology", "fabric.model", "fabric.targets.*.model"),
         ("base", "parsers", "spec"),
-    ),
-    ("pulumi", ("fabric.components.rerun",), ("base",)),
-    (
-        "targets",
-        ("fabric.lab", "fabric.redfish", "fabric.components", "fabric.targets.*"),
-        ("base", "parsers", "spec", "model", "pulumi", "inventory"),
     ),
     (
         "inventory",
@@ -61,33 +66,47 @@ LAYERS: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = (
         ("base", "spec", "model"),
     ),
     (
+        "pulumi",
+        ("fabric.components",),
+        ("base", "clients", "spec", "model", "inventory"),
+    ),
+    (
+        "targets",
+        ("fabric.lab", "fabric.targets.*"),
+        ("base", "parsers", "clients", "spec", "model", "inventory", "pulumi"),
+    ),
+    (
         "handoff",
-        ("fabric.handoff", "fabric.components.handoff", "fabric.targets.*.handoff"),
-        ("base", "parsers", "spec", "model", "pulumi", "inventory"),
+        ("fabric.handoff", "fabric.targets.*.handoff"),
+        ("base", "parsers", "spec", "model", "inventory", "pulumi"),
     ),
     ("roles", ("roles", "playbooks"), ("base", "parsers")),
     (
         "verify",
-        ("fabric.verify", "fabric.components.verify", "fabric.targets.*.checks"),
+        ("fabric.verify", "fabric.targets.*.checks", "fabric.targets.*.placement"),
         ("base", "parsers", "spec", "model", "pulumi"),
     ),
     ("report", ("fabric.watch",), ("base", "parsers", "spec", "model", "verify")),
     (
         "entry",
-        ("fabric.__main__", "fabric.cli", "fabric.components.cluster", "__main__"),
+        ("fabric.__main__", "fabric.cli", "fabric.program", "__main__"),
         (
             "base",
             "parsers",
+            "clients",
             "spec",
             "model",
+            "inventory",
             "pulumi",
             "targets",
-            "inventory",
             "handoff",
             "verify",
             "report",
         ),
     ),
+    # Old module paths kept for stacks made before a dynamic provider moved (their pickled
+    # provider names the old path); no layer may import them.
+    ("aliases", ("fabric.components.handoff", "fabric.components.verify"), ("handoff", "verify")),
 )
 
 #: The Python files the graph covers.
@@ -157,7 +176,7 @@ def imports(tree: ast.Module) -> list[ast.Import | ast.ImportFrom]:
 
 #: The registry's functions that find a target's part by role: ``part(target, "rules")``,
 #: ``parts("rules")``; the role is the first string constant among the arguments.
-PART_FINDERS = ("part", "parts")
+PART_FINDERS = ("part", "parts", "hook", "hooks")
 
 
 def part_lookups(tree: ast.Module) -> list[tuple[str, int]]:
@@ -255,8 +274,8 @@ def test_a_part_found_through_the_registry_counts_as_an_import():
     # fabric.spec.targets runs every target's RULES, found by part(name, "rules")
     assert graph.has_edge("fabric.spec.targets", "fabric.targets.gcp.rules")
     assert graph.has_edge("fabric.spec.targets", "fabric.targets.lab.rules")
-    # cluster_component loads the spec's component
-    assert graph.has_edge("fabric.components", "fabric.targets.aws.component")
+    # the program's cluster_component loads the spec's component
+    assert graph.has_edge("fabric.program", "fabric.targets.aws.component")
     tree = ast.parse("from fabric.targets import part\ndef f(t, r):\n    return part(t, r)\n")
     with pytest.raises(AssertionError, match="string constant"):
         part_lookups(tree)
@@ -281,6 +300,23 @@ def test_a_target_part_sits_in_its_role_layer(module: str, layer: str):
     assert layer_of(module) == layer
 
 
+@pytest.mark.parametrize(
+    ("module", "layer"),
+    [
+        ("fabric.components.target", "pulumi"),
+        ("fabric.components.rerun", "pulumi"),
+        ("fabric.handoff.resource", "handoff"),
+        ("fabric.verify.resource", "verify"),
+        ("fabric.program", "entry"),
+        ("fabric.kube_client", "clients"),
+        ("fabric.components.handoff", "aliases"),
+        ("fabric.components.verify", "aliases"),
+    ],
+)
+def test_a_step_s_pulumi_resource_sits_in_the_step_s_layer(module: str, layer: str):
+    assert layer_of(module) == layer
+
+
 def test_only_the_registry_imports_a_target_part_by_computed_name():
     """``importlib.import_module("fabric.targets...")`` elsewhere would hide an import from the
     graph; the registry's ``part`` is the one way (and the graph counts it)."""
@@ -297,6 +333,16 @@ def test_only_the_registry_imports_a_target_part_by_computed_name():
                     if "targets" in text:
                         hidden.append(f"{path.relative_to(REPO_ROOT)}:{node.lineno} {text}")
     assert not hidden, hidden
+
+
+def test_the_table_runs_one_way():
+    """A layer imports only layers above it in ``LAYERS``, so no arrow runs back up; the
+    aliases (old module paths a stored provider names) are imported by no layer."""
+    seen: list[str] = []
+    for name, _, may in LAYERS:
+        assert set(may) <= set(seen), f"{name} may import a layer below it: {set(may) - set(seen)}"
+        seen.append(name)
+    assert not [name for name, _, may in LAYERS if "aliases" in may]
 
 
 def test_every_module_is_in_a_layer():
@@ -334,6 +380,11 @@ def test_a_planted_cycle_is_found():
         ("fabric.targets.gcp.model", "fabric.verify.plan"),
         ("fabric.targets.aws.catalog", "fabric.targets.aws.hostkeys"),
         ("fabric.targets.aws.checks", "fabric.targets.aws.component"),
+        ("fabric.components.target", "fabric.targets.lab.component"),
+        ("fabric.components.rerun", "fabric.handoff.resource"),
+        ("fabric.kube_client", "fabric.components.kubernetes"),
+        ("fabric.verify.runner", "fabric.program"),
+        ("fabric.cli.run", "fabric.components.handoff"),
     ],
 )
 def test_a_planted_import_against_the_flow_is_found(importer: str, imported: str):

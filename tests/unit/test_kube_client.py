@@ -1,4 +1,4 @@
-"""The Kubernetes client's calls (fabric.components.kube_client) against a small HTTP server on
+"""The Kubernetes client's calls (fabric.kube_client) against a small HTTP server on
 loopback, and the lab API server's credentials and binaries (fabric.lab.kubeapi): error handling
 and redaction only; nothing here proves the calls against a real kube-apiserver (docs/kubernetes.md)."""
 
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from fabric.components.kube_client import Client, KubeError, object_path
+from fabric.kube_client import Client, KubeError, object_path
 from fabric.lab.kubeapi import _pki, binaries
 
 TOKEN = "sEcReT-token-value-0123456789abcdefghijkl"

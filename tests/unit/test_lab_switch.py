@@ -122,7 +122,7 @@ def mocks(mock_pulumi: Callable[..., Mocks], state_root: Path) -> Mocks:
 
 @pulumi.runtime.test
 def test_program_makes_the_switch_instead_of_a_fabric_network(mocks: Mocks) -> pulumi.Output:
-    from fabric.components import cluster_component
+    from fabric.program import cluster_component
 
     cluster = cluster_component("lab", ClusterSpec.model_validate(spec_data()))
 

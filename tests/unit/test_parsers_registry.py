@@ -58,6 +58,9 @@ def test_registry_names() -> None:
             "ibroute",
             "opensm_log",
             "ibccquery",
+            "dmesg_xid",
+            "nvidia_smi_q",
+            "nvidia_smi_nvlink",
         ]
     )
 
@@ -80,7 +83,7 @@ def test_empty_input_raises_parse_error(tool: str) -> None:
 
 
 def test_unknown_tool_lists_valid_ones() -> None:
-    with pytest.raises(UnknownToolError, match="valid tools: ethtool, ethtool_i, fi_info"):
+    with pytest.raises(UnknownToolError, match="valid tools: dmesg_xid, ethtool, ethtool_i"):
         parse("ibnope", "")
 
 

@@ -30,7 +30,7 @@ def _names(mocks: Mocks) -> list[str]:
 
 @pulumi.runtime.test
 def test_cluster_runs_handoff_then_verification(mocks: Mocks) -> pulumi.Output:
-    from fabric.components.cluster import Cluster, ClusterArgs
+    from fabric.program import Cluster, ClusterArgs
 
     cluster = Cluster("lab", ClusterArgs(spec=ClusterSpec.model_validate(LAB), stack="lab"))
 
@@ -50,7 +50,7 @@ def test_cluster_runs_handoff_then_verification(mocks: Mocks) -> pulumi.Output:
 
 @pulumi.runtime.test
 def test_target_component_is_a_child_of_the_cluster(mocks: Mocks) -> pulumi.Output:
-    from fabric.components.cluster import Cluster, ClusterArgs
+    from fabric.program import Cluster, ClusterArgs
 
     cluster = Cluster("lab", ClusterArgs(spec=ClusterSpec.model_validate(LAB), stack="lab"))
 
@@ -64,7 +64,7 @@ def test_target_component_is_a_child_of_the_cluster(mocks: Mocks) -> pulumi.Outp
 
 @pulumi.runtime.test
 def test_handoff_and_verification_can_be_switched_off(mocks: Mocks) -> pulumi.Output:
-    from fabric.components.cluster import Cluster, ClusterArgs
+    from fabric.program import Cluster, ClusterArgs
 
     spec = ClusterSpec.model_validate(LAB)
     cluster = Cluster("lab", ClusterArgs(spec=spec, stack="lab", handoff=False, verify=False))
@@ -85,7 +85,7 @@ def test_pulumi_up_refuses_the_stack_config_validate_refuses(
 ) -> None:
     """``aws:region`` apart from ``aws.region``: the program refuses it before any resource,
     with the message ``python -m fabric validate`` gives for the same stack file."""
-    from fabric.components.cluster import Cluster, ClusterArgs
+    from fabric.program import Cluster, ClusterArgs
     from fabric.spec import SpecError, spec_from_mapping
     from fabric.spec.targets import stack_config_problems
 
@@ -104,7 +104,7 @@ def test_the_program_sees_whether_a_config_value_is_secret_not_its_value(
 ) -> None:
     """A munge key set in plain text reaches the check as plain text (and is refused); set
     with ``--secret`` it reaches it hidden (and passes)."""
-    from fabric.components.cluster import program_config
+    from fabric.program import program_config
     from fabric.spec import spec_from_mapping
     from fabric.spec.targets import stack_config_problems
 
@@ -121,3 +121,15 @@ def test_the_program_sees_whether_a_config_value_is_secret_not_its_value(
     assert hidden["railyard:mungeKey"] == {"secure": "(hidden)"}
     assert "S3CRET-VALUE" not in repr(hidden)
     assert stack_config_problems(hidden, spec) == []
+
+
+def test_the_program_checks_the_config_keys_each_target_declares() -> None:
+    """The stack config keys the program reads come from the targets' ``CONFIG_KEYS``
+    (their ``rules.py``), through the registry: shared code names none of them."""
+    from fabric.program import checked_config
+    from fabric.targets import hooks
+
+    declared = [key for _, keys in hooks("rules", "CONFIG_KEYS") for key in keys]
+    assert checked_config() == tuple(declared)
+    assert {"aws:region", "gcp:project", "gcp:zone", "railyard:bootTarget"} <= set(declared)
+    assert all(":" in key for key in declared)

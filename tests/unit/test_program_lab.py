@@ -32,7 +32,7 @@ def created(mocks: Mocks) -> list[tuple[str, str, dict[str, Any]]]:
 
 @pulumi.runtime.test
 def test_lab_graph(mocks: Mocks) -> pulumi.Output:
-    from fabric.components import cluster_component
+    from fabric.program import cluster_component
 
     cluster = cluster_component("lab", ClusterSpec.model_validate(LAB))
 
@@ -74,7 +74,7 @@ def test_lab_graph(mocks: Mocks) -> pulumi.Output:
 
 @pulumi.runtime.test
 def test_lab_node_environment_points_at_ibsim(mocks: Mocks) -> pulumi.Output:
-    from fabric.components import cluster_component
+    from fabric.program import cluster_component
 
     cluster = cluster_component("lab", ClusterSpec.model_validate(LAB))
 
@@ -94,7 +94,7 @@ def test_switch_sm_with_configure_is_started_by_the_lab(mocks: Mocks) -> None:
     """``mode: switch, configure: true``: the lab runs that switch's SM (OpenSM attached to
     the ibsim switch), before the nodes; no managed SM, so no subnet_managers host. Judged
     once the program's registrations are done (the inventory does not wait for the SM)."""
-    from fabric.components import cluster_component
+    from fabric.program import cluster_component
 
     data = yaml.safe_load(yaml.safe_dump(LAB))
     data["fabric"]["infiniband"]["subnet_managers"] = [
@@ -124,7 +124,7 @@ def test_switch_sm_with_configure_is_started_by_the_lab(mocks: Mocks) -> None:
 
 @pulumi.runtime.test
 def test_lab_addresses_flow_from_the_pool(mocks: Mocks) -> pulumi.Output:
-    from fabric.components import cluster_component
+    from fabric.program import cluster_component
 
     spec = ClusterSpec.model_validate(LAB)
     cluster = cluster_component("lab", spec)

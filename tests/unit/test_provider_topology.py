@@ -13,16 +13,15 @@ import pytest
 
 from fabric.spec import load_spec
 from fabric.state import REPO_ROOT
-from fabric.verify.cloud_topology import (
+from fabric.targets.aws.placement import (
     AWS_IDS_PER_CALL,
-    CURL_HTTP_ERROR,
     aws_graph,
     describe_instance_topology,
-    gce_graph,
-    gce_reading,
     instance_id,
-    topology_problems,
 )
+from fabric.targets.gcp.placement import gce_graph, gce_reading
+from fabric.topology.cloud import CURL_HTTP_ERROR
+from fabric.verify.cloud_topology import topology_problems
 from fabric.verify.harness import HarnessError
 from fabric.verify.plan import CheckPlan, describe
 
@@ -180,12 +179,12 @@ def test_handoff_reads_the_placement_the_check_reads(example: str, provider: str
     node's placement with the check's own command and render the plugin the spec names."""
     from fabric.handoff.vars import role_vars_from_spec
     from fabric.hostlist import compress
-    from fabric.topology.cloud import PLACEMENT_COMMANDS
+    from fabric.verify.cloud_topology import placement_command
 
     spec = load_spec(REPO_ROOT / example)
     got = role_vars_from_spec(spec)
     assert got["railyard_topology_provider"] == provider
-    assert got["railyard_placement_command"] == PLACEMENT_COMMANDS[provider]
+    assert got["railyard_placement_command"] == placement_command(provider)
     assert got["railyard_topology_nodes"] == compress(spec.hosts_with_role("compute"))
     assert got["slurm_topology_plugin"] == spec.slurm.topology_plugin
     assert got["slurm_topology_conf"] == ""  # until the play renders the provider's

@@ -206,10 +206,10 @@ def test_no_output_of_a_spec_shows_a_secret_in_any_field(
     path.write_text(yaml.safe_dump(with_secret(field, SECRETS[secret]), width=1 << 20))
     outputs = []
     for argv in (
-        ["validate", str(path)],
-        ["validate", str(path), "--json"],
-        ["check", "--plan", str(path)],
-        ["check", "--plan", str(path), "--json"],
+        ["validate", "--spec", str(path)],
+        ["validate", "--spec", str(path), "--json"],
+        ["check", "--plan", "--spec", str(path)],
+        ["check", "--plan", "--spec", str(path), "--json"],
     ):
         main(argv)
         outputs.extend(capsys.readouterr())
@@ -241,10 +241,13 @@ def munge_key(request: pytest.FixtureRequest, tmp_path: Path) -> Path:
 
 
 def test_munge_key_given_to_validate(capsys: pytest.CaptureFixture[str], munge_key: Path) -> None:
-    for argv in (["validate", str(munge_key)], ["validate", str(munge_key), "--json"]):
+    for argv in (
+        ["validate", "--spec", str(munge_key)],
+        ["validate", "--spec", str(munge_key), "--json"],
+    ):
         main(argv)
         assert not leaked(MUNGE, *capsys.readouterr())
-    main(["check", "--plan", str(munge_key)])
+    main(["check", "--plan", "--spec", str(munge_key)])
     assert not leaked(MUNGE, *capsys.readouterr())
 
 
@@ -266,11 +269,11 @@ def test_password_in_a_host_list(capsys: pytest.CaptureFixture[str], tmp_path: P
     path.write_text(yaml.safe_dump(data))
     outputs = []
     for argv in (
-        ["validate", str(path)],
-        ["validate", str(path), "--json"],
-        ["check", "--plan", str(path)],
-        ["topology", "--from-spec", str(path)],
-        ["topology", "--from-spec", str(SPECS / "lab.yaml"), "--nodes", f"gpu01,{USERINFO}"],
+        ["validate", "--spec", str(path)],
+        ["validate", "--spec", str(path), "--json"],
+        ["check", "--plan", "--spec", str(path)],
+        ["topology", "--spec", str(path)],
+        ["topology", "--spec", str(SPECS / "lab.yaml"), "--nodes", f"gpu01,{USERINFO}"],
     ):
         main(argv)
         outputs.extend(capsys.readouterr())

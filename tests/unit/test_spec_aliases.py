@@ -58,7 +58,7 @@ def test_billion_laughs_process_is_quick_and_small(tmp_path: Path) -> None:
         resource.setrlimit(resource.RLIMIT_AS, (512 << 20, 512 << 20))
 
     done = subprocess.run(
-        [sys.executable, "-m", "fabric", "validate", str(path)],
+        [sys.executable, "-m", "fabric", "validate", "--spec", str(path)],
         capture_output=True,
         text=True,
         cwd=ROOT,

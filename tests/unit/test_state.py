@@ -11,10 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from fabric.components.handoff import AnsibleHandoffProvider
 from fabric.components.rerun import RerunProvider
-from fabric.components.verify import VerificationProvider
 from fabric.handoff import runner
+from fabric.handoff.resource import AnsibleHandoffProvider
 from fabric.state import (
     ARTIFACTS_ROOT,
     DEFAULT_STACK,
@@ -26,6 +25,7 @@ from fabric.state import (
     stack_file,
     state_root,
 )
+from fabric.verify.resource import VerificationProvider
 
 
 def test_repo_root_is_the_checkout() -> None:
@@ -85,6 +85,7 @@ def test_at_and_frozen() -> None:
 
 
 def test_lab_status_does_not_import_pulumi(tmp_path: Path) -> None:
+    (tmp_path / "nope").mkdir()  # a stack with state (known), whose lab is not up: exit 1
     code = (
         "import sys\nfrom fabric.cli import main\n"
         "rc = main(['lab', 'status', '--stack', 'nope'])\n"

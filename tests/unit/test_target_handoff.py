@@ -17,9 +17,9 @@ import pytest
 import yaml
 from conftest import Mocks
 
-from fabric.components.handoff import AnsibleHandoffProvider
 from fabric.components.target import TARGET_OUTPUTS
 from fabric.handoff import runner
+from fabric.handoff.resource import AnsibleHandoffProvider
 from fabric.inventory import inventory_text
 from fabric.spec import ClusterSpec
 from fabric.state import REPO_ROOT, StateLayout

@@ -29,7 +29,7 @@ def _plan(path: Path, **changes: object) -> CheckPlan:
 
 def test_dgx_h100_plan_lists_the_three_families_with_every_rail_covered() -> None:
     out = subprocess.run(
-        [sys.executable, "-m", "fabric", "check", "--plan", str(DGX), "--json"],
+        [sys.executable, "-m", "fabric", "check", "--plan", "--spec", str(DGX), "--json"],
         capture_output=True,
         text=True,
         cwd=REPO,

@@ -96,3 +96,10 @@ def efa_job_env(device_rdma: bool) -> dict[str, str]:
     """Every job's environment on an EFA instance; ``device_rdma`` where the type and the spec
     have GPUDirect RDMA (p4, p5)."""
     return EFA_JOB_ENV | (EFA_DEVICE_RDMA_ENV if device_rdma else {})
+
+
+#: The target's machine lookup (shared code asks ``hook(target, "catalog", "machine")``).
+machine = aws_instance
+
+#: Fabric kind -> the environment nccl-tests runs get on it (the nccl checks, ``fabric.verify.nccl_run``).
+NCCL_ENV: dict[str, dict[str, str]] = {"efa": efa_job_env(device_rdma=True)}

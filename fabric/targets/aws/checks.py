@@ -2,12 +2,15 @@
 what each instance must show, from the instance catalog, and the judging the suite's
 ``fabric/verify/checks/test_efa.py`` asserts on.
 
-The check plan (``fabric.verify.plan``) finds this module through the registry: ``FAMILIES``
-(family -> its checks and the parameter source), ``PARAMETERS`` (source -> the parameters of
-a spec's selected hosts), ``SELECT`` (a family running over part of its source) and
-``not_generated`` (why a family is not generated). The judging functions are pure over tool
-output (``fi_info``, instance metadata); output that cannot be read raises
-:class:`fabric.verify.harness.HarnessError`.
+The family table (``fabric.verify.families``) finds this module through the registry:
+``FAMILIES`` (family -> its checks and the parameter source), ``PARAMETERS`` (source -> the
+parameters of a spec's selected hosts), ``SELECT`` (a family running over part of its source),
+``not_generated`` (why a family is not generated) and ``FIXTURES`` (the suite's fixtures the
+testinfra module takes). The suite's ``test_efa.py`` reads the judging here through
+``fabric.verify.families.checks_part("efa")``, the NCCL check its expectation through
+``nccl_expectation``, ``slurm_provider_topology`` the region through ``placement_region``.
+The judging functions are pure over tool output (``fi_info``, instance metadata); output that
+cannot be read raises :class:`fabric.verify.harness.HarnessError`.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from pydantic import BaseModel, ConfigDict
 
 from fabric.parsers.fi_info import FiInfoReport
 from fabric.targets.aws.catalog import aws_instance
+from fabric.verify.families.base import Fixture, host_fixture
 from fabric.verify.harness import HarnessError
 
 if TYPE_CHECKING:
@@ -83,6 +87,26 @@ SELECT: dict[str, Callable[[Any], bool]] = {
     "efa_gpudirect": lambda e: e.gpudirect_rdma,
     "placement_group": lambda e: bool(e.placement_group),
 }
+#: The suite's fixtures over each family's EFA hosts (``test_efa.py``).
+FIXTURES: tuple[Fixture, ...] = (
+    host_fixture("efa_host", "efa"),
+    host_fixture("efa_gpudirect_host", "efa_gpudirect"),
+    host_fixture("placement_host", "placement_group"),
+)
+
+
+def placement_region(spec: ClusterSpec) -> str | None:
+    """The region EC2's instance topology is read in (``slurm_provider_topology``)."""
+    return spec.aws.region if spec.aws is not None else None
+
+
+def nccl_expectation(spec: ClusterSpec, host: str) -> dict[str, Any]:
+    """What NCCL must use here (``fabric.verify.nccl.expectation``'s keywords): GPUDirect RDMA
+    as declared, the aws-ofi-nccl release the instances carry."""
+    aws = spec.aws
+    if aws is None:
+        return {}
+    return {"gdr": aws.gpudirect_rdma, "plugin_version": aws.ofi_nccl_version}
 
 
 def not_generated(spec: ClusterSpec, params: Callable[[str], list[Any]]) -> dict[str, str]:

@@ -19,11 +19,11 @@ from typing import Any
 import pulumi
 import pulumi_aws as aws
 
-from fabric.components.access import pinned_inventory
+from fabric.components.cloud import CloudCluster
 from fabric.components.cloudinit import boot_cloud_config
-from fabric.components.target import TargetCluster
-from fabric.spec import AwsSpec, ClusterSpec, NodeGroup, SpecError, provision_problems
+from fabric.spec import ClusterSpec, NodeGroup
 from fabric.targets.aws.catalog import aws_efa_only, aws_instance
+from fabric.targets.aws.section import AwsSpec
 
 #: EC2 tag keys railyard sets on everything it creates.
 TAG_CLUSTER = "railyard:cluster"
@@ -102,7 +102,7 @@ def launch_interfaces(
     return efa_network_interfaces(count, subnet_id, security_group_id)
 
 
-class AwsCluster(TargetCluster):
+class AwsCluster(CloudCluster):
     """An EFA cluster on EC2, described by a railyard cluster spec."""
 
     hosts: pulumi.Output[dict[str, Any]]
@@ -110,19 +110,14 @@ class AwsCluster(TargetCluster):
     def __init__(
         self, name: str, spec: ClusterSpec, opts: pulumi.ResourceOptions | None = None
     ) -> None:
-        problems = provision_problems(spec, "aws")  # what validate checks, and the target
-        if problems:
-            raise SpecError(problems)
-        assert spec.aws is not None  # checked above
-        super().__init__("railyard:aws:Cluster", name, None, opts)
-        self._name, self._spec, self._aws = name, spec, spec.aws
-        self._child = pulumi.ResourceOptions(parent=self)
+        super().__init__("aws", name, spec, opts)
+        assert spec.aws is not None  # checked by CloudCluster
+        self._aws = spec.aws
         self._tags = {TAG_CLUSTER: spec.name}
-        config = pulumi.Config()
 
         vpc_id, subnet_id, head_subnet_id, public = self._network()
         sg = self._security_group(vpc_id)
-        head_sgs = [sg.id, *self._head_ssh(vpc_id, config.get("sshIngressCidr"))]
+        head_sgs = [sg.id, *self._head_ssh(vpc_id, self._config.get("sshIngressCidr"))]
         # none with a Capacity Block, which places its instances itself
         self.placement_group = (
             aws.ec2.PlacementGroup(
@@ -164,9 +159,7 @@ class AwsCluster(TargetCluster):
                 for host, inst in instances.items()
             }
         )
-        inventory = pinned_inventory(
-            name,
-            spec,
+        inventory = self._inventory(
             private={h: i.private_ip for h, i in instances.items()},
             public={h: i.public_ip for h, i in instances.items()},
             sources={
@@ -175,8 +168,6 @@ class AwsCluster(TargetCluster):
                 )
                 for h, i in instances.items()
             },
-            parent=self,
-            config=config,
         )
         self.export(spec, inventory=inventory, hosts=hosts)
 

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from fabric.spec.checker import Checker, Rule
 from fabric.spec.common import ROLES_READ as _ROLES
-from fabric.spec.common import check_gpu_type, differing
+from fabric.spec.common import catalogued_compute, check_machine, differing
 from fabric.spec.constants import AWS_REGION_PATTERN
 from fabric.spec.problems import Problem
 from fabric.targets.aws.catalog import aws_efa_types, aws_instance
@@ -119,39 +119,21 @@ def check_aws_instance_types(c: Checker) -> None:
     aws = c.spec.aws
     if aws is None or c.spec.target != "aws" or not c.known("target"):
         return
-    for index, group in enumerate(c.spec.nodes):
-        path = f"nodes[{index}]"
-        if group.role != "compute" or not c.known(f"{path}.role"):
-            continue
-        if group.instance_type is None:
-            c.add(
-                f"{path}.instance_type",
-                "target aws needs an instance type for compute nodes, e.g. p5.48xlarge",
-            )
-            continue
-        known = aws_instance(group.instance_type)
-        if known is None:
-            if aws.efa:
-                c.add(
-                    f"{path}.instance_type",
-                    f"{group.instance_type!r} is not a known EFA instance type; use one of"
-                    f" {', '.join(aws_efa_types())}",
-                    reads=["aws.efa"],
-                )
-            continue
+    efa_types = ", ".join(aws_efa_types())
+    for index, known in catalogued_compute(
+        c,
+        aws_instance,
+        "target aws needs an instance type for compute nodes, e.g. p5.48xlarge",
+        f"is not a known EFA instance type; use one of {efa_types}" if aws.efa else None,
+        ["aws.efa"],
+    ):
         if aws.efa and not known.efa:
             c.add(
-                f"{path}.instance_type",
-                f"{known.name} has no EFA; use one of {', '.join(aws_efa_types())}",
+                f"nodes[{index}].instance_type",
+                f"{known.name} has no EFA; use one of {efa_types}",
                 reads=["aws.efa"],
             )
-        if group.gpus and group.gpus != known.gpus:
-            c.add(
-                f"{path}.gpus",
-                f"{group.gpus} GPUs, but {known.name} has {known.gpus}",
-                reads=[f"{path}.instance_type"],
-            )
-        check_gpu_type(c, index, known.name, known.gpu_type)
+        check_machine(c, index, known)
 
 
 def config_problems(config: Mapping[str, Any], spec: ClusterSpec) -> list[Problem]:
@@ -172,4 +154,79 @@ def config_problems(config: Mapping[str, Any], spec: ClusterSpec) -> list[Proble
 
 
 #: The AWS rules, in the order their problems are reported.
-RULES: tuple[Rule, ...] = (check_aws, check_aws_ids, check_aws_instance_types)
+def check_aws_networks(c: Checker) -> None:
+    """The subnets lie in the VPC, the head node's public subnet apart from the compute nodes'
+    private one; management is the instances' subnet, which carries SSH."""
+    spec, aws = c.spec, c.spec.aws
+    if aws is None or spec.target != "aws" or aws.vpc_id is not None:
+        return
+    vpc = ["aws.vpc_cidr"]
+    if not aws.subnet_cidr.subnet_of(aws.vpc_cidr):
+        c.add(
+            "aws.subnet_cidr",
+            f"{aws.subnet_cidr} is outside aws.vpc_cidr {aws.vpc_cidr}; pick a subnet of it",
+            reads=vpc,
+        )
+    public = aws.public_subnet_cidr
+    if not public.subnet_of(aws.vpc_cidr):
+        c.add(
+            "aws.public_subnet_cidr",
+            f"{public} is outside aws.vpc_cidr {aws.vpc_cidr}; pick a subnet of it",
+            reads=vpc,
+        )
+    elif public.overlaps(aws.subnet_cidr):
+        c.add(
+            "aws.public_subnet_cidr",
+            f"{public} overlaps aws.subnet_cidr {aws.subnet_cidr}; the head node's public"
+            " subnet and the compute nodes' private one are apart",
+            reads=["aws.subnet_cidr"],
+        )
+    if not spec.management.subnet.subnet_of(aws.vpc_cidr):
+        c.add(
+            "management.subnet",
+            f"{spec.management.subnet} is outside aws.vpc_cidr {aws.vpc_cidr}; on AWS the"
+            " management network is the instances' subnet, e.g. aws.subnet_cidr",
+            reads=vpc,
+        )
+
+
+def check_aws_bastion(c: Checker) -> None:
+    """A bastion named as a node of an existing VPC gets no public address from railyard."""
+    bastion, aws = c.spec.access.bastion, c.spec.aws
+    if bastion is None or aws is None or c.spec.target != "aws" or not aws.vpc_id:
+        return
+    group = c.spec.hosts.get(bastion.host) if c.all_hosts_known else None
+    if group is None or group.role == "compute" or not c.known("target"):
+        return
+    c.add(
+        "access.bastion.host",
+        f"{bastion.host} gets no public address in an existing VPC (aws.vpc_id); name a"
+        " bastion address the controller reaches",
+        reads=["aws.vpc_id"],
+    )
+
+
+def check_aws_offline_installer(c: Checker) -> None:
+    """With egress mode offline the nodes reach no installer URL: EFA comes with the AMI."""
+    aws = c.spec.aws
+    if aws is None or c.spec.target != "aws" or aws.egress.mode != "offline":
+        return
+    if aws.efa_installer_url and c.all_hosts_known:
+        c.add(
+            "aws.efa_installer_url",
+            "egress mode offline reaches no installer URL; bake EFA into the AMI and drop it",
+            reads=["aws.egress.mode"],
+        )
+
+
+RULES: tuple[Rule, ...] = (
+    check_aws,
+    check_aws_ids,
+    check_aws_instance_types,
+    check_aws_networks,
+    check_aws_bastion,
+    check_aws_offline_installer,
+)
+
+#: Stack config keys the spec must agree with (``config_problems``), read by the program.
+CONFIG_KEYS: tuple[str, ...] = ("aws:region",)

@@ -20,7 +20,7 @@ from typing import Any
 import pulumi
 from pulumi.dynamic import CreateResult, DiffResult, ResourceProvider, UpdateResult
 
-from fabric.redfish import RedfishClient, RedfishError
+from fabric.redfish import RedfishClient, RedfishError, SystemInfo
 
 #: Inputs whose change means a different machine: replace, do not update.
 REPLACE_ON = ("node", "url", "system_id")
@@ -89,12 +89,39 @@ def wait_for_ssh(
         time.sleep(interval)
 
 
+def _bmc(props: dict[str, Any]) -> RedfishClient:
+    """A client of the node's BMC, from the resource's inputs."""
+    return RedfishClient(
+        props["url"], props["username"], props["password"], verify_tls=props["verify_tls"]
+    )
+
+
+def _wait_ssh(props: dict[str, Any]) -> tuple[str, float]:
+    """Wait for SSH on the node's management address (:func:`wait_for_ssh`)."""
+    return wait_for_ssh(props["address"], int(props["ssh_port"]), float(props["ssh_timeout"]))
+
+
+def _seen(
+    bmc: RedfishClient, path: str, info: SystemInfo, ssh: tuple[str, float]
+) -> dict[str, Any]:
+    """The outputs every pass reads again: the system's identity, its power state now, and
+    how SSH answered (``(banner, seconds waited)``)."""
+    banner, waited = ssh
+    return {
+        "system_path": path,
+        "serial": info.serial,
+        "uuid": info.uuid,
+        "macs": list(info.macs),
+        "power_state": bmc.power_state(path),
+        "ssh_banner": banner,
+        "ssh_seconds": round(waited, 1),
+    }
+
+
 def provision(props: dict[str, Any]) -> dict[str, Any]:
     """Drive one node from its inputs; return the outputs (never the password)."""
     node = props["node"]
-    with RedfishClient(
-        props["url"], props["username"], props["password"], verify_tls=props["verify_tls"]
-    ) as bmc:
+    with _bmc(props) as bmc:
         try:
             path = bmc.system_path(props.get("system_id"))
             info = bmc.system(path)
@@ -112,9 +139,7 @@ def provision(props: dict[str, Any]) -> dict[str, Any]:
         notes: list[str] = []
         if boot is not None and info.power_state == "On" and not props.get("restart_if_on"):
             notes.append("node was already On: the boot override applies at its next reboot")
-        banner, waited = wait_for_ssh(
-            props["address"], int(props["ssh_port"]), float(props["ssh_timeout"])
-        )
+        ssh = _wait_ssh(props)
         readback = boot.readback if boot is not None else info.boot
         settle = props.get("settle_target")
         if boot is None:
@@ -134,16 +159,10 @@ def provision(props: dict[str, Any]) -> dict[str, Any]:
             )
         return {
             **props,
-            "system_path": path,
-            "serial": info.serial,
-            "uuid": info.uuid,
-            "macs": list(info.macs),
-            "power_state": bmc.power_state(path),
+            **_seen(bmc, path, info, ssh),
             "boot_override_target": readback.target,
             "boot_override_enabled": readback.enabled,
             "boot_note": "; ".join(notes),
-            "ssh_banner": banner,
-            "ssh_seconds": round(waited, 1),
             "powered_off_by": None,
         }
 
@@ -151,9 +170,7 @@ def provision(props: dict[str, Any]) -> dict[str, Any]:
 def refresh(props: dict[str, Any], olds: dict[str, Any]) -> dict[str, Any]:
     """Update in place: re-read the system (a replaced machine's serial and MACs), check power
     and SSH. A newly asked boot device is set, never applied by a reboot of a running node."""
-    with RedfishClient(
-        props["url"], props["username"], props["password"], verify_tls=props["verify_tls"]
-    ) as bmc:
+    with _bmc(props) as bmc:
         path = olds.get("system_path") or bmc.system_path(props.get("system_id"))
         info = bmc.system(path)
         target = props.get("boot_target") if props.get("boot_running") else None
@@ -162,19 +179,11 @@ def refresh(props: dict[str, Any], olds: dict[str, Any]) -> dict[str, Any]:
         if info.power_state != "On":
             bmc.reset(path, "On")
             bmc.wait_power_state(path, "On", timeout=float(props["power_timeout"]))
-        banner, waited = wait_for_ssh(
-            props["address"], int(props["ssh_port"]), float(props["ssh_timeout"])
-        )
+        ssh = _wait_ssh(props)
         return {
             **{k: v for k, v in olds.items() if k in OUTPUTS},
             **props,
-            "system_path": path,
-            "serial": info.serial,
-            "uuid": info.uuid,
-            "macs": list(info.macs),
-            "power_state": bmc.power_state(path),
-            "ssh_banner": banner,
-            "ssh_seconds": round(waited, 1),
+            **_seen(bmc, path, info, ssh),
         }
 
 
@@ -200,9 +209,7 @@ class RedfishNodeProvider(ResourceProvider):
         the password was kept (no ``password``) is only forgotten."""
         if not props.get("password"):
             return
-        with RedfishClient(
-            props["url"], props["username"], props["password"], verify_tls=props["verify_tls"]
-        ) as bmc:
+        with _bmc(props) as bmc:
             try:
                 path = props.get("system_path") or bmc.system_path(props.get("system_id"))
                 bmc.power_off(path, timeout=float(props.get("power_timeout") or 120.0))

@@ -116,3 +116,6 @@ def config_problems(config: Mapping[str, Any], spec: ClusterSpec) -> list[Proble
 
 #: The bare-metal rules, in the order their problems are reported.
 RULES: tuple[Rule, ...] = (check_baremetal,)
+
+#: Stack config keys the spec must agree with (``config_problems``), read by the program.
+CONFIG_KEYS: tuple[str, ...] = ("railyard:bootTarget", "railyard:settleBootTarget")

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from fabric.spec.checker import Checker, Rule
 from fabric.spec.common import missing_per_host
+from fabric.spec.constants import SSH_PLACEHOLDER
 from fabric.spec.problems import Problem
 
 if TYPE_CHECKING:
@@ -20,8 +21,6 @@ _SSH_TARGET = re.compile(
     r"^(?:(?P<user>[a-z_][a-z0-9_.-]*)@)?(?P<address>[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?)"
     r"(?::(?P<port>[0-9]{1,5}))?$"
 )
-#: What ``python -m fabric import`` writes where it cannot know a node's SSH address.
-SSH_PLACEHOLDER = "PLACEHOLDER"
 #: A known_hosts key line: host patterns, key type, base64 blob, optional comment.
 _KNOWN_HOSTS_LINE = re.compile(
     r"^(?P<names>[^@\s]\S*)\s+(?P<kind>ssh-[a-z0-9-]+|ecdsa-sha2-nistp[0-9]+|sk-\S+)\s+"

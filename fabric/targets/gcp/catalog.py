@@ -163,3 +163,7 @@ _GCP_BLUEPRINTS: tuple[GcpA3Blueprint, ...] = (
 def gcp_blueprint(machine_type: str) -> GcpA3Blueprint | None:
     """Cluster Toolkit's blueprint facts for an A3 machine type, or None."""
     return next((b for b in _GCP_BLUEPRINTS if b.machine_type == machine_type), None)
+
+
+#: The target's machine lookup (shared code asks ``hook(target, "catalog", "machine")``).
+machine = gcp_machine

@@ -2,8 +2,10 @@
 no HCAs): their GPU NICs as the instance catalog and the spec declare them, and the judging
 the suite's ``fabric/verify/checks/test_gcp_gpudirect.py`` asserts on.
 
-Found by the check plan through the registry, like every target's ``checks`` part
-(``FAMILIES``, ``PARAMETERS``, ``SELECT``, ``not_generated``; see fabric/targets/aws/checks.py).
+Found by the family table through the registry, like every target's ``checks`` part
+(``FAMILIES``, ``PARAMETERS``, ``SELECT``, ``not_generated``, ``FIXTURES``, ``placement_region``,
+``nccl_expectation``; see fabric/targets/aws/checks.py); the suite's ``test_gcp_gpudirect.py``
+reads the judging here through ``fabric.verify.families.checks_part("gpu_nics")``.
 The judging functions are pure over tool output (``ip -j addr``, ``ethtool -i``); output that
 cannot be read raises :class:`fabric.verify.harness.HarnessError`.
 """
@@ -20,6 +22,7 @@ from fabric.parsers.ethtool_driver import EthtoolDriver
 from fabric.parsers.ip_addr import addresses_in
 from fabric.targets.gcp.catalog import gcp_machine
 from fabric.targets.gcp.model import gpu_subnet_cidrs
+from fabric.verify.families.base import Fixture, host_fixture
 from fabric.verify.harness import HarnessError
 
 if TYPE_CHECKING:
@@ -91,6 +94,26 @@ SELECT: dict[str, Callable[[Any], bool]] = {
     "gvnic": lambda g: g.driver == "gve",
     "rxdm": lambda g: g.rxdm,
 }
+#: The suite's fixtures over each family's A3 instances (``test_gcp_gpudirect.py``).
+FIXTURES: tuple[Fixture, ...] = (
+    host_fixture("gpu_nic_host", "gpu_nics"),
+    host_fixture("gvnic_host", "gvnic"),
+    host_fixture("rxdm_host", "rxdm"),
+)
+
+
+def placement_region(spec: ClusterSpec) -> str | None:
+    """The region GCE's physical host topology is read in (``slurm_provider_topology``)."""
+    return spec.gcp.region if spec.gcp is not None else None
+
+
+def nccl_expectation(spec: ClusterSpec, host: str) -> dict[str, Any]:
+    """What NCCL must use here (``fabric.verify.nccl.expectation``'s keywords): on a
+    ``gcp-gpudirect`` fabric the machine type's transport (TCPX, TCPXO, RoCE)."""
+    if spec.fabric.kind != "gcp-gpudirect":
+        return {}
+    known = gcp_machine(spec.hosts[host].instance_type or "")
+    return {"transport": known.transport if known else None}
 
 
 def not_generated(spec: ClusterSpec, params: Callable[[str], list[Any]]) -> dict[str, str]:

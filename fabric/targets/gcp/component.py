@@ -18,12 +18,12 @@ from typing import Any
 import pulumi
 import pulumi_gcp as gcp
 
-from fabric.components.access import pinned_inventory
+from fabric.components.cloud import CloudCluster
 from fabric.components.cloudinit import boot_cloud_config
-from fabric.components.target import TargetCluster
-from fabric.spec import ClusterSpec, GcpSpec, NodeGroup, SpecError, provision_problems
+from fabric.spec import ClusterSpec, NodeGroup
 from fabric.targets.gcp.catalog import GcpA3Blueprint, gcp_blueprint
 from fabric.targets.gcp.model import gpu_nic_count, gpu_subnet_cidrs
+from fabric.targets.gcp.section import GcpSpec
 
 #: Network tag of head nodes (the SSH firewall rule targets it).
 HEAD_TAG = "railyard-head"
@@ -87,7 +87,7 @@ def rdma_network_profile(settings: GcpSpec, blueprint: GcpA3Blueprint) -> str:
     )
 
 
-class GcpCluster(TargetCluster):
+class GcpCluster(CloudCluster):
     """An A3 / A3 Mega cluster on Compute Engine, described by a railyard cluster spec."""
 
     hosts: pulumi.Output[dict[str, Any]]
@@ -96,14 +96,10 @@ class GcpCluster(TargetCluster):
     def __init__(
         self, name: str, spec: ClusterSpec, opts: pulumi.ResourceOptions | None = None
     ) -> None:
-        problems = provision_problems(spec, "gcp")  # what validate checks, and the target
-        if problems:
-            raise SpecError(problems)
-        assert spec.gcp is not None  # checked above
-        super().__init__("railyard:gcp:Cluster", name, None, opts)
-        self._name, self._spec, self._gcp = name, spec, spec.gcp
-        self._child = pulumi.ResourceOptions(parent=self)
-        config = pulumi.Config()
+        super().__init__("gcp", name, spec, opts)
+        assert spec.gcp is not None  # checked by CloudCluster
+        self._gcp = spec.gcp
+        config = self._config
 
         nics = max(gpu_nic_count(group) for group in spec.nodes)
         blueprint = cluster_blueprint(spec)
@@ -160,9 +156,7 @@ class GcpCluster(TargetCluster):
                 for host, inst in instances.items()
             }
         )
-        inventory = pinned_inventory(
-            name,
-            spec,
+        inventory = self._inventory(
             private={
                 h: i.network_interfaces.apply(lambda n: _addresses(n)["private_ip"])
                 for h, i in instances.items()
@@ -175,8 +169,6 @@ class GcpCluster(TargetCluster):
                 h: {"cloud": "gcp", "name": h, "zone": self._gcp.zone, "project": self._gcp.project}
                 for h in instances
             },
-            parent=self,
-            config=config,
         )
         self.export(
             spec,

@@ -10,10 +10,11 @@ from typing import TYPE_CHECKING, Any
 
 from fabric.spec.checker import Checker, Rule
 from fabric.spec.common import ROLES_READ as _ROLES
-from fabric.spec.common import check_gpu_type, differing
+from fabric.spec.common import catalogued_compute, check_machine, differing
 from fabric.spec.constants import GCP_REGION_PATTERN
+from fabric.spec.networks import overlaps
 from fabric.spec.problems import Problem
-from fabric.targets.gcp.catalog import gcp_gpu_machine_types, gcp_machine
+from fabric.targets.gcp.catalog import gcp_blueprint, gcp_gpu_machine_types, gcp_machine
 
 if TYPE_CHECKING:
     from fabric.spec.models import ClusterSpec
@@ -46,39 +47,19 @@ def check_gcp(c: Checker) -> None:
             f"{gcp.gpu_nic_mtu} differs from fabric.mtu {c.spec.fabric.mtu}; set them equal",
             reads=["fabric.mtu"],
         )
-    subnets_reported = False
-    for index, group in enumerate(c.spec.nodes):
-        path = f"nodes[{index}]"
-        if group.role != "compute" or not c.known(f"{path}.role"):
-            continue
-        if group.instance_type is None:
-            c.add(
-                f"{path}.instance_type",
-                "target gcp needs a machine type for compute nodes, e.g. a3-highgpu-8g",
-            )
-            continue
-        known = gcp_machine(group.instance_type)
-        if known is None:
-            c.add(
-                f"{path}.instance_type",
-                f"{group.instance_type!r} is not a known GPU machine type; use one of"
-                f" {', '.join(gcp_gpu_machine_types())}",
-            )
-            continue
-        machine = [f"{path}.instance_type"]
-        if group.gpus and group.gpus != known.gpus:
-            c.add(
-                f"{path}.gpus",
-                f"{group.gpus} GPUs, but {known.name} has {known.gpus}",
-                reads=machine,
-            )
-        check_gpu_type(c, index, known.name, known.gpu_type)
-        subnets = len(gcp.gpu_subnet_cidrs)
+    subnets, subnets_reported = len(gcp.gpu_subnet_cidrs), False
+    for index, known in catalogued_compute(
+        c,
+        gcp_machine,
+        "target gcp needs a machine type for compute nodes, e.g. a3-highgpu-8g",
+        f"is not a known GPU machine type; use one of {', '.join(gcp_gpu_machine_types())}",
+    ):
+        check_machine(c, index, known)
         if subnets and subnets != known.gpu_nics and not subnets_reported:
             c.add(
                 "gcp.gpu_subnet_cidrs",
                 f"{subnets} subnets, but {known.name} has {known.gpu_nics} GPU NICs; list one each",
-                reads=machine,
+                reads=[f"nodes[{index}].instance_type"],
             )
             subnets_reported = True
     for index, group in enumerate(c.spec.nodes):
@@ -166,4 +147,46 @@ def config_problems(config: Mapping[str, Any], spec: ClusterSpec) -> list[Proble
 
 
 #: The GCP rules, in the order their problems are reported.
-RULES: tuple[Rule, ...] = (check_gcp, check_gcp_names)
+def check_gcp_networks(c: Checker) -> None:
+    """The GPU subnets, the system subnet (and A3 Ultra's second gVNIC network) are distinct;
+    management is the system subnet (NIC 0, which carries SSH)."""
+    spec, gcp = c.spec, c.spec.gcp
+    if gcp is None or spec.target != "gcp":
+        return
+    networks = [("gcp.system_subnet_cidr", "gcp.system_subnet_cidr", gcp.system_subnet_cidr)]
+    networks += [
+        (f"gcp.gpu_subnet_cidrs[{i}]", f"gcp.gpu_subnet_cidrs[{i}]", net)
+        for i, net in enumerate(gcp.gpu_subnet_cidrs)
+    ]
+    if _has_second_gvnic(spec):  # A3 Ultra's NIC 1 network
+        label = "gcp.second_subnet_cidr"
+        networks.insert(1, (label, label, gcp.second_subnet_cidr))
+    overlaps(c, networks)
+    if not spec.management.subnet.overlaps(gcp.system_subnet_cidr):
+        c.add(
+            "management.subnet",
+            f"{spec.management.subnet} is apart from gcp.system_subnet_cidr"
+            f" {gcp.system_subnet_cidr}; on GCP the management network is the system subnet"
+            " (NIC 0, which carries SSH): set them equal",
+            reads=["gcp.system_subnet_cidr"],
+        )
+    for index, net in enumerate(gcp.gpu_subnet_cidrs):
+        if net.overlaps(spec.management.subnet):
+            c.add(
+                f"gcp.gpu_subnet_cidrs[{index}]",
+                f"{net} overlaps management.subnet {spec.management.subnet}; the GPU NICs"
+                " need subnets of their own",
+                reads=["management.subnet"],
+            )
+
+
+def _has_second_gvnic(spec: ClusterSpec) -> bool:
+    """Whether a compute group's A3 kind has a second gVNIC network (A3 Ultra)."""
+    kinds = [gcp_blueprint(g.instance_type or "") for g in spec.nodes if g.role == "compute"]
+    return any(k is not None and k.gvnic_networks > 1 for k in kinds)
+
+
+RULES: tuple[Rule, ...] = (check_gcp, check_gcp_names, check_gcp_networks)
+
+#: Stack config keys the spec must agree with (``config_problems``), read by the program.
+CONFIG_KEYS: tuple[str, ...] = ("gcp:project", "gcp:region", "gcp:zone")

@@ -4,14 +4,19 @@ Each provider is a thin adapter from Pulumi's create/read/diff/update/delete to 
 ``fabric.lab``. Providers hold no live handles (they are pickled with dill); every
 ``read`` looks at the real thing, so ``pulumi refresh`` sees a dead helper or a removed
 container as gone and the next ``pulumi up`` recreates it.
+
+Pulumi stores each provider by its class's module path and name: a provider class keeps both
+(a stack refers to it); what providers share lives in the private bases below (``_Recorded``,
+``_HelperProcess``, ``_Container``), which a stack never names.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pulumi
 from pulumi.dynamic import (
@@ -24,6 +29,10 @@ from pulumi.dynamic import (
     ResourceProvider,
     UpdateResult,
 )
+
+if TYPE_CHECKING:
+    from fabric.lab.node import NodeConfig
+    from fabric.lab.process import Helper
 
 #: Inputs that are bookkeeping, never compared.
 _IGNORED = {"__provider"}
@@ -77,8 +86,101 @@ class _ReplaceOnChange(ResourceProvider):
         return DiffResult(changes=bool(changes), replaces=changes, delete_before_replace=True)
 
 
+class _Recorded(ResourceProvider):
+    """Nothing outside the state to look at or remove: ``read`` keeps the record as it is,
+    ``delete`` forgets it."""
+
+    def read(self, id_: str, props: dict[str, Any]) -> ReadResult:
+        return ReadResult(id_, props)
+
+    def delete(self, _id: str, _props: dict[str, Any]) -> None:
+        return None
+
+
+class _HelperProcess(_ReplaceOnChange):
+    """A long-running helper process, tracked by pid + start time (``out_helper``, a
+    ``fabric.lab.process.Helper``); its id is ``<id_prefix>-<pid>``.
+
+    ``read``: gone when the process is (or was never recorded). ``delete``:
+    :meth:`stop_first`, stop the process, :meth:`remove_files`, then remove its ``log`` and,
+    with ``prune_log``, the folders that leaves empty up to the log's grandparent.
+    """
+
+    id_prefix = "helper"
+    prune_log = True
+
+    def start(self, props: dict[str, Any]) -> Helper:
+        """Start the process from the inputs."""
+        raise NotImplementedError
+
+    def stop_first(self, props: dict[str, Any]) -> None:
+        """What must stop before the process does (nothing by default)."""
+
+    def remove_files(self, props: dict[str, Any]) -> None:
+        """Files of the process other than its log (none by default)."""
+
+    def create(self, props: dict[str, Any]) -> CreateResult:
+        helper = self.start(props)
+        return CreateResult(
+            f"{self.id_prefix}-{helper.pid}", {**_plain(props), "out_helper": helper.model_dump()}
+        )
+
+    def read(self, id_: str, props: dict[str, Any]) -> ReadResult:
+        from fabric.lab.process import Helper, alive
+
+        helper = props.get("out_helper")
+        return ReadResult(
+            id_ if helper and alive(Helper(**helper)) else None, props if helper else {}
+        )
+
+    def delete(self, _id: str, props: dict[str, Any]) -> None:
+        from fabric.lab.process import Helper, stop
+
+        self.stop_first(props)
+        if props.get("out_helper"):
+            stop(Helper(**props["out_helper"]))
+        self.remove_files(props)
+        log = Path(props["log"])
+        log.unlink(missing_ok=True)
+        if self.prune_log:
+            _prune(log, log.parent.parent)
+
+
+class _Container(ResourceProvider):
+    """A systemd container reached over SSH with its own pinned host key (a lab node, the lab
+    switch): ``delete`` removes the container."""
+
+    @staticmethod
+    def ready(
+        cfg: NodeConfig, props: dict[str, Any], then: Callable[[], None] | None = None
+    ) -> None:
+        """Wait until the container answers SSH as ``ssh_user`` with the login key and its host
+        key, then run ``then``; on any failure remove the container and raise."""
+        from fabric.lab.node import remove_node
+        from fabric.lab.ssh import host_keys_from, wait_ssh
+
+        address = props["address"]
+        try:
+            wait_ssh(
+                address,
+                user=props["ssh_user"],
+                private_key=props["login_private_key"],
+                host_keys=host_keys_from(entries={address: cfg.host_key_public}),
+            )
+            if then is not None:
+                then()
+        except Exception:
+            remove_node(cfg.container)
+            raise
+
+    def delete(self, id_: str, _props: dict[str, Any]) -> None:
+        from fabric.lab.node import remove_node
+
+        remove_node(id_)
+
+
 # ---------------------------------------------------------------- node image
-class NodeImageProvider(_ReplaceOnChange):
+class NodeImageProvider(_Recorded, _ReplaceOnChange):
     """The node image (built when missing; kept on delete: it is a cache, not lab state)."""
 
     outputs = frozenset({"tag"})
@@ -93,9 +195,6 @@ class NodeImageProvider(_ReplaceOnChange):
         from fabric.lab.podman import exists
 
         return ReadResult(id_ if exists("image", id_) else None, props)
-
-    def delete(self, _id: str, _props: dict[str, Any]) -> None:
-        return None
 
 
 class NodeImage(Resource):
@@ -160,7 +259,7 @@ class LabNetwork(Resource):
 
 
 # ---------------------------------------------------------------- addresses
-class AddressPoolProvider(ResourceProvider):
+class AddressPoolProvider(_Recorded):
     """Stable node addresses on one lab network (``fabric.lab.plan.allocate``).
 
     ``check`` computes ``assignment`` from the previous inputs' assignment, so a node keeps its
@@ -194,14 +293,8 @@ class AddressPoolProvider(ResourceProvider):
     def create(self, props: dict[str, Any]) -> CreateResult:
         return CreateResult(f"{props['network']}-addresses", _plain(props))
 
-    def read(self, id_: str, props: dict[str, Any]) -> ReadResult:
-        return ReadResult(id_, props)
-
     def update(self, _id: str, _olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
         return UpdateResult(_plain(news))
-
-    def delete(self, _id: str, _props: dict[str, Any]) -> None:
-        return None
 
 
 class AddressPool(Resource):
@@ -239,7 +332,7 @@ class AddressPool(Resource):
 
 
 # ---------------------------------------------------------------- ssh keys
-class SshKeyProvider(_ReplaceOnChange):
+class SshKeyProvider(_Recorded, _ReplaceOnChange):
     """An ed25519 key pair made by ssh-keygen; the private key is a secret output."""
 
     outputs = frozenset({"public_key", "private_key"})
@@ -249,12 +342,6 @@ class SshKeyProvider(_ReplaceOnChange):
 
         pair = generate(props["comment"])
         return CreateResult(props["comment"], {**_plain(props), **pair.model_dump()})
-
-    def read(self, id_: str, props: dict[str, Any]) -> ReadResult:
-        return ReadResult(id_, props)
-
-    def delete(self, _id: str, _props: dict[str, Any]) -> None:
-        return None
 
 
 class SshKey(Resource):
@@ -337,38 +424,27 @@ class LabFile(Resource):
 
 
 # ---------------------------------------------------------------- helper processes
-class IbSimProvider(_ReplaceOnChange):
-    """ibsim in remote mode, a long-running process tracked by pid + start time."""
+class IbSimProvider(_HelperProcess):
+    """ibsim in remote mode; its clients' MAD senders stop before it, its console goes after."""
 
-    def create(self, props: dict[str, Any]) -> CreateResult:
+    id_prefix = "ibsim"
+
+    def start(self, props: dict[str, Any]) -> Helper:
         from fabric.lab.ibsim import start_ibsim
 
-        helper = start_ibsim(
+        return start_ibsim(
             Path(props["net_file"]), int(props["port"]), list(props["limits"]), Path(props["log"])
         )
-        return CreateResult(
-            f"ibsim-{helper.pid}", {**_plain(props), "out_helper": helper.model_dump()}
-        )
 
-    def read(self, id_: str, props: dict[str, Any]) -> ReadResult:
-        from fabric.lab.process import Helper, alive
-
-        helper = props.get("out_helper")
-        return ReadResult(
-            id_ if helper and alive(Helper(**helper)) else None, props if helper else {}
-        )
-
-    def delete(self, _id: str, props: dict[str, Any]) -> None:
-        from fabric.lab.ibsim import remove_console, stop_mad_senders
-        from fabric.lab.process import Helper, stop
+    def stop_first(self, props: dict[str, Any]) -> None:
+        from fabric.lab.ibsim import stop_mad_senders
 
         stop_mad_senders(list(props.get("clients") or []))
-        if props.get("out_helper"):
-            stop(Helper(**props["out_helper"]))
+
+    def remove_files(self, props: dict[str, Any]) -> None:
+        from fabric.lab.ibsim import remove_console
+
         remove_console(Path(props["net_file"]))
-        log = Path(props["log"])
-        log.unlink(missing_ok=True)
-        _prune(log, log.parent.parent)
 
 
 class IbSim(Resource):
@@ -400,39 +476,24 @@ class IbSim(Resource):
         super().__init__(IbSimProvider(), name, args, opts)
 
 
-class IbSimReaperProvider(_ReplaceOnChange):
+class IbSimReaperProvider(_HelperProcess):
     """The lab's ibsim slot reaper (``fabric.lab.reaper``), a process beside ibsim: replaced
     with it (its ``ibsim`` input is ibsim's process), stopped before it."""
 
-    def create(self, props: dict[str, Any]) -> CreateResult:
+    id_prefix = "ibsim-reaper"
+    prune_log = False
+
+    def start(self, props: dict[str, Any]) -> Helper:
         from fabric.lab.process import Helper
         from fabric.lab.reaper import start_reaper
 
-        helper = start_reaper(
+        return start_reaper(
             Path(props["console"]),
             Path(props["ibsim_log"]),
             Helper(**props["ibsim"]),
             dict(props["nodes"]),
             Path(props["log"]),
         )
-        return CreateResult(
-            f"ibsim-reaper-{helper.pid}", {**_plain(props), "out_helper": helper.model_dump()}
-        )
-
-    def read(self, id_: str, props: dict[str, Any]) -> ReadResult:
-        from fabric.lab.process import Helper, alive
-
-        helper = props.get("out_helper")
-        return ReadResult(
-            id_ if helper and alive(Helper(**helper)) else None, props if helper else {}
-        )
-
-    def delete(self, _id: str, props: dict[str, Any]) -> None:
-        from fabric.lab.process import Helper, stop
-
-        if props.get("out_helper"):
-            stop(Helper(**props["out_helper"]))
-        Path(props["log"]).unlink(missing_ok=True)
 
 
 class IbSimReaper(Resource):
@@ -460,14 +521,17 @@ class IbSimReaper(Resource):
         super().__init__(IbSimReaperProvider(), name, args, opts)
 
 
-class LabSwitchSmProvider(_ReplaceOnChange):
+class LabSwitchSmProvider(_HelperProcess):
     """A switch's SM in the lab (``fabric.lab.switch_sm``), a process beside ibsim: replaced
-    with it (its ``ibsim`` input is ibsim's process), stopped before it."""
+    with it (its ``ibsim`` input is ibsim's process), stopped before it; its ``workdir`` goes
+    with it."""
 
-    def create(self, props: dict[str, Any]) -> CreateResult:
+    id_prefix = "switch-sm"
+
+    def start(self, props: dict[str, Any]) -> Helper:
         from fabric.lab.switch_sm import start_switch_sm
 
-        helper = start_switch_sm(
+        return start_switch_sm(
             props["switch"],
             int(props["priority"]),
             props["routing_engine"],
@@ -477,27 +541,9 @@ class LabSwitchSmProvider(_ReplaceOnChange):
             Path(props["workdir"]),
             Path(props["log"]),
         )
-        return CreateResult(
-            f"switch-sm-{helper.pid}", {**_plain(props), "out_helper": helper.model_dump()}
-        )
 
-    def read(self, id_: str, props: dict[str, Any]) -> ReadResult:
-        from fabric.lab.process import Helper, alive
-
-        helper = props.get("out_helper")
-        return ReadResult(
-            id_ if helper and alive(Helper(**helper)) else None, props if helper else {}
-        )
-
-    def delete(self, _id: str, props: dict[str, Any]) -> None:
-        from fabric.lab.process import Helper, stop
-
-        if props.get("out_helper"):
-            stop(Helper(**props["out_helper"]))
+    def remove_files(self, props: dict[str, Any]) -> None:
         shutil.rmtree(props["workdir"], ignore_errors=True)
-        log = Path(props["log"])
-        log.unlink(missing_ok=True)
-        _prune(log, log.parent.parent)
 
 
 class LabSwitchSm(Resource):
@@ -590,40 +636,24 @@ class RedfishEmulator(Resource):
 
 
 # ---------------------------------------------------------------- nodes
-class LabNodeProvider(_ReplaceOnChange):
+class LabNodeProvider(_Container, _ReplaceOnChange):
     """One node: a systemd container reachable over SSH with its own host key."""
 
     def create(self, props: dict[str, Any]) -> CreateResult:
-        from fabric.lab.node import NodeConfig, remove_node
-        from fabric.lab.ssh import host_keys_from, wait_ssh
+        from fabric.lab.node import NodeConfig
 
         cfg = NodeConfig(**props["config"])
         if props.get("powered_off"):  # a datacenter node: created off, its BMC powers it on
             _create_when_address_free(cfg, start=False)
-            return CreateResult(cfg.container, {**_plain(props), **_container_id(cfg.container)})
-        _create_when_address_free(cfg)
-        address = props["address"]
-        try:
-            wait_ssh(
-                address,
-                user=props["ssh_user"],
-                private_key=props["login_private_key"],
-                host_keys=host_keys_from(entries={address: cfg.host_key_public}),
-            )
-        except Exception:
-            remove_node(cfg.container)
-            raise
+        else:
+            _create_when_address_free(cfg)
+            self.ready(cfg, props)
         return CreateResult(cfg.container, {**_plain(props), **_container_id(cfg.container)})
 
     def read(self, id_: str, props: dict[str, Any]) -> ReadResult:
         from fabric.lab.node import state
 
         return ReadResult(id_ if state(id_) is not None else None, props)
-
-    def delete(self, id_: str, _props: dict[str, Any]) -> None:
-        from fabric.lab.node import remove_node
-
-        remove_node(id_)
 
 
 def _container_id(container: str) -> dict[str, str]:

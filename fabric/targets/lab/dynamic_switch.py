@@ -12,7 +12,8 @@ node's fabric netdev, both at the fabric MTU.
 - ``read`` looks at the real thing: a missing container is gone (recreated); links that are
   not wired any more (a node restarted, its namespace and veth end gone) drop out of the
   state, so the next ``pulumi up`` (after ``--refresh``) wires them again.
-- ``delete`` removes the container; its veth pairs go with its namespace.
+- ``delete`` removes the container; its veth pairs go with its namespace (``_Container``,
+  shared with the lab's nodes in ``fabric.targets.lab.dynamic_lab``).
 """
 
 from __future__ import annotations
@@ -20,23 +21,14 @@ from __future__ import annotations
 from typing import Any
 
 import pulumi
-from pulumi.dynamic import (
-    CreateResult,
-    DiffResult,
-    ReadResult,
-    Resource,
-    ResourceProvider,
-    UpdateResult,
-)
+from pulumi.dynamic import CreateResult, DiffResult, ReadResult, Resource, UpdateResult
+
+from fabric.targets.lab.dynamic_lab import _Container, _plain
 
 #: Inputs whose change replaces the switch container.
 REPLACE_ON = ("config", "address", "ssh_user", "login_private_key")
 #: Inputs whose change re-wires the ports in place.
 UPDATE_ON = ("links", "mtu", "node_ids")
-
-
-def _plain(props: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in props.items() if k != "__provider"}
 
 
 def _mtu(props: dict[str, Any]) -> int | None:
@@ -50,7 +42,7 @@ def _links(props: dict[str, Any]) -> list[Any]:
     return [SwitchLink(**link) for link in props.get("links") or []]
 
 
-class LabSwitchProvider(ResourceProvider):
+class LabSwitchProvider(_Container):
     """Create, re-wire and remove the lab switch container and its ports."""
 
     def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
@@ -61,23 +53,12 @@ class LabSwitchProvider(ResourceProvider):
         )
 
     def create(self, props: dict[str, Any]) -> CreateResult:
-        from fabric.lab.node import NodeConfig, create_node, remove_node
-        from fabric.lab.ssh import host_keys_from, wait_ssh
+        from fabric.lab.node import NodeConfig, create_node
         from fabric.lab.switch import wire
 
         cfg = NodeConfig(**props["config"])
         create_node(cfg)
-        try:
-            wait_ssh(
-                props["address"],
-                user=props["ssh_user"],
-                private_key=props["login_private_key"],
-                host_keys=host_keys_from(entries={props["address"]: cfg.host_key_public}),
-            )
-            wire(cfg.container, _links(props), _mtu(props))
-        except Exception:
-            remove_node(cfg.container)
-            raise
+        self.ready(cfg, props, then=lambda: wire(cfg.container, _links(props), _mtu(props)))
         return CreateResult(cfg.container, _plain(props))
 
     def update(self, id_: str, olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
@@ -100,11 +81,6 @@ class LabSwitchProvider(ResourceProvider):
         ports = set(wired_ports(id_, _links(props)))
         live = [link for link in props.get("links") or [] if link["port"] in ports]
         return ReadResult(id_, {**props, "links": live})
-
-    def delete(self, id_: str, _props: dict[str, Any]) -> None:
-        from fabric.lab.node import remove_node
-
-        remove_node(id_)
 
 
 class LabSwitch(Resource):

@@ -22,7 +22,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -35,16 +35,26 @@ from fabric.topology.ibsim_clients import bound_udp_ports
 from fabric.topology.ibsim_console import IbsimConsole
 from fabric.verify import context
 from fabric.verify.facts import Facts
+from fabric.verify.families.base import Fixture
 from fabric.verify.harness import (
     pytest_runtest_makereport,  # noqa: F401  (the hook, registered here)
     run_dir,
     xdist_worker,
 )
-from fabric.verify.plan import CheckPlan, DeclaredLink, HcaPort, Pair, SubnetManagerExpect
+from fabric.verify.plan import (
+    TABLE,
+    CheckPlan,
+    DeclaredLink,
+    HcaPort,
+    Pair,
+    SubnetManagerExpect,
+)
 
 PLAN = pytest.StashKey[CheckPlan]()
 INVENTORY = pytest.StashKey[Path]()
 SKIPPED = pytest.StashKey[dict[str, str]]()
+#: A probed fixture's values (``Fixture.probe``), probed once a run.
+PROBED = pytest.StashKey[dict[str, list[Any]]]()
 
 
 class NotGenerated:
@@ -91,217 +101,32 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[SKIPPED] = {}
 
 
-#: Parameter name -> (values from the plan, test id, host the check runs on, report subject:
-#: None where the check records its own).
-def _params(
-    plan: CheckPlan, connectx: Callable[[], list[tuple[str, str]]] = list
-) -> dict[
-    str,
-    tuple[
-        Callable[[], list[Any]],
-        Callable[[Any], str],
-        Callable[[Any], str | None],
-        Callable[[Any], str | None],
-    ],
-]:
-    return {
-        "hca_port": (
-            lambda: plan.host_ports,
-            lambda p: p.id,
-            lambda p: p.host,
-            lambda p: f"port:{p.id}",
-        ),
-        "ib_port": (
-            lambda: plan.ib_ports,
-            lambda p: p.id,
-            lambda p: p.host,
-            lambda p: f"port:{p.id}",
-        ),
-        "link_port": (
-            lambda: plan.host_ib_ports,
-            lambda p: p.id,
-            lambda p: p.host,
-            lambda p: f"port:{p.id}",
-        ),
-        "phy_host": (
-            lambda: plan.phy_hosts,
-            lambda h: h,
-            lambda h: h,
-            lambda h: f"host:{h}",
-        ),
-        "netdev": (
-            lambda: plan.netdevs,
-            lambda n: f"{n[0]}/{n[1]}",
-            lambda n: n[0],
-            lambda n: f"host:{n[0]}",
-        ),
-        "roce_hop": (
-            lambda: plan.roce_hops,
-            lambda h: h.id,
-            lambda h: h.host,
-            lambda h: f"hop:{h.id}",
-        ),
-        "netdev_pair": (
-            lambda: plan.netdev_pairs,
-            lambda p: p.id,
-            lambda p: p.source,
-            lambda p: f"pair:{p.id}",
-        ),
-        "ib_pair": (
-            lambda: plan.ib_pairs,
-            lambda p: p.id,
-            lambda p: p.source,
-            lambda p: f"pair:{p.id}",
-        ),
-        "verbs_pair": (
-            lambda: [Pair(source=p.source, target=p.target) for p in plan.ib_pairs],
-            lambda p: p.id,
-            lambda p: p.source,
-            lambda p: f"pair:{p.id}",
-        ),
-        "sm": (
-            lambda: plan.subnet_managers,
-            lambda s: s.id,
-            lambda s: s.host if s.mode == "managed" else plan.observer,
-            lambda s: f"host:{s.host}" if s.mode == "managed" else f"sm:{s.id}",
-        ),
-        "sm_free_host": (lambda: plan.sm_free_hosts, str, lambda h: h, lambda h: f"host:{h}"),
-        "fabric_host": (lambda: plan.fabric_hosts, str, lambda h: h, lambda h: f"host:{h}"),
-        "efa_host": (
-            lambda: plan.family_params("efa"),
-            lambda e: e.id,
-            lambda e: e.host,
-            lambda e: f"host:{e.host}",
-        ),
-        "efa_gpudirect_host": (
-            lambda: plan.family_params("efa_gpudirect"),
-            lambda e: e.id,
-            lambda e: e.host,
-            lambda e: f"host:{e.host}",
-        ),
-        "placement_host": (
-            lambda: plan.family_params("placement_group"),
-            lambda e: e.id,
-            lambda e: e.host,
-            lambda e: f"host:{e.host}",
-        ),
-        "gpu_nic_host": (
-            lambda: plan.family_params("gpu_nics"),
-            lambda g: g.id,
-            lambda g: g.host,
-            lambda g: f"host:{g.host}",
-        ),
-        "gvnic_host": (
-            lambda: plan.family_params("gvnic"),
-            lambda g: g.id,
-            lambda g: g.host,
-            lambda g: f"host:{g.host}",
-        ),
-        "rxdm_host": (
-            lambda: plan.family_params("rxdm"),
-            lambda g: g.id,
-            lambda g: g.host,
-            lambda g: f"host:{g.host}",
-        ),
-        "slurm_node": (
-            lambda: plan.slurm_nodes,
-            str,
-            lambda _: plan.slurm_controller,
-            lambda h: f"host:{h}",
-        ),
-        "slurm_switch": (
-            lambda: sorted(plan.slurm_switches),
-            str,
-            lambda _: plan.slurm_controller,
-            lambda s: f"switch:{s}",
-        ),
-        "swept_link": (
-            lambda: plan.swept_cables,
-            lambda c: c.link,
-            lambda _: plan.sweep_hosts[0],
-            lambda _: None,  # the sweep's verdict records its own subject
-        ),
-        "swept_port": (
-            lambda: plan.swept_cables,
-            lambda c: c.port,
-            lambda _: plan.sweep_hosts[0],
-            lambda _: None,
-        ),
-        "provider_topology": (
-            lambda: plan.provider_topology,
-            lambda t: t.id,
-            lambda t: t.controller,
-            lambda _: "fabric",
-        ),
-        "sweep_host": (
-            lambda: plan.sweep_hosts,
-            lambda _: "sweep",
-            lambda h: h,
-            lambda _: None,
-        ),
-        "routing_host": (
-            lambda: plan.routing_hosts,
-            str,
-            lambda h: h,
-            lambda _: "fabric",
-        ),
-        "cc_host": (
-            lambda: plan.cc_hosts,
-            str,
-            lambda h: h,
-            lambda _: "fabric",
-        ),
-        "observer": (
-            lambda: [plan.observer] if plan.observer else [],
-            str,
-            lambda h: h,
-            lambda _: "fabric",
-        ),
-        "nccl_run": (
-            lambda: plan.nccl_runs,
-            lambda r: r.id,
-            lambda r: plan.slurm_controller or r.hosts[0],
-            lambda r: f"host:{r.hosts[0]}" if r.scope == "node" else f"fabric:{r.name}",
-        ),
-        "rail_pair": (
-            lambda: plan.gpudirect_pairs,
-            lambda p: p.id,
-            lambda p: p.source,
-            lambda p: f"pair:{p.source}->{p.target}",
-        ),
-        "gpu_rail": (
-            lambda: plan.gpu_rails,
-            lambda r: r.id,
-            lambda r: r.host,
-            lambda r: f"port:{r.host}/{r.device}/1",
-        ),
-        "connectx_netdev": (
-            lambda: connectx(),
-            lambda n: f"{n[0]}/{n[1]}",
-            lambda n: n[0],
-            lambda n: f"host:{n[0]}",
-        ),
-    }
+def _params() -> Mapping[str, Fixture]:
+    """Parameter name -> its fixture (values from the plan, test id, host the check runs on,
+    report subject): the family table's (``fabric.verify.families``), every family's."""
+    return TABLE.fixtures
 
 
-#: PCI vendor id of Mellanox/NVIDIA ConnectX adapters.
-CONNECTX_VENDOR = "0x15b3"
-
-
-def _connectx_netdevs(config: pytest.Config, plan: CheckPlan) -> list[tuple[str, str]]:
-    """Netdevs backed by a ConnectX (probed over SSH once); the others are reported as not generated."""
-    inventory = str(config.stash[INVENTORY])
-    found = []
-    for name, dev in plan.netdevs:
-        probe = testinfra.get_host(f"ansible://{name}", ansible_inventory=inventory)
-        vendor = probe.run(f"cat /sys/class/net/{dev}/device/vendor").stdout.strip() or "none"
-        if vendor == CONNECTX_VENDOR:
-            found.append((name, dev))
-        else:
-            config.stash[SKIPPED][f"test_roce_qos[{name}/{dev}]"] = (
-                f"{name} {dev}: no ConnectX (PCI vendor {vendor})"
+def _values(config: pytest.Config, plan: CheckPlan, fixture: Fixture, module: str) -> list[Any]:
+    """A fixture's values; where it has a probe (the RoCE QoS family's ConnectX), each value's
+    host is asked once a run, and the values it rules out are reported as not generated."""
+    if fixture.probe is None:
+        return fixture.values(plan)
+    probed = config.stash.setdefault(PROBED, {})
+    if fixture.name not in probed:
+        inventory = str(config.stash[INVENTORY])
+        kept = []
+        for value in fixture.values(plan):
+            on = testinfra.get_host(
+                f"ansible://{fixture.on(plan, value)}", ansible_inventory=inventory
             )
-    return found
+            reason = fixture.probe(lambda command, on=on: on.run(command).stdout, value)
+            if reason is None:
+                kept.append(value)
+            else:
+                config.stash[SKIPPED][f"{module}[{fixture.ident(value)}]"] = reason
+        probed[fixture.name] = kept
+    return probed[fixture.name]
 
 
 def _family(metafunc: pytest.Metafunc) -> str | None:
@@ -311,41 +136,45 @@ def _family(metafunc: pytest.Metafunc) -> str | None:
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     plan = metafunc.config.stash[PLAN]
-    table = _params(plan, lambda: _connectx_netdevs(metafunc.config, plan))
+    table = _params()
     names = [n for n in metafunc.fixturenames if n in table]
     if not names:
         return
-    name = names[0]
-    values, ident, _, _ = table[name]
+    fixture = table[names[0]]
     family = _family(metafunc)
     reason = plan.not_generated().get(family or "")
-    if reason is None and not values():
-        reason = f"nothing to check: no {name.replace('_', ' ')} among the selected hosts"
+    values: list[Any] = []
+    if reason is None:
+        module = Path(str(metafunc.definition.fspath)).stem
+        values = _values(metafunc.config, plan, fixture, module)
+        if not values:
+            reason = (
+                f"nothing to check: no {fixture.name.replace('_', ' ')} among the selected hosts"
+            )
     if reason is not None:
-        metafunc.parametrize(name, [NotGenerated(family or name, reason)], ids=["not-generated"])
+        metafunc.parametrize(
+            fixture.name, [NotGenerated(family or fixture.name, reason)], ids=["not-generated"]
+        )
         return
-    metafunc.parametrize(name, values(), ids=[ident(v) for v in values()])
+    metafunc.parametrize(fixture.name, values, ids=[fixture.ident(v) for v in values])
 
 
-def _group(item: pytest.Item, plan: CheckPlan, params: Any, pair: Any) -> str:
-    """The xdist group an item asks for (``--dist loadgroup``): every item of the sweep
-    together; a pair's by its target (one server per target at a time); the rest by the host
-    they run on, so each host's tool outputs are gathered once (``Facts``). pytest-xdist 3.8
+def _group(plan: CheckPlan, params: Any) -> str:
+    """The xdist group an item asks for (``--dist loadgroup``): its parameter fixture's
+    ``group`` (every item of the sweep together; a served pair's by its target, one server per
+    target at a time), else the host it runs on, so each host's tool outputs are gathered
+    once (``Facts``). pytest-xdist 3.8
     here did not keep a group on one worker (a module's statically marked items spread over
     three workers too), so nothing relies on it: the sweep runs once per run under a file
     lock (``test_sweep.swept``), and a pair's server is started and reaped per check. (Why,
     found 2026-11-27: xdist's own ``pytest_collection_modifyitems`` reads the groups into the
     node ids before this hook adds them. Run first, the groups held, but the 11-node lab's
     check was no faster, 13.4-13.7 s against 11.5-14 s, with one worker given 87 of 153.)"""
-    marker = item.get_closest_marker("family")
-    if marker is not None and marker.args and marker.args[0] == "sweep":
-        return "sweep"
-    if pair is not None:
-        return f"target-{pair.target}"
-    table = _params(plan)
+    table = _params()
     for name, value in params.params.items() if params else []:
         if name in table:
-            return f"host-{table[name][2](value)}"
+            fixture = table[name]
+            return fixture.group(value) if fixture.group else f"host-{fixture.on(plan, value)}"
     return "host-none"
 
 
@@ -359,14 +188,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             None,
         )
         if placeholder is None:
-            pair = (
-                params.params.get("ib_pair")
-                or params.params.get("verbs_pair")
-                or params.params.get("rail_pair")
-                if params
-                else None
-            )
-            item.add_marker(pytest.mark.xdist_group(name=_group(item, plan, params, pair)))
+            item.add_marker(pytest.mark.xdist_group(name=_group(plan, params)))
             keep.append(item)
             continue
         drop.append(item)
@@ -523,7 +345,7 @@ def ibsim_console(request: pytest.FixtureRequest, plan: CheckPlan) -> IbsimConso
     if not plan.simulated:
         return None
     lab = plan.spec.lab
-    if plan.spec.target in ("baremetal", "existing") and lab is not None and lab.datacenter_stack:
+    if lab is not None and lab.datacenter_stack:
         state = StateLayout(lab.datacenter_stack)
     else:
         state = StateLayout.at(request.config.stash[INVENTORY].parent)
@@ -546,11 +368,11 @@ def alive_ports(facts: Facts) -> Callable[[str, list[int]], set[int]]:
 @pytest.fixture
 def host(request: pytest.FixtureRequest, plan: CheckPlan, facts: Facts) -> Any:
     """The testinfra host this check runs on (derived from the check's parameter)."""
-    table = _params(plan)
+    table = _params()
     params = request.node.callspec.params if hasattr(request.node, "callspec") else {}
     for name, value in params.items():
         if name in table:
-            on = table[name][2](value)
+            on = table[name].on(plan, value)
             if on is None:
                 pytest.fail(f"no host selected to run {request.node.name} on")
             return facts.connect(on)
@@ -602,11 +424,11 @@ def _subject(
     request: pytest.FixtureRequest, record_property: Callable[[str, object], None], plan: CheckPlan
 ) -> None:
     """Record what a check is about (port, pair, link, host) for the report's picture."""
-    table = _params(plan)
+    table = _params()
     params = request.node.callspec.params if hasattr(request.node, "callspec") else {}
     for name, value in params.items():
         if name in table:
-            subject = table[name][3](value)
+            subject = table[name].subject(plan, value)
             if subject is not None:
                 record_property("subject", subject)
 

@@ -18,7 +18,7 @@ import pytest
 
 from fabric.catalog import multi_node_allreduce, single_node_allreduce
 from fabric.model.gpus import NODE_BIN_DIR
-from fabric.targets.gcp.catalog import gcp_machine
+from fabric.targets import hook
 from fabric.verify.facts import Facts
 from fabric.verify.gids import roce_gid_index
 from fabric.verify.harness import HarnessError
@@ -57,12 +57,12 @@ def _runner(host: Any):
 def _expect(
     plan: CheckPlan, facts: Facts, run: NcclRun
 ) -> tuple[NetworkExpectation, dict[str, str]]:
-    """The network NCCL must use on this spec's fabric, and the run's environment for it."""
+    """The network NCCL must use on this spec's fabric, and the run's environment for it; what
+    the target adds (GCP's transport, AWS's GPUDirect RDMA and aws-ofi-nccl release) is its
+    ``checks`` part's ``nccl_expectation``."""
     kind = plan.spec.fabric.kind
-    transport = None
-    if kind == "gcp-gpudirect":
-        known = gcp_machine(plan.spec.hosts[run.hosts[0]].instance_type or "")
-        transport = known.transport if known else None
+    target = hook(plan.spec.target, "checks", "nccl_expectation")
+    given = target(plan.spec, run.hosts[0]) if target else {}
     gid = None
     if kind == "roce" and run.hcas:
         gid = roce_gid_index(facts.parsed(run.hosts[0], "show_gids", "show_gids"), run.hcas[0])
@@ -70,9 +70,13 @@ def _expect(
             raise HarnessError(
                 f"{run.hosts[0]}: show_gids lists no RoCE v2 IPv4 GID on {run.hcas[0]}"
             )
-    gdr = not (plan.spec.aws is not None and not plan.spec.aws.gpudirect_rdma)
-    version = plan.spec.aws.ofi_nccl_version if plan.spec.aws is not None else None
-    expect = expectation(kind, transport=transport, gdr=gdr, hcas=run.hcas, plugin_version=version)
+    expect = expectation(
+        kind,
+        transport=given.get("transport"),
+        gdr=given.get("gdr", True),
+        hcas=run.hcas,
+        plugin_version=given.get("plugin_version"),
+    )
     return expect, nccl_env(kind, hcas=run.hcas, gid_index=gid, algorithm="Ring")
 
 

@@ -14,7 +14,7 @@ import shlex
 
 import pytest
 
-from fabric.verify.cloud_topology import PLACEMENT_COMMANDS, provider_graph, topology_problems
+from fabric.verify.cloud_topology import placement_command, provider_graph, topology_problems
 from fabric.verify.facts import Facts
 from fabric.verify.plan import ProviderTopology
 
@@ -28,7 +28,7 @@ def _read(facts: Facts, node: str, command: str) -> tuple[str, int, str]:
 def test_provider_topology(host, provider_topology: ProviderTopology, facts: Facts) -> None:
     """``scontrol show topology`` shows the provider's placement of every compute node."""
     topo = provider_topology
-    command = PLACEMENT_COMMANDS[topo.provider]
+    command = placement_command(topo.provider)
     readings = {node: _read(facts, node, command) for node in topo.nodes}
     graph = provider_graph(topo.provider, readings, topo.region)
     if not graph.cas:

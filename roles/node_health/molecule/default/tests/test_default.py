@@ -9,6 +9,18 @@ def test_program_and_modules_installed(host):
     assert program.exists and program.mode == 0o755
     for name in ("health.py", "counters.py", "health_gpu.py"):
         assert host.file(f"/usr/local/lib/railyard/{name}").exists
+    for name in ("dmesg_xid.py", "nvidia_smi_q.py", "nvidia_smi_nvlink.py", "errors.py"):
+        assert host.file(f"/usr/local/lib/railyard/fabric/parsers/{name}").exists
+
+
+def test_gpu_part_imports_with_the_system_python(host):
+    """health_gpu.py's parsers resolve from the installed tree (no railyard package here)."""
+    result = host.run(
+        "cd /usr/local/lib/railyard && /usr/bin/python3 -c "
+        "'import health_gpu; print(health_gpu.nvidia_smi_q.__file__)'"
+    )
+    assert result.rc == 0, result.stderr
+    assert result.stdout.strip() == "/usr/local/lib/railyard/fabric/parsers/nvidia_smi_q.py"
 
 
 def test_configuration_is_the_declared_port(host):

@@ -1,7 +1,11 @@
 """The few Kubernetes API calls railyard makes, over HTTPS with a bearer token (``requests``,
 every call with a timeout): server-side apply (field manager ``railyard``: applying the same
 object again changes nothing, and a label railyard no longer applies is removed), reads, and
-a node's fabric health as a taint and a condition."""
+a node's fabric health as a taint and a condition.
+
+A protocol client like ``fabric.redfish`` (layer ``clients``: imports only the base), so its
+two users import it downward: ``KubernetesObjects`` (``fabric.components.kubernetes``) and the
+lab's API server (``fabric.lab.kubeapi``)."""
 
 from __future__ import annotations
 

@@ -1,11 +1,14 @@
-"""``Cluster``: the whole pipeline of one stack, as one ComponentResource.
+"""The Pulumi program's ``Cluster``: the whole pipeline of one stack, as one ComponentResource.
 
-spec -> the target's component (lab, bare metal, AWS, GCP; a
-:class:`fabric.components.target.TargetCluster`) -> ``AnsibleHandoff`` (writes the target's
-inventory, runs playbooks/site.yml through ansible-runner) -> ``Verification`` (the check
-suite). Each step depends on the one before, so a failed hand-off stops the update before the
-checks, and a failed check fails ``pulumi up`` with its summary. ``outputs`` (the stack's
-outputs) are the target's :data:`~fabric.components.target.TARGET_OUTPUTS` plus each step's.
+spec -> the target's component (:func:`cluster_component`, a
+:class:`fabric.components.target.TargetCluster` found through the registry) ->
+``AnsibleHandoff`` (``fabric.handoff.resource``: writes the target's inventory, runs
+playbooks/site.yml through ansible-runner) -> ``Verification`` (``fabric.verify.resource``:
+the check suite). Each step depends on the one before, so a failed hand-off stops the update
+before the checks, and a failed check fails ``pulumi up`` with its summary. ``outputs`` (the
+stack's outputs) are the target's :data:`~fabric.components.target.TARGET_OUTPUTS` plus each
+step's. The top layer (entry): it may import every step, and nothing imports it but
+``__main__.py``.
 """
 
 from __future__ import annotations
@@ -14,24 +17,20 @@ from dataclasses import dataclass
 
 import pulumi
 
-from fabric.components import cluster_component
-from fabric.components.handoff import AnsibleHandoff
 from fabric.components.munge import munge_key
-from fabric.components.target import target_outputs
-from fabric.components.verify import Verification
+from fabric.components.target import TargetCluster, target_outputs
+from fabric.handoff.resource import AnsibleHandoff
 from fabric.inventory import inventory_text
-from fabric.spec import ClusterSpec, SpecError
+from fabric.spec import ClusterSpec, Problem, SpecError
 from fabric.spec.targets import stack_config_problems
+from fabric.targets import TARGETS, hooks, part
+from fabric.verify.resource import Verification
 
-#: Stack config keys the spec must agree with (besides the secrets the spec names).
-CHECKED_CONFIG = (
-    "aws:region",
-    "gcp:project",
-    "gcp:region",
-    "gcp:zone",
-    "railyard:bootTarget",
-    "railyard:settleBootTarget",
-)
+
+def checked_config() -> tuple[str, ...]:
+    """Stack config keys the spec must agree with (besides the secrets the spec names): each
+    target's ``CONFIG_KEYS`` (its ``rules.py``), in registry order."""
+    return tuple(key for _, keys in hooks("rules", "CONFIG_KEYS") for key in keys)
 
 
 def program_config(spec: ClusterSpec) -> dict[str, object]:
@@ -41,7 +40,7 @@ def program_config(spec: ClusterSpec) -> dict[str, object]:
     from pulumi.runtime.config import get_config, is_config_secret
 
     refs = [spec.slurm.munge_key, spec.bmc.password if spec.bmc else None]
-    keys = [*CHECKED_CONFIG]
+    keys = [*checked_config()]
     keys += [r.config if ":" in r.config else f"railyard:{r.config}" for r in refs if r]
     config: dict[str, object] = {}
     for key in keys:
@@ -50,6 +49,33 @@ def program_config(spec: ClusterSpec) -> dict[str, object]:
         elif (value := get_config(key)) is not None:
             config[key] = value
     return config
+
+
+def cluster_component(
+    name: str, spec: ClusterSpec, opts: pulumi.ResourceOptions | None = None
+) -> TargetCluster:
+    """Return the component that builds ``spec`` on ``spec.target`` (a ``TargetCluster``),
+    the class :data:`fabric.targets.TARGETS` names in ``fabric/targets/<target>/component.py``
+    (imported only here, so a lab run needs no cloud SDK)."""
+    if spec.target not in TARGETS:
+        raise SpecError(
+            [
+                Problem(
+                    "target",
+                    f"{spec.target!r}: no component builds this target; use one of"
+                    f" {', '.join(TARGETS)}",
+                )
+            ]
+        )
+    cls = TARGETS[spec.target].component
+    try:
+        factory = getattr(part(spec.target, "component"), cls)
+    except (ImportError, AttributeError) as exc:
+        raise RuntimeError(
+            f"target {spec.target!r} needs fabric.targets.{spec.target}.component.{cls},"
+            f" which could not be loaded: {exc}"
+        ) from exc
+    return factory(name, spec, opts)
 
 
 @dataclass(frozen=True)
