@@ -1,4 +1,4 @@
-"""Entry point for ``python -m fabric``.
+"""Entry point of the ``railyard`` command (``[project.scripts]``) and of ``python -m fabric``.
 
 One shortcut before the CLI: ``topology --from-ibnetdiscover FILE``, exactly that, with FILE a
 regular file of plain ASCII text, goes straight to the compiled topology.conf writer
@@ -79,10 +79,15 @@ def _compiled_conf(path: str) -> str | None:
     return compiled_tree_conf(data.decode("ascii"))
 
 
-if __name__ == "__main__":
+def main() -> int:
+    """Run the command line in ``sys.argv``: the shortcut when it takes it, else the CLI."""
     code = fast_topology(sys.argv[1:])
     if code is None:
-        from fabric.cli import main
+        from fabric.cli import main as cli_main
 
-        code = main()
-    sys.exit(code)
+        code = cli_main()
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -14,7 +14,8 @@ from collections.abc import Iterable
 
 _TOKEN = re.compile(r"([^,\[\]]*)(?:\[([^\]]+)\])?([^,\[\]]*)")
 
-#: Largest number of hosts one expression may expand to: catches typos such as
+#: Largest number of hosts one expression may expand to, over all its ranges together (30
+#: ranges of 99,999 in 1 KB were 3M hosts: issue 44): catches typos such as
 #: ``gpu[1-1000000]`` before they exhaust memory.
 MAX_HOSTS = 100_000
 
@@ -67,8 +68,41 @@ def _expand_ranges(body: str, expr: str) -> list[str]:
     return numbers
 
 
+#: What :func:`count` says for a range whose end has too many digits to count.
+_UNCOUNTED = 10**18
+
+
+def _range_sizes(body: str) -> int:
+    """How many numbers ``body`` (``01-16,20``) names; items that are no range count 1 (the
+    expansion refuses them)."""
+    total = 0
+    for item in body.split(","):
+        match = re.fullmatch(r"\s*(\d+)-(\d+)\s*", item)
+        if match and len(match[2].lstrip("0")) > len(str(MAX_HOSTS)) + 1:  # no huge int()
+            return _UNCOUNTED
+        total += max(0, int(match[2]) - int(match[1]) + 1) if match else 1
+    return total
+
+
+def count(expr: str) -> int:
+    """How many names ``expr`` expands to, without expanding it (a malformed expression
+    counts what it can: :func:`expand` names its problem)."""
+    total = 0
+    for part in _split_top_level(expr):
+        match = _TOKEN.fullmatch(part)
+        total += _range_sizes(match[2]) if match and match[2] is not None else 1
+    return total
+
+
 def expand(expr: str) -> list[str]:
-    """Expand a host list expression into host names, in order."""
+    """Expand a host list expression into host names, in order (at most MAX_HOSTS of them,
+    counted over every range before any is expanded)."""
+    if (total := count(expr)) > MAX_HOSTS:
+        counted = f" ({total})" if total < _UNCOUNTED else ""
+        raise HostlistError(
+            f"host list {expr[:60]!r} names more than {MAX_HOSTS} hosts{counted}; at most "
+            f"{MAX_HOSTS} are allowed in all its ranges together"
+        )
     hosts: list[str] = []
     for part in _split_top_level(expr):
         match = _TOKEN.fullmatch(part)

@@ -67,8 +67,9 @@ create_venv() {
   # The install also builds the compiled ibnetdiscover scanner (setup.py): its C sources and
   # headers (fabric/parsers/ibnetdiscover/*.c, *.h, found wherever they live under fabric/) count.
   want="$({ echo "$EDITABLE"; cat "$ROOT/pyproject.toml" "$ROOT/setup.py"; find "$ROOT/fabric" \( -name '*.c' -o -name '*.h' \) -print0 | sort -z | xargs -0 cat; } | sha256sum | cut -c1-16)"
-  # ... and the built scanner must be there (a `git clean -x` removes it but keeps .venv).
-  if [[ -f "$stamp" && "$(cat "$stamp")" == "$want" ]] &&
+  # ... and the built scanner must be there (a `git clean -x` removes it but keeps .venv), and
+  # the `railyard` command the install writes ([project.scripts]).
+  if [[ -f "$stamp" && "$(cat "$stamp")" == "$want" && -x "$ROOT/.venv/bin/railyard" ]] &&
     compgen -G "$ROOT/fabric/parsers/ibnetdiscover/_ibnetdiscover_scan*.so" >/dev/null; then
     step "Python venv: .venv up to date"
     return

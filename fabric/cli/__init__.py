@@ -1,4 +1,4 @@
-"""Command-line interface: ``python -m fabric <command>``.
+"""Command-line interface: ``railyard <command>`` (or ``python -m fabric <command>``).
 
 Each subcommand lives in its own module exposing ``register(subparsers)``. Its handler is
 named ``cmd_<command>`` (``cmd_validate``, ``cmd_lab_status`` for ``lab status``), is stored
@@ -22,6 +22,7 @@ from collections.abc import Sequence
 
 from fabric.cli.errors import (
     EXIT_CODES_HELP,
+    PROG,
     CommandError,
     Exit,
     StdoutError,
@@ -33,7 +34,7 @@ from fabric.cli.errors import (
 )
 
 #: The module that registers each command, in the order they appear in ``--help``:
-#: ``python -m fabric COMMAND ...`` imports only that one (a command does not pay for the
+#: ``railyard COMMAND ...`` imports only that one (a command does not pay for the
 #: others' imports at start-up); ``--help``, a misspelt command or an unknown one gets them all.
 #: A test checks this against what each registers. The one list of commands.
 COMMANDS = {
@@ -51,8 +52,6 @@ COMMANDS = {
 
 #: Subcommand modules, in the order they appear in ``--help`` (from ``COMMANDS``).
 COMMAND_MODULES = tuple(dict.fromkeys(COMMANDS.values()))
-
-PROG = "python -m fabric"
 
 
 class Parser(argparse.ArgumentParser):
@@ -77,7 +76,7 @@ def build_parser(modules: Sequence[str] = COMMAND_MODULES) -> argparse.ArgumentP
 
 
 def command_prog(args: argparse.Namespace) -> str:
-    """``python -m fabric lab status`` for the handler ``cmd_lab_status``."""
+    """``railyard lab status`` for the handler ``cmd_lab_status``."""
     name = getattr(getattr(args, "func", None), "__name__", "")
     return (
         f"{PROG} {name.removeprefix('cmd_').replace('_', ' ')}".rstrip()
@@ -117,4 +116,4 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
 
 
-__all__ = ["COMMANDS", "COMMAND_MODULES", "CommandError", "Exit", "build_parser", "main"]
+__all__ = ["COMMANDS", "COMMAND_MODULES", "PROG", "CommandError", "Exit", "build_parser", "main"]

@@ -1,5 +1,5 @@
-"""``python -m fabric check [--stack NAME] [--spec FILE]``: run the check suite and write its
-reports. ``python -m fabric check --plan [--spec FILE | --stack NAME]``: list what it would
+"""``railyard check [--stack NAME] [--spec FILE]``: run the check suite and write its
+reports. ``railyard check --plan [--spec FILE | --stack NAME]``: list what it would
 check, touching no host. ``--json``: one JSON document of the results (or the plan)."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from fabric.cli.errors import Exit, check_readable, emit, emit_json
+from fabric.cli.errors import Exit, check_readable, emit, emit_json, whole_number
 from fabric.cli.options import add_json, add_retired, add_spec, add_stack, spec_path
 
 
@@ -38,12 +38,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "-n",
         "--workers",
-        type=int,
-        help="parallel pytest-xdist workers (default: one per 4 hosts checked, at least 2, at "
-        "most 4 per core and 64)",
+        type=_workers,
+        metavar="N",
+        help="parallel pytest-xdist workers, 1 to 64 (default: one per 4 hosts checked, at "
+        "least 2, at most 4 per core and 64)",
     )
     add_json(parser, "print the results (or the plan) as one JSON document instead of tables")
     parser.set_defaults(func=cmd_check)
+
+
+def _workers(text: str) -> int:
+    """An argparse ``type`` for ``-n``: 1 to 64 workers (each a Python process of ~80 MiB:
+    ``fabric.verify.runner.MAX_WORKERS``)."""
+    return whole_number(text, 1, 64, "workers", "each worker is a process of ~80 MiB")
 
 
 def cmd_check(args: argparse.Namespace) -> int:
@@ -84,11 +91,11 @@ def cmd_check_plan(path: Path, *, as_json: bool) -> int:
     import json
 
     from fabric.redact import redact_doc
-    from fabric.verify import context
+    from fabric.spec import load_spec
     from fabric.verify.plan import CheckPlan, describe
 
     check_readable(path, "give a spec YAML or a Pulumi.<stack>.yaml stack file")
-    spec = context.load_cluster_spec(path)
+    spec = load_spec(path)  # any readable file, a device too: read up to the spec's size cap
     families = redact_doc(describe(CheckPlan(spec=spec, hosts=list(spec.hosts))))  # no secret
     if as_json:
         emit_json({"spec": str(path), "families": families})

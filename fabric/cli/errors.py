@@ -18,9 +18,13 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from fabric.parsers.text import Source
 
+#: The command's name in every usage line, error line and hint: the ``railyard`` console
+#: script (``python -m fabric`` runs the same entry point, ``fabric.__main__.main``).
+PROG = "railyard"
+
 
 class Exit(IntEnum):
-    """The exit codes of every ``python -m fabric`` command (see :data:`EXIT_CODES_HELP`)."""
+    """The exit codes of every ``railyard`` command (see :data:`EXIT_CODES_HELP`)."""
 
     OK = 0
     FAILED = 1
@@ -28,7 +32,7 @@ class Exit(IntEnum):
     INTERRUPTED = 130
 
 
-#: The exit-code table, shown by ``python -m fabric --help`` and in README.md.
+#: The exit-code table, shown by ``railyard --help`` and in README.md.
 EXIT_CODES_HELP = """\
 exit codes (the same for every command):
   0    ok
@@ -43,7 +47,7 @@ exit codes (the same for every command):
   130  interrupted (Ctrl-C)
 
 a cluster is named the same way everywhere: --spec FILE or --stack NAME.
-errors: one line on stderr, "python -m fabric COMMAND: error: WHAT; FIX". With --json
+errors: one line on stderr, "railyard COMMAND: error: WHAT; FIX". With --json
 (every command) stdout always holds one JSON document: the result, or
 {"error": "WHAT; FIX", "exit_code": N} (plus "problems" for a spec) instead of the line.
 """
@@ -88,7 +92,7 @@ def fail(
     code: Exit | int,
     *,
     json_mode: bool,
-    prog: str = "python -m fabric",
+    prog: str = PROG,
     problems: list[dict[str, str]] | None = None,
 ) -> int:
     """Report an error and return ``code``: one line on stderr, or under ``--json`` one JSON
@@ -121,13 +125,15 @@ def _unreadable(path: str | Path, err: OSError, fix: str) -> CommandError:
 
 
 def read_input(
-    path: str, fix: str = "check the path", limit_mib: int | None = None, raise_with: str = ""
+    path: str, fix: str = "check the path", limit_mib: int = 0, raise_with: str = "--max-mb N"
 ) -> Source:
-    """Tool output from a file (``-`` reads stdin), through the one decoder
+    """Tool output from a file (``-`` reads stdin), through the one bounded reader
     (:func:`fabric.parsers.text.read_text`); a CommandError (exit 2) if it is unreadable,
-    binary, not UTF-8 or over ``limit_mib`` (``raise_with``: the option that raises it)."""
-    from fabric.parsers.text import InputError, read_text
+    binary, not UTF-8 or over ``limit_mib`` (0: the default cap; ``raise_with``: the option
+    that raises it)."""
+    from fabric.parsers.text import DEFAULT_LIMIT_MIB, InputError, read_text
 
+    limit_mib = limit_mib or DEFAULT_LIMIT_MIB
     try:
         return read_text(path, limit_mib, raise_with)
     except OSError as err:
@@ -275,13 +281,55 @@ def emit_json(doc: Any) -> bool:
     return emit("")
 
 
-def positive_mib(text: str) -> int:
-    """An argparse ``type`` for ``--max-mb``: a whole number above 0 (else exit 2)."""
+def whole_number(text: str, low: int, high: int, unit: str, why: str) -> int:
+    """``text`` as a whole number from ``low`` to ``high`` (``unit``: what it counts; ``why``:
+    the reason for ``high``), or an ArgumentTypeError (exit 2, one line naming the flag)."""
     import argparse
 
-    if not text.isdecimal() or int(text) < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of MiB above 0")
-    return int(text)
+    digits = text.strip()
+    if not (digits.isascii() and digits.isdecimal()):
+        raise argparse.ArgumentTypeError(
+            f"{text[:24]!r} is not a whole number of {unit} from {low} to {high}"
+        )
+    if len(digits.lstrip("0")) > len(str(high)) or int(digits) > high:  # no 5,000-digit int()
+        raise argparse.ArgumentTypeError(
+            f"{text[:24]!r} is more than {high} {unit}, the most allowed ({why}); pass at most "
+            f"{high}"
+        )
+    if int(digits) < low:
+        raise argparse.ArgumentTypeError(
+            f"{text[:24]!r} is not a whole number of {unit} from {low} to {high}"
+        )
+    return int(digits)
+
+
+def positive_mib(text: str) -> int:
+    """An argparse ``type`` for ``--max-mb``: a whole number of MiB, 1 to the largest input
+    cap (``fabric.parsers.text.MAX_LIMIT_MIB``; else exit 2)."""
+    import argparse
+
+    from fabric.parsers.text import MAX_LIMIT_MIB
+
+    digits = text.strip()
+    if not (digits.isascii() and digits.isdecimal()) or not digits.strip("0"):
+        raise argparse.ArgumentTypeError(f"{text[:24]!r} is not a whole number of MiB above 0")
+    return whole_number(
+        text, 1, MAX_LIMIT_MIB, "MiB", "the largest input cap: a parse holds several times it"
+    )
+
+
+#: The longest wait a ``--timeout`` may ask for: a day (a playbook's default is four hours).
+MAX_TIMEOUT_S = 86_400
+
+
+def seconds(text: str) -> int:
+    """An argparse ``type`` for ``--timeout``: 1 to MAX_TIMEOUT_S seconds (else exit 2)."""
+    return whole_number(text, 1, MAX_TIMEOUT_S, "seconds", "a day")
+
+
+def port_number(text: str) -> int:
+    """An argparse ``type`` for ``--port``: a TCP port, 1 to 65535 (else exit 2)."""
+    return whole_number(text, 1, 65_535, "port", "the largest TCP port")
 
 
 def check_readable(path: str | Path, fix: str = "check the path") -> None:
@@ -310,7 +358,7 @@ def _spec_message(err: Any) -> tuple[str, list[dict[str, str]]]:
         more = len(problems) - 1
         message += (
             f" (and {more} more problem{'s' if more > 1 else ''}: "
-            f"python -m fabric validate --spec {source or 'FILE'} lists them all)"
+            f"{PROG} validate --spec {source or 'FILE'} lists them all)"
         )
     return message, problems
 

@@ -1,4 +1,4 @@
-"""``python -m fabric import``: write a cluster spec from what a running fabric reports.
+"""``railyard import``: write a cluster spec from what a running fabric reports.
 
 From an ``ibnetdiscover`` capture file (with ``--sminfo FILE``, ``sminfo``'s output captured
 beside it), or from a host reached over SSH (``--ssh HOST``: ``ibnetdiscover``, ``sminfo`` and
@@ -17,7 +17,15 @@ import subprocess
 import sys
 import threading
 
-from fabric.cli.errors import CommandError, Exit, emit, emit_json, positive_mib, read_input
+from fabric.cli.errors import (
+    CommandError,
+    Exit,
+    emit,
+    emit_json,
+    positive_mib,
+    read_input,
+    seconds,
+)
 from fabric.cli.options import add_json
 
 _FIX = "pass ibnetdiscover's plain output (a file, or '-' for stdin)"
@@ -55,7 +63,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--name", default="imported", help="the spec's cluster name")
     parser.add_argument("--output", metavar="FILE", help="write the spec here, not to stdout")
     parser.add_argument(
-        "--timeout", type=int, default=SSH_TIMEOUT, metavar="S", help="seconds per SSH command"
+        "--timeout",
+        type=seconds,
+        default=SSH_TIMEOUT,
+        metavar="S",
+        help="seconds per SSH command (1 to a day)",
     )
     parser.add_argument(
         "--max-mb",
@@ -77,7 +89,7 @@ def note(text: str) -> None:
     """One line on stderr for the operator, secrets redacted (fabric.redact)."""
     from fabric.redact import redact
 
-    print(f"python -m fabric import: {redact(text)}", file=sys.stderr)
+    print(f"railyard import: {redact(text)}", file=sys.stderr)
 
 
 def ssh_argv(host: str, command: str) -> list[str]:

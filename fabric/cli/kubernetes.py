@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from fabric.cli.errors import CommandError, Exit, emit_json, read_input
+from fabric.cli.errors import CommandError, Exit, emit_json, positive_mib, read_input
 from fabric.cli.options import add_json, add_spec, add_stack, spec_path
 
 _FIX = "pass ibnetdiscover's plain output (a file, or '-' for stdin)"
@@ -25,7 +25,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "nv-ipam pools, the Node topology label patches and the Kueue Topology of a spec whose "
         "orchestrator is kubernetes or both, as one YAML stream (kubectl apply --server-side "
         "-f -). Exit 0, or 2 on a bad spec, a spec without a kubernetes section, or "
-        "ibnetdiscover output that cannot be read.",
+        "ibnetdiscover output that cannot be read or is over --max-mb.",
     )
     add_spec(parser)
     add_stack(parser)
@@ -33,6 +33,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--from-ibnetdiscover",
         metavar="FILE",
         help="label the nodes from this discovered fabric ('-' for stdin) instead of the spec's",
+    )
+    parser.add_argument(
+        "--max-mb",
+        type=positive_mib,
+        default=None,
+        metavar="N",
+        help="refuse --from-ibnetdiscover input larger than N MiB before reading further "
+        "(default 64, as parse)",
     )
     add_json(
         parser,
@@ -58,7 +66,7 @@ def cmd_kubernetes(args: argparse.Namespace) -> int:
     if args.from_ibnetdiscover:
         from fabric.parsers.ibnetdiscover import parse
 
-        graph = parse(read_input(args.from_ibnetdiscover, _FIX).text)
+        graph = parse(read_input(args.from_ibnetdiscover, _FIX, args.max_mb or 0).text)
     else:
         from fabric.topology.from_spec import graph_from_spec
 

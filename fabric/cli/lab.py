@@ -1,4 +1,4 @@
-"""``python -m fabric lab ...``: the one-machine lab (node image, status); ``--json`` on both."""
+"""``railyard lab ...``: the one-machine lab (node image, status); ``--json`` on both."""
 
 from __future__ import annotations
 

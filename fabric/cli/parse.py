@@ -1,4 +1,4 @@
-"""``python -m fabric parse TOOL FILE``: print a tool output file as JSON (``--json``: an error
+"""``railyard parse TOOL FILE``: print a tool output file as JSON (``--json``: an error
 as JSON too)."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import argparse
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from fabric.cli.errors import Exit, emit_json, read_input
+from fabric.cli.errors import Exit, emit_json, positive_mib, read_input
 from fabric.cli.options import add_json
 
 
@@ -40,20 +40,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("file", metavar="FILE", help="file holding the output ('-' for stdin)")
     parser.add_argument(
         "--max-mb",
-        type=_positive,
+        type=positive_mib,
         default=None,
         metavar="N",
         help="refuse input larger than N MiB before reading further (default in the description)",
     )
     add_json(parser, "the result is JSON already; an error is printed as JSON on stdout too")
     parser.set_defaults(func=cmd_parse)
-
-
-def _positive(text: str) -> int:
-    """An argparse ``type``: a whole number above 0."""
-    if not text.isdecimal() or int(text) < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of MiB above 0")
-    return int(text)
 
 
 def cmd_parse(args: argparse.Namespace) -> int:

@@ -1,4 +1,4 @@
-"""``python -m fabric run PLAYBOOK [--stack NAME] [--spec FILE] [--limit HOSTS] [-e KEY=VALUE]
+"""``railyard run PLAYBOOK [--stack NAME] [--spec FILE] [--limit HOSTS] [-e KEY=VALUE]
 [--json]``: the Ansible hand-off.
 
 Writes the role variables from the stack's spec to ``state/<stack>/group_vars/all.yml``,
@@ -15,7 +15,7 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from fabric.cli.errors import Exit, emit
+from fabric.cli.errors import Exit, emit, seconds
 from fabric.cli.options import add_json, add_spec, add_stack, spec_path
 
 if TYPE_CHECKING:
@@ -49,10 +49,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "--timeout",
-        type=_seconds,
+        type=seconds,
         default=None,
         metavar="SECONDS",
-        help="stop the run after this many seconds (default: 14400, four hours)",
+        help="stop the run after this many seconds, at most a day (default: 14400, four hours)",
     )
     parser.add_argument(
         "--result-json",
@@ -84,13 +84,6 @@ def _extra_var(text: str) -> tuple[str, str]:
             "Pulumi secrets (the munge key comes from the stack) or in an Ansible vault instead"
         )
     return key, value
-
-
-def _seconds(text: str) -> int:
-    """A positive whole number of seconds."""
-    if not text.isdigit() or int(text) < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a positive whole number of seconds")
-    return int(text)
 
 
 def cmd_run(args: argparse.Namespace) -> int:

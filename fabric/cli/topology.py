@@ -1,4 +1,4 @@
-"""``python -m fabric topology``: print the Slurm topology (or Kubernetes topology labels and a
+"""``railyard topology``: print the Slurm topology (or Kubernetes topology labels and a
 Kueue Topology, ibsim net, or oversubscription) of a declared fabric (``--spec FILE`` or
 ``--stack NAME``), a discovered one (``--from-ibnetdiscover``), or cloud instances as their
 provider places them (``--from-aws-topology``, ``--from-gce-instances``, ``--from-placement``).
@@ -97,7 +97,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--nodes",
         metavar="HOSTLIST",
         help="keep only these hosts (the Slurm nodes), e.g. gpu[01-08]: Slurm refuses a "
-        "topology.conf naming a host slurm.conf does not; leaves left without one are dropped",
+        "topology.conf naming a host slurm.conf does not; leaves left without one are dropped "
+        "(default with --spec or --stack: the spec's compute nodes, slurm.conf's nodes, as the "
+        "hand-off writes it)",
     )
     parser.add_argument(
         "--max-mb",
@@ -118,7 +120,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--oversubscription) as one JSON document; an error too",
     )
     add_retired(parser, "topology")
-    parser.set_defaults(func=cmd_topology)
+    parser.set_defaults(func=cmd_topology, slurm_nodes=None)
 
 
 def _json(path: str, what: str, max_mb: int) -> object:
@@ -206,6 +208,8 @@ def _graph(args: argparse.Namespace) -> FabricGraph:
         args.kueue_topology = args.kueue_topology or (
             (labels.kueue_topology if labels else None) or cluster.name
         )
+        if args.nodes is None and args.plugin != "kubernetes" and not _other_output(args):
+            args.slurm_nodes = cluster.hosts_with_role("compute") or None
         return graph_from_spec(cluster)
     from fabric.parsers.ibnetdiscover import parse
 
@@ -322,14 +326,17 @@ def cmd_topology(args: argparse.Namespace) -> int:
         warning = "the provider places none of the nodes: no topology"
         print(f"warning: {warning}", file=sys.stderr)
         return _write(args, "", [*graph.warnings, warning]) if args.json else Exit.OK
+    hosts = args.slurm_nodes  # a spec's Slurm nodes (set by _graph), as the hand-off picks them
     if args.nodes is not None:
         from fabric.hostlist import HostlistError, expand
-        from fabric.topology.render import only_hosts
 
         try:
             hosts = expand(args.nodes)
         except HostlistError as err:
             raise CommandError(f"--nodes: {err}") from err
+    if hosts is not None:
+        from fabric.topology.render import only_hosts
+
         graph = only_hosts(graph, hosts)
     text, warnings = _render(args, graph)
     return _write(args, text, [*graph.warnings, *warnings], graph)

@@ -1,4 +1,4 @@
-"""``python -m fabric validate [--spec FILE | --stack NAME]`` and ``python -m fabric schema``."""
+"""``railyard validate [--spec FILE | --stack NAME]`` and ``railyard schema``."""
 
 from __future__ import annotations
 
@@ -19,9 +19,9 @@ stack file, whose cluster is read from config["railyard:cluster"]; without it, t
 stack's file Pulumi.<stack>.yaml (--stack, default lab).
 
 examples:
-  python -m fabric validate
-  python -m fabric validate --spec examples/roce-rail.yaml
-  python -m fabric validate --json --spec cluster.yaml | jq .problems
+  railyard validate
+  railyard validate --spec examples/roce-rail.yaml
+  railyard validate --json --spec cluster.yaml | jq .problems
 
 exit status: 0 when the spec is valid, 1 when it has problems (each printed on
 stdout as "path: message", all of them at once: field errors and cross-field rules
@@ -30,8 +30,8 @@ together), 2 when the spec cannot be read.
 
 _SCHEMA_EPILOG = """\
 examples:
-  python -m fabric schema > cluster.schema.json
-  python -m fabric schema --output cluster.schema.json
+  railyard schema > cluster.schema.json
+  railyard schema --output cluster.schema.json
 
 Point your editor's YAML language server at the file to get completion and
 inline errors while writing a spec.

@@ -1,16 +1,18 @@
-"""``python -m fabric watch --stack STACK``: the declared fabric as Prometheus metrics.
+"""``railyard watch --stack STACK``: the declared fabric as Prometheus metrics.
 
 Every ``--interval`` seconds one scrape (``fabric.watch.collect``) reads the fabric from the
 stack's hosts; the last snapshot is served on ``--listen``:``--port`` (``/metrics``) or, with
 ``--textfile PATH``, written atomically for node_exporter's textfile collector. SIGTERM stops
 it with exit 0 (a service being stopped), Ctrl-C with 130; a tool call in flight is ended.
-``--json`` reads once and prints that reading as one JSON document instead of serving it.
+``--json`` reads once and prints that reading as one JSON document instead of serving it;
+``--once`` reads once and prints the metrics (or writes them to ``--textfile``), serving nothing.
 """
 
 from __future__ import annotations
 
 import argparse
 import signal
+import sys
 import threading
 from pathlib import Path
 from types import FrameType
@@ -87,7 +89,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         default=30.0,
         help="seconds between scrapes (default 30)",
     )
-    parser.add_argument("--once", action="store_true", help="scrape once, then exit")
+    parser.add_argument(
+        "--once",
+        action="store_true",
+        help="scrape once, print the metrics on stdout (Prometheus text format; with "
+        "--textfile: write them there instead), then exit; serves nothing",
+    )
     parser.add_argument(
         "--junit",
         type=Path,
@@ -135,7 +142,7 @@ def cmd_watch(args: argparse.Namespace) -> int:
     old = {s: signal.signal(s, signals) for s in (signal.SIGINT, signal.SIGTERM)}
     server = None
     try:
-        if args.textfile is None and not args.json:
+        if args.textfile is None and not args.json and not args.once:
             server = _serve(registry, args.listen, args.port)
         while not signals.stop.is_set():
             snapshot = collect(plan, remote.run, junit, counter_watch)
@@ -150,6 +157,8 @@ def cmd_watch(args: argparse.Namespace) -> int:
                 emit_json(snapshot.model_dump(mode="json"))
                 return Exit.OK
             if args.once:
+                if args.textfile is None:
+                    _print_metrics(registry)
                 return Exit.OK
             signals.stop.wait(args.interval)
     except _Stopped:
@@ -161,6 +170,13 @@ def cmd_watch(args: argparse.Namespace) -> int:
             server.shutdown()
             server.server_close()
     return signals.exit_code()
+
+
+def _print_metrics(registry: object) -> None:
+    """Print the registry's metrics in Prometheus' text format, as the endpoint serves them."""
+    from prometheus_client import generate_latest
+
+    sys.stdout.write(generate_latest(registry).decode())  # type: ignore[arg-type]
 
 
 def _serve(registry: object, listen: str, port: int):  # type: ignore[no-untyped-def]

@@ -109,7 +109,8 @@ def gpus_of(spec: ClusterSpec, host: str) -> tuple[int, str | None]:
 
 def gpu_hosts(spec: ClusterSpec, hosts: Sequence[str]) -> list[str]:
     """Selected hosts with GPUs, in declaration order."""
-    return [h for h in spec.hosts if h in hosts and gpus_of(spec, h)[0] > 0]
+    selected = set(hosts)
+    return [h for h in spec.hosts if h in selected and gpus_of(spec, h)[0] > 0]
 
 
 def gpu_rails(spec: ClusterSpec, hosts: Sequence[str]) -> list[GpuRail]:

@@ -92,7 +92,8 @@ def hca_ports(spec: ClusterSpec, hosts: list[str], graph: FabricGraph | None) ->
     rate and width the target reports (``graph``: :func:`expected_graph`) and its cable."""
     links = ca_links(graph)
     ports = []
-    for host in [h for h, g in spec.hosts.items() if g.hcas and h in hosts]:
+    selected = set(hosts)
+    for host in [h for h, g in spec.hosts.items() if g.hcas and h in selected]:
         for hca in spec.hosts[host].hcas:
             for port in range(1, hca.ports + 1):
                 guid, link, switch, switch_port = links.get(

@@ -8,11 +8,13 @@ output raises :class:`ParseError`; a failure the tool itself reported (``ibpanic
 from __future__ import annotations
 
 import re
+import sys
 from collections.abc import Iterable, Iterator
-from functools import lru_cache
-from typing import TypeVar
+from functools import cache, lru_cache
+from typing import Annotated, Any, TypeVar
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic_core import PydanticCustomError
 
 from fabric.parsers.errors import ParseError  # the ibnetdiscover path loads no pydantic
 
@@ -72,10 +74,76 @@ FAILURE_MARKERS = (
 )
 
 
-class Model(BaseModel):
-    """Base for every parsed model: frozen, no unknown fields."""
+#: The ranges of values every tool prints with the same meaning, checked by field name on every
+#: parsed model (issue 44: LID 70000, port 999, -3 ports and a rate of 1e23 were accepted).
+#: LIDs: 16 bits, unicast 1-0xBFFF, multicast above, 0xFFFF the permissive LID (a real
+#: ibstat shows it on a port no SM has given a LID; tests/fixtures/ibstat__magnate3__1.txt),
+#: 0 none assigned. Ports: 1-254 are
+#: physical, 0 a switch's management port, 255 PortSelect's "all ports" (perfquery -a). Rates:
+#: XDR 4x (800 Gb/s) is the fastest port; twice it.
+MAX_LID = 0xFFFF
+MAX_PORT = 255
+MAX_RATE_GBPS = 1600
+#: A 64-bit counter (PortCounters extended); an ibqueryerrors or perfquery value above it,
+#: or below 0, is no counter.
+MAX_COUNTER = 2**64 - 1
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+#: A counter's value: 0 to MAX_COUNTER.
+Counter = Annotated[int, Field(ge=0, le=MAX_COUNTER)]
+
+_PORT_COUNTS = {"ports", "number_of_ports", "phys_port_cnt"}
+
+
+def _range(name: str) -> tuple[int, int, str] | None:
+    """(lowest, highest, what) for a field named ``name``, or None when its name says nothing."""
+    if name in {"lid", "lid_max"} or name.endswith("_lid"):
+        return 0, MAX_LID, "a 16-bit LID, 0-0xFFFF"
+    if name == "port" or name.endswith("_port"):
+        return 0, MAX_PORT, "a port number, 0-255"
+    if name in _PORT_COUNTS:
+        return 0, MAX_PORT, "a port count, 0-255"
+    if name == "rate_gbps":
+        return 0, MAX_RATE_GBPS, f"a link rate, 0-{MAX_RATE_GBPS} Gb/s"
+    return None
+
+
+@cache
+def _ranged(model: type[BaseModel]) -> tuple[tuple[str, tuple[int, int, str]], ...]:
+    """The fields of ``model`` whose names give them a range (once per class)."""
+    return tuple(
+        (name, bounds) for name in model.model_fields if (bounds := _range(name)) is not None
+    )
+
+
+class Model(BaseModel):
+    """Base for every parsed model: frozen, no unknown fields, no NaN or infinity, and every
+    LID, port number, port count and rate in its range (:func:`_range`, by field name)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+
+    @model_validator(mode="after")
+    def _in_range(self) -> Any:
+        for name, (low, high, what) in _ranged(type(self)):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                continue
+            if not low <= value <= high:
+                raise PydanticCustomError(
+                    "out_of_range",
+                    "{name} {value} is out of range: not {what}",
+                    {"name": name, "value": value, "what": what},
+                )
+        return self
+
+    def __init__(self, /, **data: Any) -> None:
+        """A model a parser builds directly (``SminfoReport(sm_lid=...)``): a value out of
+        range is a ParseError of its tool, as from :func:`build`, never a traceback."""
+        try:
+            super().__init__(**data)
+        except ValidationError as err:
+            module = sys.modules.get(type(self).__module__)
+            tool = str(getattr(module, "TOOL", type(self).__module__.rsplit(".", 1)[-1]))
+            raise _parse_error(tool, type(self), err, 0, None) from None
 
 
 class ToolResult(Model):
@@ -220,14 +288,73 @@ def first_content_line(text: str) -> tuple[int, str]:
     return 0, ""
 
 
-def build(tool: str, model: type[M], data: object, line: int = 0) -> M:
-    """Validate ``data`` into ``model``; a validation failure becomes a ParseError."""
+def _lower_first(text: str) -> str:
+    """pydantic's message with its first letter lowered (a range's "LID" and "Gb/s" kept)."""
+    return text[:1].lower() + text[1:]
+
+
+#: A number as a tool prints it: decimal, with a fraction or exponent, or 0x hexadecimal; a
+#: minus sign belongs to it, a word or hyphenated name around it does not.
+_NUMBER_TOKEN = re.compile(r"(?<![\w-])-?(?:0x[0-9a-f]+|\d+(?:\.\d+)?(?:e[+-]?\d+)?)", re.I)
+
+
+def _value_line(text: str | None, value: object) -> int:
+    """The first line of ``text`` printing a number equal to ``value``; 0 when there is no
+    text or no such line."""
+    if text is None or isinstance(value, bool) or not isinstance(value, int | float):
+        return 0
+    for number, line in lines(text):
+        for token in _NUMBER_TOKEN.findall(line):
+            digits = token.lstrip("-")
+            shown = int(digits, 16) if digits[:2].lower() == "0x" else float(digits)
+            if (-shown if token.startswith("-") else shown) == value:
+                return number
+    return 0
+
+
+def _parse_error(
+    tool: str, model: type[BaseModel], err: ValidationError, line: int, text: str | None
+) -> ParseError:
+    """A ValidationError of ``model`` as the ParseError naming each field (a nested model's
+    own ParseError, from :meth:`Model.__init__`, unwrapped), the value and, where ``text``
+    shows a value out of range, its line. The ParseError keeps ``problems`` (path, message),
+    ``value`` and ``missing`` for an enclosing model's."""
+    problems: list[tuple[str, str]] = []
+    value: object = None
+    missing = False
+    for error in err.errors():
+        path = ".".join(map(str, error["loc"]))
+        ctx = error.get("ctx") or {}
+        cause = ctx.get("error")
+        if isinstance(cause, ParseError) and hasattr(cause, "problems"):
+            inner = cause.problems
+            problems += [(".".join(p for p in (path, sub) if p), msg) for sub, msg in inner]
+            value = cause.value if value is None else value  # type: ignore[attr-defined]
+            missing = missing or cause.missing  # type: ignore[attr-defined]
+            continue
+        problems.append((path, _lower_first(error["msg"])))
+        if error["type"] == "missing":
+            missing = True
+        elif value is None:
+            value = ctx.get("value", error.get("input"))
+    if not missing and line == 0:
+        line = _value_line(text, value)
+    shown = [f"{path}: {msg}" if path else msg for path, msg in problems[:3]]
+    more = f" and {len(problems) - 3} more" if len(problems) > 3 else ""
+    hint = "; was the output cut short?" if line == 0 and missing else ""
+    parse_error = ParseError(
+        tool, line, f"complete {model.__name__} fields ({'; '.join(shown)}{more}){hint}"
+    )
+    parse_error.problems = problems  # type: ignore[attr-defined]
+    parse_error.value = value  # type: ignore[attr-defined]
+    parse_error.missing = missing  # type: ignore[attr-defined]
+    return parse_error
+
+
+def build(tool: str, model: type[M], data: object, line: int = 0, text: str | None = None) -> M:
+    """Validate ``data`` into ``model``; a validation failure becomes a ParseError (naming the
+    line of ``text`` that shows a value out of range)."""
     try:
         return model.model_validate(data)
     except ValidationError as err:
-        problems = [f"{'.'.join(map(str, e['loc']))}: {e['msg'].lower()}" for e in err.errors()[:3]]
-        more = f" and {err.error_count() - 3} more" if err.error_count() > 3 else ""
-        hint = "; was the output cut short?" if line == 0 else ""
-        raise ParseError(
-            tool, line, f"complete {model.__name__} fields ({'; '.join(problems)}{more}){hint}"
-        ) from None
+        raise _parse_error(tool, model, err, line, text) from None

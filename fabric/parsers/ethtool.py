@@ -103,4 +103,4 @@ def parse(text: str) -> EthtoolSettings:
         field = key_.lower().replace(" ", "_")
         if field in EthtoolSettings.model_fields:
             data[field] = settings.get(key_, [])
-    return build(TOOL, EthtoolSettings, data)
+    return build(TOOL, EthtoolSettings, data, text=text)

@@ -77,4 +77,4 @@ def parse(text: str) -> FiInfoReport:
             raise ParseError(TOOL, lineno, "'provider: <name>' or an indented entry field", line)
     if not entries:
         raise ParseError(TOOL, 0, "'provider: <name>'")
-    return build(TOOL, FiInfoReport, {"entries": entries})
+    return build(TOOL, FiInfoReport, {"entries": entries}, text=text)

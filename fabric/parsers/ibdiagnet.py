@@ -154,7 +154,7 @@ def parse(text: str) -> IbdiagnetReport:
         data.update(ok=False, reason=errors[0])
     elif cut := _cut_short(data, role, in_stages):
         data.update(ok=False, reason=f"ibdiagnet: {cut}: the output was cut short")
-    return build(TOOL, IbdiagnetReport, data)
+    return build(TOOL, IbdiagnetReport, data, text=text)
 
 
 #: The Fabric Summary lines every ibdiagnet version prints, in order, once it prints the first.

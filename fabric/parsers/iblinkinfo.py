@@ -119,4 +119,4 @@ def parse(text: str) -> IblinkinfoReport:
         nodes[-1]["links"].append(_link(match))  # type: ignore[union-attr]
     if not nodes:
         raise ParseError(TOOL, 0, "a 'Switch:' or 'CA:' header")
-    return build(TOOL, IblinkinfoReport, {"nodes": nodes})
+    return build(TOOL, IblinkinfoReport, {"nodes": nodes}, text=text)

@@ -94,4 +94,4 @@ def parse(text: str) -> IbpingReport:
         loss = data.get("loss_percent")
         reason = fatal[0] if fatal else f"{loss}% packet loss" if loss is not None else warnings[0]
         data.update(ok=False, reason=reason)
-    return build(TOOL, IbpingReport, data)
+    return build(TOOL, IbpingReport, data, text=text)

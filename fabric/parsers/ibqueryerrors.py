@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 
 from fabric.parsers.common import (
+    Counter,
     Model,
     ParseError,
     ToolResult,
@@ -52,7 +53,7 @@ class PortErrors(Model):
 
     guid: str
     port: int | None
-    counters: dict[str, int]
+    counters: dict[str, Counter]
 
 
 class NodeErrors(Model):
@@ -126,12 +127,14 @@ def parse(text: str) -> IbqueryerrorsReport:
         raise ParseError(TOOL, 0, "'Errors for ...' lines or the '## Summary:' line")
     if not data.get("complete"):
         return IbqueryerrorsReport(
-            nodes=build(TOOL, IbqueryerrorsReport, {"nodes": nodes}).nodes,
-            failures=build(TOOL, IbqueryerrorsReport, {"failures": data["failures"]}).failures,
+            nodes=build(TOOL, IbqueryerrorsReport, {"nodes": nodes}, text=text).nodes,
+            failures=build(
+                TOOL, IbqueryerrorsReport, {"failures": data["failures"]}, text=text
+            ).failures,
             ok=False,
             reason=f"{TOOL}: no summary: the run did not complete",
         )
-    return build(TOOL, IbqueryerrorsReport, {"nodes": nodes, **data})
+    return build(TOOL, IbqueryerrorsReport, {"nodes": nodes, **data}, text=text)
 
 
 def _tool_failure(line: str) -> str | None:

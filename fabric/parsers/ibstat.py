@@ -130,7 +130,7 @@ def parse(text: str) -> IbstatReport:
         match = _FIELD.match(line)
         if not match:
             if reason := failure_line(line):  # ibstat gave up after the CAs above
-                return _report(devices, reason)
+                return _report(devices, reason, text=text)
             raise ParseError(TOOL, lineno, "'<field>: <value>'", line)
         key, value = match["key"], match["value"]
         try:
@@ -146,10 +146,12 @@ def parse(text: str) -> IbstatReport:
             raise ParseError(TOOL, lineno, f"a valid {key}", line) from err
     if not devices:
         raise ParseError(TOOL, 0, "\"CA '<name>'\"")
-    return _report(devices)
+    return _report(devices, text=text)
 
 
-def _report(devices: list[dict[str, object]], reason: str | None = None) -> IbstatReport:
+def _report(
+    devices: list[dict[str, object]], reason: str | None = None, text: str | None = None
+) -> IbstatReport:
     """The report; not ok with ``reason`` (ibstat's own failure), or when a CA lists fewer
     ports than its ``Number of ports`` promised (the output was cut short)."""
     for device in devices:
@@ -160,4 +162,4 @@ def _report(devices: list[dict[str, object]], reason: str | None = None) -> Ibst
                 "the output was cut short"
             )
     data = {"devices": devices, "ok": reason is None, "reason": reason}
-    return build(TOOL, IbstatReport, data)
+    return build(TOOL, IbstatReport, data, text=text)

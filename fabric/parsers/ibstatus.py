@@ -91,4 +91,4 @@ def parse(text: str) -> IbstatusReport:
             raise ParseError(TOOL, lineno, f"a valid {match['key']}", line) from err
     if not ports:
         raise ParseError(TOOL, 0, "an 'Infiniband device' stanza")
-    return build(TOOL, IbstatusReport, {"ports": ports})
+    return build(TOOL, IbstatusReport, {"ports": ports}, text=text)

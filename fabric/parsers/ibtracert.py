@@ -109,4 +109,4 @@ def parse(text: str) -> IbtracertReport:
         data.update(
             ok=False, reason=fatal[0] if fatal else warnings[-1] if warnings else "no 'To' line"
         )
-    return build(TOOL, IbtracertReport, data)
+    return build(TOOL, IbtracertReport, data, text=text)

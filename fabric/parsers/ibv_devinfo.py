@@ -149,7 +149,7 @@ def parse(text: str) -> DevinfoReport:
         match = _FIELD.match(line)
         if not match:
             if reason := failure_line(line):  # the tool gave up after the devices above
-                return _report(devices, verbose, reason)
+                return _report(devices, verbose, reason, text=text)
             if port is not None:
                 raise ParseError(TOOL, lineno, "'<port field>: <value>'", line)
             continue  # verbose-only capability lists and banners
@@ -164,11 +164,14 @@ def parse(text: str) -> DevinfoReport:
             raise ParseError(TOOL, lineno, f"a valid {key}", line) from err
     if not devices:
         raise ParseError(TOOL, 0, "'hca_id: <device>'")
-    return _report(devices, verbose)
+    return _report(devices, verbose, text=text)
 
 
 def _report(
-    devices: list[dict[str, object]], verbose: bool, reason: str | None = None
+    devices: list[dict[str, object]],
+    verbose: bool,
+    reason: str | None = None,
+    text: str | None = None,
 ) -> DevinfoReport:
     """The report; not ok with ``reason`` (the tool's own failure), or when a device lists
     fewer ports than its ``phys_port_cnt`` promised (the output was cut short)."""
@@ -180,4 +183,4 @@ def _report(
                 "the output was cut short"
             )
     data = {"verbose": verbose, "devices": devices, "ok": reason is None, "reason": reason}
-    return build(TOOL, DevinfoReport, data)
+    return build(TOOL, DevinfoReport, data, text=text)

@@ -74,4 +74,4 @@ def parse(text: str) -> PingpongReport:
     if errors or not finished:
         data.update(ok=False, reason="; ".join(errors) or "no throughput line")
     data["errors"] = errors
-    return build(TOOL, PingpongReport, data)
+    return build(TOOL, PingpongReport, data, text=text)

@@ -142,4 +142,4 @@ def parse(text: str) -> MlnxQosReport:
         if reason := find_failure(text):
             return MlnxQosReport(ok=False, reason=reason)
         raise ParseError(TOOL, 0, "'Priority trust state:' and 'tc:' lines")
-    return build(TOOL, MlnxQosReport, data)
+    return build(TOOL, MlnxQosReport, data, text=text)

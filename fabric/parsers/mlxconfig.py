@@ -197,4 +197,4 @@ def parse(text: str) -> MlxconfigReport:
         if reason := find_failure(text):
             return MlxconfigReport(ok=False, reason=reason)
         raise ParseError(TOOL, 0, "at least one configuration row")
-    return build(TOOL, MlxconfigReport, data)
+    return build(TOOL, MlxconfigReport, data, text=text)

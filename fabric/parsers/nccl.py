@@ -206,4 +206,4 @@ def parse(text: str) -> NcclLog:
         "plugin_paths": paths,
         "warnings": warnings,
     }
-    return build(TOOL, NcclLog, data)
+    return build(TOOL, NcclLog, data, text=text)

@@ -29,7 +29,7 @@ _RANK = re.compile(
 _HEADER = re.compile(r"^#\s*size\s+count\s+type\b")
 _ROW = re.compile(r"^\s*\d+\s+\d+\s+[A-Za-z]\w*\s")
 _OOB = re.compile(r"^#\s*Out of bounds values\s*:\s*(?P<n>\d+)")
-_AVG = re.compile(r"^#\s*Avg bus bandwidth\s*:\s*(?P<bw>[\d.]+)")
+_AVG = re.compile(r"^#\s*Avg bus bandwidth\s*:\s*(?P<bw>\S+)")
 _FAILURE = re.compile(r"\bTest (?:NCCL |CUDA )?failure\b.*|\bNCCL failure\b.*")
 _INT = re.compile(r"^-?\d+$")
 
@@ -85,23 +85,39 @@ class NcclTestsReport(ToolResult):
     wrong: int = 0
 
 
-def _float(text: str) -> float | None:
-    try:
-        return float(text)
-    except ValueError:
+#: A measured value as nccl-tests prints it (``%7.2f``, ``%6.0e``): finite, a decimal point.
+_NUMBER = re.compile(r"^[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?$")
+_NOT_MEASURED = "N/A"  # -c 0: no check; some releases print it for a time or bandwidth too
+
+
+def _float(lineno: int, line: str, text: str) -> float | None:
+    """A measured value; None for N/A. Anything else (a decimal comma from a locale, inf or
+    nan from a zero time) is refused naming the line: never ``ok`` with null or infinite
+    values (issue 44)."""
+    if text == _NOT_MEASURED:
         return None
+    if not _NUMBER.match(text) or not 0 <= (value := float(text)) < float("inf"):
+        hint = (
+            "a decimal comma: run nccl-tests with LC_ALL=C"
+            if re.fullmatch(r"[+-]?\d+,\d+", text)
+            else "not a finite number of 0 or more: the run's timing failed (a harness error)"
+        )
+        raise ParseError(
+            TOOL, lineno, f"a number like 12.34 or N/A, not {text[:20]!r} ({hint})", line
+        )
+    return value
 
 
-def _result(tokens: list[str]) -> dict[str, object]:
+def _result(lineno: int, line: str, tokens: list[str]) -> dict[str, object]:
     time, algbw, busbw, check = tokens
     out: dict[str, object] = {
-        "time_us": _float(time),
-        "algbw": _float(algbw),
-        "busbw": _float(busbw),
+        "time_us": _float(lineno, line, time),
+        "algbw": _float(lineno, line, algbw),
+        "busbw": _float(lineno, line, busbw),
     }
     if _INT.match(check):
         out["wrong"] = int(check)
-    elif (value := _float(check)) is not None:
+    elif (value := _float(lineno, line, check)) is not None:
         out["error"] = value
     return out
 
@@ -126,8 +142,8 @@ def _row(lineno: int, line: str) -> dict[str, object]:
         "type": tokens[2],
         "redop": redop,
         "root": int(root) if root is not None else None,
-        "out_of_place": _result(tokens[-8:-4]),
-        "in_place": _result(tokens[-4:]),
+        "out_of_place": _result(lineno, line, tokens[-8:-4]),
+        "in_place": _result(lineno, line, tokens[-4:]),
     }
 
 
@@ -157,7 +173,7 @@ def parse(text: str) -> NcclTestsReport:
         elif match := _OOB.match(line):
             data["out_of_bounds"] = int(match["n"])
         elif match := _AVG.match(line):
-            data["avg_busbw"] = float(match["bw"])
+            data["avg_busbw"] = _float(lineno, line, match["bw"])
         elif _ROW.match(line) and "NCCL INFO" not in line:
             rows.append(_row(lineno, line))
         elif failure := _FAILURE.search(line):
@@ -188,4 +204,4 @@ def parse(text: str) -> NcclTestsReport:
             for half in ("out_of_place", "in_place")
         ),
     }
-    return build(TOOL, NcclTestsReport, data)
+    return build(TOOL, NcclTestsReport, data, text=text)

@@ -104,4 +104,6 @@ def parse(text: str) -> NvidiaSmiTopo:
             )
     if not columns and not names:
         raise ParseError(TOOL, 0, "the 'GPU0 ... CPU Affinity' header row")
-    return build(TOOL, NvidiaSmiTopo, {"columns": columns, "rows": rows, "nic_names": names})
+    return build(
+        TOOL, NvidiaSmiTopo, {"columns": columns, "rows": rows, "nic_names": names}, text=text
+    )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 from fabric.parsers.common import (
+    Counter,
     Model,
     ParseError,
     ToolResult,
@@ -57,25 +58,25 @@ class PortCounters(Model):
     port: int
     cap_mask: str
     cap_mask2: str | None = None
-    symbol_errors: int | None = None
-    link_error_recovery: int | None = None
-    link_downed: int | None = None
-    port_rcv_errors: int | None = None
-    port_rcv_remote_physical_errors: int | None = None
-    port_rcv_switch_relay_errors: int | None = None
-    port_xmit_discards: int | None = None
-    port_xmit_constraint_errors: int | None = None
-    port_rcv_constraint_errors: int | None = None
-    local_link_integrity_errors: int | None = None
-    excessive_buffer_overrun_errors: int | None = None
-    vl15_dropped: int | None = None
-    qp1_dropped: int | None = None
-    port_xmit_data: int | None = None
-    port_rcv_data: int | None = None
-    port_xmit_pkts: int | None = None
-    port_rcv_pkts: int | None = None
-    port_xmit_wait: int | None = None
-    counters: dict[str, int] = {}
+    symbol_errors: Counter | None = None
+    link_error_recovery: Counter | None = None
+    link_downed: Counter | None = None
+    port_rcv_errors: Counter | None = None
+    port_rcv_remote_physical_errors: Counter | None = None
+    port_rcv_switch_relay_errors: Counter | None = None
+    port_xmit_discards: Counter | None = None
+    port_xmit_constraint_errors: Counter | None = None
+    port_rcv_constraint_errors: Counter | None = None
+    local_link_integrity_errors: Counter | None = None
+    excessive_buffer_overrun_errors: Counter | None = None
+    vl15_dropped: Counter | None = None
+    qp1_dropped: Counter | None = None
+    port_xmit_data: Counter | None = None
+    port_rcv_data: Counter | None = None
+    port_xmit_pkts: Counter | None = None
+    port_rcv_pkts: Counter | None = None
+    port_xmit_wait: Counter | None = None
+    counters: dict[str, Counter] = {}
 
 
 class PerfqueryReport(ToolResult):
@@ -120,4 +121,4 @@ def parse(text: str) -> PerfqueryReport:
     if not blocks:
         lineno, line = first_content_line(text)
         raise ParseError(TOOL, lineno, "'# Port counters: Lid N port N (CapMask: 0x...)'", line)
-    return build(TOOL, PerfqueryReport, {"blocks": blocks})
+    return build(TOOL, PerfqueryReport, {"blocks": blocks}, text=text)

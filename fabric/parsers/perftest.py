@@ -212,4 +212,5 @@ def parse(text: str) -> PerftestReport:
             "runs": [_finish(r) for r in runs],
             "warnings": warnings,
         },
+        text=text,
     )

@@ -75,4 +75,4 @@ def parse(text: str) -> ShowGidsReport:
             raise ParseError(TOOL, lineno, "a GID row 'DEV PORT INDEX GID [IPv4] VER [DEV]'", line)
     if not header and not gids:
         raise ParseError(TOOL, 0, "the 'DEV PORT INDEX GID IPv4 VER DEV' header")
-    return build(TOOL, ShowGidsReport, {"gids": gids, "n_gids_found": found})
+    return build(TOOL, ShowGidsReport, {"gids": gids, "n_gids_found": found}, text=text)

@@ -99,4 +99,4 @@ def parse(text: str) -> SysfsReport:
         raise ParseError(TOOL, 0, "'<device>/<file>:<content>' lines")
     for device in devices.values():
         device["ports"] = list(device["ports"].values())  # type: ignore[union-attr]
-    return build(TOOL, SysfsReport, {"devices": list(devices.values())})
+    return build(TOOL, SysfsReport, {"devices": list(devices.values())}, text=text)

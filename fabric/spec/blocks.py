@@ -17,9 +17,10 @@ __all__ = ["EgressSpec", "Model"]
 
 class Model(BaseModel):
     """Base for spec models: unknown keys are errors, so typos are caught; an address or a
-    network is text (pydantic would take ``subnet: 5`` as 0.0.0.5/32, ``true`` as 0.0.0.1)."""
+    network is text (pydantic would take ``subnet: 5`` as 0.0.0.5/32, ``true`` as 0.0.0.1);
+    no number is NaN or infinite (YAML's ``.nan``, ``.inf``: issue 44)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
     @field_validator("*", mode="before")
     @classmethod

@@ -94,8 +94,10 @@ def _url_problem(url: str) -> str | None:
     if "@" in parts.netloc:
         return f"carries a user name or password; {fix} and give the credentials: {_CREDENTIALS}"
     try:
-        parts.port  # noqa: B018 - raises on a port outside 0-65535 or not a number
+        port = parts.port  # raises on a port outside 0-65535 or not a number
     except ValueError:
+        port = 0
+    if port == 0:  # 0 is no port a server listens on (issue 44)
         return f"{url!r} has an invalid port; {fix} with a port 1-65535"
     if parts.query or parts.fragment:
         return f"{url!r} has a query or fragment; {fix}"

@@ -46,6 +46,10 @@ STACK_KEY = "railyard:cluster"
 #: a spec aliases a few shared settings; a "billion laughs" aliases lists of lists of aliases.
 MAX_ALIASES = 1000
 MAX_ALIASED_VALUES = 100_000
+#: The most text (characters of the values) aliases may add once expanded: a few aliased
+#: values are small, while one host list aliased a thousand times was 84 KB of YAML that took
+#: over 60 s and 620 MB (issue 44). The size, not the count of values, is what costs.
+MAX_ALIASED_TEXT = 1 << 20
 
 
 class _UniqueKeyLoader(yaml.SafeLoader):
@@ -98,12 +102,18 @@ def _children(node: yaml.Node) -> list[yaml.Node]:
     return []
 
 
+def _own_text(node: yaml.Node) -> int:
+    """The characters a node holds itself: a scalar's value (a collection's are its items')."""
+    return len(node.value) if isinstance(node, yaml.ScalarNode) else 0
+
+
 def _check_expansion(root: yaml.Node) -> None:
     """Raise a ComposerError (at the alias's anchor) if aliases add more than
     MAX_ALIASED_VALUES values once expanded, or an alias sits inside its own anchor (a loop).
     Each distinct node is sized once, so a billion-laughs document costs its own length."""
     sizes: dict[int, int] = {}
-    distinct = 0
+    texts: dict[int, int] = {}  # characters of the values, once expanded
+    distinct = distinct_text = 0
     stack: list[tuple[yaml.Node, bool]] = [(root, False)]
     open_nodes: set[int] = set()
     while stack:
@@ -111,13 +121,23 @@ def _check_expansion(root: yaml.Node) -> None:
         key = id(node)
         if done:
             open_nodes.discard(key)
-            sizes[key] = 1 + sum(sizes[id(child)] for child in _children(node))
+            children = _children(node)
+            sizes[key] = 1 + sum(sizes[id(child)] for child in children)
+            texts[key] = _own_text(node) + sum(texts[id(child)] for child in children)
             if sizes[key] - distinct > MAX_ALIASED_VALUES:
                 raise yaml.composer.ComposerError(
                     None,
                     None,
                     f"the aliases in this value expand to more than {MAX_ALIASED_VALUES} values "
                     "(a 'billion laughs'); write the values out, or alias fewer and smaller ones",
+                    node.start_mark,
+                )
+            if texts[key] - distinct_text > MAX_ALIASED_TEXT:
+                raise yaml.composer.ComposerError(
+                    None,
+                    None,
+                    f"the aliases in this value repeat more than {MAX_ALIASED_TEXT >> 20} MiB of "
+                    "text once expanded; write the values out, or alias fewer and smaller ones",
                     node.start_mark,
                 )
             continue
@@ -132,6 +152,7 @@ def _check_expansion(root: yaml.Node) -> None:
             )
         open_nodes.add(key)
         distinct += 1
+        distinct_text += _own_text(node)
         stack.append((node, True))
         stack.extend((child, False) for child in _children(node) if id(child) not in sizes)
 
@@ -261,7 +282,7 @@ def _expected(error: Mapping[str, Any], loc: Sequence[int | str]) -> str:
     if kind in ("model_type", "dict_type", "model_attributes_type"):
         model = _model_at(loc)
         keys = f" ({', '.join(model.model_fields)})" if model else ""
-        return f"expected a mapping of keys{keys}; see python -m fabric schema"
+        return f"expected a mapping of keys{keys}; see railyard schema"
     message = str(error["msg"])
     for phrase, plain in (("Input should be ", "expected "), ("Input is not ", "not ")):
         if message.startswith(phrase):
@@ -280,9 +301,11 @@ def _field_problem(error: Mapping[str, Any]) -> Problem:
         return _secret_problem(path, secret, kind)
     if kind == "missing":
         return Problem(path, f"required but missing; {_how_to_add(loc)}")
+    if kind == "hosts_in_all":  # a count over the whole list: no one value to show
+        return Problem(path, str(error["msg"]))
     if kind == "extra_forbidden":
         model = _model_at(loc[:-1])
-        allowed = ", ".join(model.model_fields) if model else "see python -m fabric schema"
+        allowed = ", ".join(model.model_fields) if model else "see railyard schema"
         return Problem(path, f"unknown key {str(loc[-1])!r}; allowed keys: {allowed}")
     return Problem(path, f"{_expected(error, loc)}; got {_shown(error.get('input'))}")
 
@@ -299,13 +322,13 @@ def _how_to_add(loc: Sequence[int | str]) -> str:
     """How to add the missing field at ``loc``: an example, or the keys its model requires."""
     name = str(loc[-1]) if loc else "(spec)"
     if tuple(loc) in {(key,) for key in _MISSING_EXAMPLES}:
-        return f"add it, e.g. {_MISSING_EXAMPLES[name]} (python -m fabric schema has every key)"
+        return f"add it, e.g. {_MISSING_EXAMPLES[name]} (railyard schema has every key)"
     model = _model_at(loc)
     if model is not None:
         keys = [key for key, info in model.model_fields.items() if info.is_required()]
         need = f" with at least {', '.join(keys)}" if keys else ""
-        return f"add {name}:{need} (python -m fabric schema has every key)"
-    return f"add {name}: with a value (python -m fabric schema says which kind)"
+        return f"add {name}:{need} (railyard schema has every key)"
+    return f"add {name}: with a value (railyard schema says which kind)"
 
 
 def _rule_problems(error: ValidationError) -> list[Problem] | None:
@@ -469,16 +492,35 @@ def spec_from_mapping(data: Any, source: str | None = None) -> ClusterSpec:
         raise SpecError(problems_of(error, data), source) from None
 
 
-#: The largest spec file read: a 16,384-host spec with every cable declared is a few MiB.
-MAX_SPEC_BYTES = 64 << 20
+#: The largest spec file read, sized to the 10 s a command may take (issue 44: a 60 MB spec
+#: took 37 s and 279 MB to refuse under the old 64 MiB cap). PyYAML's pure-Python loader reads
+#: dense flow mappings at about 0.3 MB/s: 3 MB of them took 10.9 s and 342 MB here (16 MB, 51 s
+#: and 1.5 GB). A 100,000-host spec listing every host's SSH address is 2.7 MB.
+MAX_SPEC_BYTES = 3 << 20
+
+#: How much of a spec file is read at a time: memory grows with what arrives, and Ctrl-C
+#: stops the read between chunks (an endless device, e.g. /dev/zero, included).
+_CHUNK = 1 << 20
+
+
+def _read_capped(path: Path) -> bytearray:
+    """At most MAX_SPEC_BYTES + 1 bytes of ``path``, in chunks (the spec layer's copy of
+    ``fabric.parsers.text.read_capped``: the spec package imports no parser)."""
+    data = bytearray()
+    with path.open("rb") as handle:
+        while len(data) <= MAX_SPEC_BYTES:
+            chunk = handle.read(min(_CHUNK, MAX_SPEC_BYTES + 1 - len(data)))
+            if not chunk:
+                break
+            data += chunk
+    return data
 
 
 def _read_yaml(path: Path) -> Any:
     """Parse ``path`` as YAML, turning missing files and syntax errors into SpecError."""
     where = str(path)
     try:
-        with path.open("rb") as handle:
-            raw = handle.read(MAX_SPEC_BYTES + 1)
+        raw = _read_capped(path)
     except FileNotFoundError:
         raise SpecError(
             [Problem(where, "no such file; pass a spec or Pulumi.<stack>.yaml")]

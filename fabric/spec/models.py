@@ -29,7 +29,8 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, ValidationInfo, create_model, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
-from fabric.hostlist import expand
+from fabric.hostlist import MAX_HOSTS, HostlistError, expand
+from fabric.hostlist import count as count_hosts
 from fabric.spec.blocks import EgressSpec, Model
 from fabric.spec.constants import (
     DSCP_RANGE,
@@ -97,6 +98,16 @@ Orchestrator = Literal["slurm", "kubernetes", "both"]
 LinkSpeed = Literal["SDR", "DDR", "QDR", "FDR10", "FDR", "EDR", "HDR", "NDR", "XDR"]
 
 
+#: Upper bounds of the counts nothing else bounds (issue 44: ``gpus: 10**30`` reached the check
+#: plan). GPUs per node: the largest servers hold 8-16 (HGX, MI300X OAM); 64 leaves room. CPUs:
+#: Linux's largest NR_CPUS (8,192). Memory: 64 TiB, past any one server. Port and link rates:
+#: XDR 4x (800 Gb/s) is the fastest InfiniBand port; twice it.
+MAX_GPUS_PER_NODE = 64
+MAX_CPUS_PER_NODE = 8192
+MAX_MEMORY_MB = 64 << 20
+MAX_RATE_GBPS = 1600
+
+
 def _range_schema(bounds: tuple[int, int]) -> dict[str, int]:
     """JSON Schema bounds for a field whose range is checked by ClusterSpec's rules."""
     return {"minimum": bounds[0], "maximum": bounds[1]}
@@ -115,12 +126,18 @@ class HcaSpec(Model):
     """One host channel adapter (a ConnectX or EFA device) of a node."""
 
     device: str = Field(description="RDMA device name, e.g. mlx5_0")
-    ports: int = Field(default=1, ge=1, le=2, description="ports used on this HCA")
+    ports: int = Field(strict=True, default=1, ge=1, le=2, description="ports used on this HCA")
     link_layer: LinkLayer = "InfiniBand"
-    rate_gbps: int = Field(default=400, gt=0, description="expected port rate, e.g. 400 for 4xNDR")
+    rate_gbps: int = Field(
+        strict=True,
+        default=400,
+        gt=0,
+        le=MAX_RATE_GBPS,
+        description="expected port rate, e.g. 400 for 4xNDR",
+    )
     width: LinkWidth = "4x"
     rail: int = Field(
-        default=0, ge=0, description="rail index: which leaf of a rail-optimized unit"
+        strict=True, default=0, ge=0, description="rail index: which leaf of a rail-optimized unit"
     )
     netdev: str | None = Field(default=None, description="Ethernet netdev for RoCE, e.g. ens1f0np0")
 
@@ -130,10 +147,16 @@ class NodeGroup(Model):
 
     names: str = Field(description="host list, e.g. gpu[001-016]")
     role: NodeRole = "compute"
-    gpus: int = Field(default=0, ge=0)
+    gpus: int = Field(
+        strict=True,
+        default=0,
+        ge=0,
+        le=MAX_GPUS_PER_NODE,
+        description="GPUs per node, 0-64 (the largest servers hold 8-16)",
+    )
     gpu_type: str | None = Field(default=None, description="GRES type, e.g. h100")
-    cpus: int | None = Field(default=None, ge=1)
-    memory_mb: int | None = Field(default=None, ge=1)
+    cpus: int | None = Field(strict=True, default=None, ge=1, le=MAX_CPUS_PER_NODE)
+    memory_mb: int | None = Field(strict=True, default=None, ge=1, le=MAX_MEMORY_MB)
     hcas: list[HcaSpec] = Field(default_factory=list)
     instance_type: str | None = Field(default=None, description="cloud machine type")
 
@@ -148,28 +171,33 @@ class FatTree(Model):
     ``super_spines`` (fabric/topology/from_spec.py gives the cabling)."""
 
     kind: Literal["fat-tree"] = "fat-tree"
-    leaves: int = Field(ge=1)
-    spines: int = Field(default=0, ge=0)
-    ports_per_switch: int = Field(default=64, ge=2, le=255)
+    leaves: int = Field(strict=True, ge=1)
+    spines: int = Field(strict=True, default=0, ge=0)
+    ports_per_switch: int = Field(strict=True, default=64, ge=2, le=255)
     nodes_per_leaf: int = Field(
-        ge=1, description="host ports per leaf (per rail when rail-optimized)"
+        strict=True, ge=1, description="host ports per leaf (per rail when rail-optimized)"
     )
-    uplinks_per_leaf: int = Field(default=0, ge=0, description="links from each leaf to the spines")
+    uplinks_per_leaf: int = Field(
+        strict=True, default=0, ge=0, description="links from each leaf to the spines"
+    )
     pods: int = Field(
+        strict=True,
         default=1,
         ge=1,
         description="leaves and spines split evenly into pods; a leaf's uplinks go to its pod's spines",
     )
     super_spines: int = Field(
-        default=0, ge=0, description="third tier above the spines, joining the pods"
+        strict=True, default=0, ge=0, description="third tier above the spines, joining the pods"
     )
     uplinks_per_spine: int = Field(
-        default=0, ge=0, description="links from each spine to the super-spines"
+        strict=True, default=0, ge=0, description="links from each spine to the super-spines"
     )
     rail_optimized: bool = Field(
         default=False, description="HCA k of every node of a scalable unit goes to leaf k"
     )
-    link_rate_gbps: int = Field(default=400, gt=0, description="switch-to-switch link rate")
+    link_rate_gbps: int = Field(
+        strict=True, default=400, gt=0, le=MAX_RATE_GBPS, description="switch-to-switch link rate"
+    )
     link_width: LinkWidth = "4x"
 
 
@@ -206,6 +234,7 @@ class SubnetManager(Model):
         description="external/switch: the SM's port GUID (sminfo's sm guid), or its node GUID",
     )
     priority: int = Field(
+        strict=True,
         default=0,
         description="sm_priority, 0-15",
         json_schema_extra=_range_schema(SM_PRIORITY_RANGE),
@@ -242,25 +271,41 @@ class Partition(Model):
 class CaCongestion(Model):
     """One SL's CA congestion setting (OpenSM ``cc_ca_cong_setting_*``, one line per SL)."""
 
-    sl: int = Field(ge=0, le=15, description="service level these values apply to")
-    ccti_timer: int = Field(default=0, ge=0, le=65535, description="CCTI decrement timer")
-    ccti_increase: int = Field(default=0, ge=0, le=255, description="CCTI added per BECN")
-    trigger_threshold: int = Field(default=0, ge=0, le=255, description="CCTI that logs an event")
-    ccti_min: int = Field(default=0, ge=0, le=255, description="lowest CCTI (a rate floor)")
+    sl: int = Field(strict=True, ge=0, le=15, description="service level these values apply to")
+    ccti_timer: int = Field(
+        strict=True, default=0, ge=0, le=65535, description="CCTI decrement timer"
+    )
+    ccti_increase: int = Field(
+        strict=True, default=0, ge=0, le=255, description="CCTI added per BECN"
+    )
+    trigger_threshold: int = Field(
+        strict=True, default=0, ge=0, le=255, description="CCTI that logs an event"
+    )
+    ccti_min: int = Field(
+        strict=True, default=0, ge=0, le=255, description="lowest CCTI (a rate floor)"
+    )
 
 
 class SwitchCongestion(Model):
     """Every switch's SwitchCongestionSetting (OpenSM ``cc_sw_cong_setting_*``). Masks are
     256-bit hex (bit N: port N); the return delay is a CCT entry ``shift:multiplier``."""
 
-    control_map: int = Field(default=0, ge=0, le=0x1F, description="which fields are valid")
+    control_map: int = Field(
+        strict=True, default=0, ge=0, le=0x1F, description="which fields are valid"
+    )
     victim_mask: str = Field(default="0x0", pattern=r"^0x[0-9a-fA-F]{1,64}$")
     credit_mask: str = Field(default="0x0", pattern=r"^0x[0-9a-fA-F]{1,64}$")
-    threshold: int = Field(default=0, ge=0, le=15, description="marking aggressiveness")
-    packet_size: int = Field(default=0, ge=0, le=255, description="credits; smaller unmarked")
-    credit_starvation_threshold: int = Field(default=0, ge=0, le=15)
+    threshold: int = Field(
+        strict=True, default=0, ge=0, le=15, description="marking aggressiveness"
+    )
+    packet_size: int = Field(
+        strict=True, default=0, ge=0, le=255, description="credits; smaller unmarked"
+    )
+    credit_starvation_threshold: int = Field(strict=True, default=0, ge=0, le=15)
     credit_starvation_return_delay: str = Field(default="0:0", pattern=r"^[0-3]:\d{1,5}$")
-    marking_rate: int = Field(default=0, ge=0, le=65535, description="packets between marks")
+    marking_rate: int = Field(
+        strict=True, default=0, ge=0, le=65535, description="packets between marks"
+    )
 
 
 class CongestionControl(Model):
@@ -275,9 +320,11 @@ class CongestionControl(Model):
         pattern=r"^0x[0-9a-fA-F]{16}$",
         description="CC_Key OpenSM uses (it does not set a new one)",
     )
-    max_outstanding_mads: int = Field(default=500, ge=1, le=65535)
+    max_outstanding_mads: int = Field(strict=True, default=500, ge=1, le=65535)
     switch: SwitchCongestion = Field(default_factory=SwitchCongestion)
-    ca_port_control: int = Field(default=0, ge=0, le=1, description="0: per QP, 1: per SL/port")
+    ca_port_control: int = Field(
+        strict=True, default=0, ge=0, le=1, description="0: per QP, 1: per SL/port"
+    )
     ca: list[CaCongestion] = Field(default_factory=list, description="per-SL CA settings")
     cct: list[str] = Field(
         default_factory=list,
@@ -312,8 +359,10 @@ class InfinibandSpec(Model):
     routing_engine: Literal[
         "ftree", "updn", "minhop", "dor", "lash", "dfsssp", "sssp", "nue", "torus-2QoS"
     ] = "ftree"
-    lmc: int = Field(default=0, ge=0, le=7)
-    sweep_interval: int = Field(default=10, ge=0, description="OpenSM sweep interval, seconds")
+    lmc: int = Field(strict=True, default=0, ge=0, le=7)
+    sweep_interval: int = Field(
+        strict=True, default=10, ge=0, description="OpenSM sweep interval, seconds"
+    )
     partitions: list[Partition] = Field(default_factory=list)
     # -- routing checks, congestion control and adaptive routing (issue 26 items 4 and 5) --
     routing_imbalance: float = Field(
@@ -337,8 +386,12 @@ class PfcWatchdog(Model):
     ``pfcwd`` (200 ms / 200 ms, drop)."""
 
     enabled: bool = True
-    detection_ms: int = Field(default=200, ge=1, le=5000, description="stall detection time, ms")
-    restore_ms: int = Field(default=200, ge=1, le=60000, description="restoration time, ms")
+    detection_ms: int = Field(
+        strict=True, default=200, ge=1, le=5000, description="stall detection time, ms"
+    )
+    restore_ms: int = Field(
+        strict=True, default=200, ge=1, le=60000, description="restoration time, ms"
+    )
     action: Literal["drop", "forward", "alert"] = "drop"
 
 
@@ -348,37 +401,62 @@ class EcnQueue(Model):
     lossless mode (Cumulus ``nv set qos roce``, Onyx ``roce``: 150 KB / 1.5 MB)."""
 
     priority: int = Field(
+        strict=True,
         description="the lossless priority this queue carries, 0-7",
         json_schema_extra=_range_schema(PFC_PRIORITY_RANGE),
     )
-    min_bytes: int = Field(default=150000, ge=1000, le=12480000, description="ECN min threshold")
-    max_bytes: int = Field(default=1500000, ge=1000, le=12480000, description="ECN max threshold")
-    probability_percent: int = Field(default=100, ge=1, le=100, description="at max_bytes, %")
+    min_bytes: int = Field(
+        strict=True, default=150000, ge=1000, le=12480000, description="ECN min threshold"
+    )
+    max_bytes: int = Field(
+        strict=True, default=1500000, ge=1000, le=12480000, description="ECN max threshold"
+    )
+    probability_percent: int = Field(
+        strict=True, default=100, ge=1, le=100, description="at max_bytes, %"
+    )
 
 
 class DcqcnRp(Model):
     """DCQCN reaction point (the sender's rate limiter), ConnectX ``/sys/class/net/<if>/ecn/
     roce_rp/<name>`` and mlxconfig ``ROCE_CC_*``. Defaults: NVIDIA's DCQCN parameter table."""
 
-    rpg_time_reset: int = Field(default=300, ge=1, description="rate-increase timer, us")
-    rpg_byte_reset: int = Field(default=32767, ge=1, description="rate-increase byte counter")
-    rpg_threshold: int = Field(default=1, ge=1, le=31, description="fast-recovery stages")
-    rpg_ai_rate: int = Field(default=5, ge=1, description="additive increase, Mb/s")
-    rpg_hai_rate: int = Field(default=50, ge=1, description="hyper increase, Mb/s")
-    rpg_gd: int = Field(default=11, ge=1, le=15, description="alpha to rate-decrease factor")
-    rpg_min_dec_fac: int = Field(default=50, ge=1, le=100, description="largest decrease, %")
-    rpg_min_rate: int = Field(default=1, ge=1, description="floor rate of a QP, Mb/s")
-    rate_to_set_on_first_cnp: int = Field(default=0, ge=0, description="Mb/s; 0: no change")
-    dce_tcp_g: int = Field(default=1019, ge=0, le=1023, description="alpha update gain /1024")
-    dce_tcp_rtt: int = Field(default=1, ge=1, le=131071, description="alpha update period, us")
-    initial_alpha_value: int = Field(default=1023, ge=0, le=1023, description="/1024")
-    rate_reduce_monitor_period: int = Field(default=4, ge=1, description="between cuts, us")
+    rpg_time_reset: int = Field(
+        strict=True, default=300, ge=1, description="rate-increase timer, us"
+    )
+    rpg_byte_reset: int = Field(
+        strict=True, default=32767, ge=1, description="rate-increase byte counter"
+    )
+    rpg_threshold: int = Field(
+        strict=True, default=1, ge=1, le=31, description="fast-recovery stages"
+    )
+    rpg_ai_rate: int = Field(strict=True, default=5, ge=1, description="additive increase, Mb/s")
+    rpg_hai_rate: int = Field(strict=True, default=50, ge=1, description="hyper increase, Mb/s")
+    rpg_gd: int = Field(
+        strict=True, default=11, ge=1, le=15, description="alpha to rate-decrease factor"
+    )
+    rpg_min_dec_fac: int = Field(
+        strict=True, default=50, ge=1, le=100, description="largest decrease, %"
+    )
+    rpg_min_rate: int = Field(strict=True, default=1, ge=1, description="floor rate of a QP, Mb/s")
+    rate_to_set_on_first_cnp: int = Field(
+        strict=True, default=0, ge=0, description="Mb/s; 0: no change"
+    )
+    dce_tcp_g: int = Field(
+        strict=True, default=1019, ge=0, le=1023, description="alpha update gain /1024"
+    )
+    dce_tcp_rtt: int = Field(
+        strict=True, default=1, ge=1, le=131071, description="alpha update period, us"
+    )
+    initial_alpha_value: int = Field(strict=True, default=1023, ge=0, le=1023, description="/1024")
+    rate_reduce_monitor_period: int = Field(
+        strict=True, default=4, ge=1, description="between cuts, us"
+    )
 
 
 class DcqcnNp(Model):
     """DCQCN notification point (the receiver that sends CNPs), ``ecn/roce_np/<name>``."""
 
-    min_time_between_cnps: int = Field(default=4, ge=0, description="per QP, us")
+    min_time_between_cnps: int = Field(strict=True, default=4, ge=0, description="per QP, us")
 
 
 class Dcqcn(Model):
@@ -392,9 +470,14 @@ class PortBuffer(Model):
     """Per-port buffer of the lossless priority: headroom absorbs what is in flight after a
     pause is sent (the cable's round trip plus a frame each way)."""
 
-    cable_length_m: int = Field(default=5, ge=1, le=10000, description="host-switch cable, m")
+    cable_length_m: int = Field(
+        strict=True, default=5, ge=1, le=10000, description="host-switch cable, m"
+    )
     headroom_bytes: int | None = Field(
-        default=None, ge=1, description="lossless headroom; unset: the device computes it"
+        strict=True,
+        default=None,
+        ge=1,
+        description="lossless headroom; unset: the device computes it",
     )
 
 
@@ -405,28 +488,32 @@ class RoceSpec(Model):
 
     trust: Literal["dscp", "pcp"] = "dscp"
     rdma_dscp: int = Field(
+        strict=True,
         default=26,
         description="DSCP of RDMA traffic, 0-63",
         json_schema_extra=_range_schema(DSCP_RANGE),
     )
     pfc_priority: int = Field(
+        strict=True,
         default=3,
         description="lossless priority, 0-7",
         json_schema_extra=_range_schema(PFC_PRIORITY_RANGE),
     )
     ecn: bool = True
     cnp_dscp: int = Field(
+        strict=True,
         default=48,
         description="DSCP of congestion notification packets, 0-63",
         json_schema_extra=_range_schema(DSCP_RANGE),
     )
     cnp_priority: int = Field(
+        strict=True,
         default=6,
         description="priority / traffic class of CNPs (strict), 0-7",
         json_schema_extra=_range_schema(PFC_PRIORITY_RANGE),
     )
     roce_tos: int = Field(
-        default=106, ge=0, le=255, description="RoCE ToS for rdma_cm (DSCP<<2|ECN)"
+        strict=True, default=106, ge=0, le=255, description="RoCE ToS for rdma_cm (DSCP<<2|ECN)"
     )
     lossless_priorities: list[int] | None = Field(
         default=None,
@@ -434,7 +521,11 @@ class RoceSpec(Model):
         "(unset: [pfc_priority])",
     )
     rdma_bandwidth_percent: int = Field(
-        default=50, ge=1, le=99, description="ETS share of the RDMA class; the rest to class 0"
+        strict=True,
+        default=50,
+        ge=1,
+        le=99,
+        description="ETS share of the RDMA class; the rest to class 0",
     )
     pfc_watchdog: PfcWatchdog = Field(default_factory=PfcWatchdog)
     ecn_queues: list[EcnQueue] | None = Field(
@@ -489,7 +580,7 @@ class CableEnd(Model):
     host: str | None = None
     hca: str | None = Field(default=None, description="the host's RDMA device, e.g. mlx5_0")
     guid: str | None = Field(default=None, pattern=r"^0x[0-9a-f]{16}$")
-    port: int = Field(ge=0, le=255)
+    port: int = Field(strict=True, ge=0, le=255)
 
     @model_validator(mode="after")
     def _one_kind(self) -> CableEnd:
@@ -513,7 +604,7 @@ class FabricSpec(Model):
     """The RDMA fabric."""
 
     kind: FabricKind
-    mtu: int = Field(description="IB: 256-4096; Ethernet: 1500-9216")
+    mtu: int = Field(strict=True, description="IB: 256-4096; Ethernet: 1500-9216")
     topology: FatTree | None = None
     infiniband: InfinibandSpec | None = None
     roce: RoceSpec | None = None
@@ -545,7 +636,7 @@ class Bastion(Model):
         "(reached at its public address, the others through it)",
     )
     user: str = Field(default="root", min_length=1, description="login on the jump host")
-    port: int = Field(default=22, ge=1, le=65535)
+    port: int = Field(strict=True, default=22, ge=1, le=65535)
 
 
 class AccessSpec(Model):
@@ -597,19 +688,49 @@ class SlurmPartition(Model):
     max_time: str = "INFINITE"
 
 
+#: The most names the partitions' host lists may hold together: each host in up to ten
+#: partitions of a MAX_HOSTS-host spec (every list is expanded and checked against the hosts;
+#: one host list aliased a thousand times was 100M names: issue 44).
+MAX_PARTITION_NAMES = 10 * MAX_HOSTS
+
+
+def _counted(partitions: list[SlurmPartition]) -> int:
+    total = 0
+    for part in partitions:
+        try:
+            total += 0 if part.nodes == "ALL" else count_hosts(part.nodes)
+        except HostlistError:
+            continue  # the partition's own rule names it
+    return total
+
+
 class SlurmSpec(Model):
     """Slurm settings."""
 
     cluster_name: str | None = None
     controller: str | None = Field(default=None, description="host running slurmctld")
     partitions: list[SlurmPartition] = Field(default_factory=list)
+
+    @field_validator("partitions")
+    @classmethod
+    def _names_in_all(cls, partitions: list[SlurmPartition]) -> list[SlurmPartition]:
+        """At most MAX_PARTITION_NAMES names over every partition, counted unexpanded."""
+        if (total := _counted(partitions)) > MAX_PARTITION_NAMES:
+            raise PydanticCustomError(
+                "hosts_in_all",
+                "the partitions name {total} hosts in all; at most {most} are allowed (each "
+                "host in up to ten partitions): use ALL, or fewer and shorter host lists",
+                {"total": total, "most": MAX_PARTITION_NAMES},
+            )
+        return partitions
+
     topology_plugin: Literal["tree", "block", "yaml"] = Field(
         default="tree",
         description="tree, block (topology.conf; block needs Slurm 23.11+) or yaml "
         "(topology.yaml with a tree and a block topology; Slurm 25.05+)",
     )
     block_size: int | None = Field(
-        default=None, ge=1, description="nodes per block (block and yaml)"
+        strict=True, default=None, ge=1, description="nodes per block (block and yaml)"
     )
     munge_key: SecretRef | None = Field(
         default=None,
@@ -679,7 +800,11 @@ class NetworkOperatorSpec(Model):
         "nvidia.com/<name> (sriov)",
     )
     hca_max: int = Field(
-        default=63, ge=1, le=1000, description="rdma-shared: pods that may share one HCA"
+        strict=True,
+        default=63,
+        ge=1,
+        le=1000,
+        description="rdma-shared: pods that may share one HCA",
     )
     secondary_networks: list[SecondaryNetwork] = Field(default_factory=list)
 
@@ -725,8 +850,11 @@ class LabSpec(Model):
     """Settings for the one-machine lab (target ``lab``)."""
 
     image: str = Field(default="localhost/railyard-node", description="node image name")
-    bmc_port: int = Field(default=8000, ge=1024, le=65535, description="Redfish emulator port")
+    bmc_port: int = Field(
+        strict=True, default=8000, ge=1024, le=65535, description="Redfish emulator port"
+    )
     ibsim_port: int = Field(
+        strict=True,
         default=7070,
         ge=1024,
         le=65524,
@@ -799,16 +927,16 @@ class CounterThresholds(Model):
     """Port error counter thresholds: the increase allowed per minute; unset keeps the
     default per link rate (``fabric/verify/counters.py`` gives each default and its source)."""
 
-    symbol_errors: int | None = Field(default=None, ge=0)
-    link_error_recovery: int | None = Field(default=None, ge=0)
-    link_downed: int | None = Field(default=None, ge=0)
-    port_rcv_errors: int | None = Field(default=None, ge=0)
-    port_rcv_remote_physical_errors: int | None = Field(default=None, ge=0)
-    local_link_integrity_errors: int | None = Field(default=None, ge=0)
-    excessive_buffer_overrun_errors: int | None = Field(default=None, ge=0)
-    port_xmit_discards: int | None = Field(default=None, ge=0)
+    symbol_errors: int | None = Field(strict=True, default=None, ge=0)
+    link_error_recovery: int | None = Field(strict=True, default=None, ge=0)
+    link_downed: int | None = Field(strict=True, default=None, ge=0)
+    port_rcv_errors: int | None = Field(strict=True, default=None, ge=0)
+    port_rcv_remote_physical_errors: int | None = Field(strict=True, default=None, ge=0)
+    local_link_integrity_errors: int | None = Field(strict=True, default=None, ge=0)
+    excessive_buffer_overrun_errors: int | None = Field(strict=True, default=None, ge=0)
+    port_xmit_discards: int | None = Field(strict=True, default=None, ge=0)
     port_xmit_wait: int | None = Field(
-        default=None, ge=0, description="congestion: reported only unless set"
+        strict=True, default=None, ge=0, description="congestion: reported only unless set"
     )
 
 
@@ -817,7 +945,11 @@ class HealthSpec(Model):
     HealthCheckProgram railyard installs on every compute node (roles/node_health)."""
 
     interval: int = Field(
-        default=60, ge=0, le=86400, description="Slurm HealthCheckInterval, seconds (0: off)"
+        strict=True,
+        default=60,
+        ge=0,
+        le=86400,
+        description="Slurm HealthCheckInterval, seconds (0: off)",
     )
     node_state: list[Literal["ALLOC", "ANY", "CYCLE", "IDLE", "MIXED", "NONDRAINED_IDLE"]] = Field(
         default_factory=lambda: ["ANY"],
@@ -853,6 +985,26 @@ class ClusterSpecBase(Model):
     health: HealthSpec = Field(default_factory=HealthSpec)
     lab: LabSpec | None = None
     existing: ExistingSpec | None = None
+
+    @field_validator("nodes")
+    @classmethod
+    def _hosts_in_all(cls, nodes: list[NodeGroup]) -> list[NodeGroup]:
+        """At most MAX_HOSTS hosts over every node group together, counted before any list
+        is expanded (issue 44: 30 groups of 99,999 hosts each were expanded, 3M names)."""
+        total = 0
+        for group in nodes:
+            try:
+                total += count_hosts(group.names)
+            except HostlistError:
+                continue  # the group's own rule names it
+        if total > MAX_HOSTS:
+            raise PydanticCustomError(
+                "hosts_in_all",  # its message says it all: fabric.spec.load shows no value
+                "the node groups declare {total} hosts in all; at most {most} are allowed in "
+                "one spec: split the cluster into several stacks",
+                {"total": total, "most": MAX_HOSTS},
+            )
+        return nodes
 
     @cached_property
     def hosts(self) -> dict[str, NodeGroup]:

@@ -258,7 +258,7 @@ def check_target_blocks(c: Checker) -> None:
     for name, _ in hooks("section", "MODEL"):
         block = getattr(spec, name)
         if target == name and block is None:
-            c.add(name, f"target {target} needs the {name} block; see python -m fabric schema")
+            c.add(name, f"target {target} needs the {name} block; see railyard schema")
         if block is not None and target != name:
             c.add(name, f"the {name} block applies only to target {name}; target is {target!r}")
     # a baremetal stack over a lab datacenter marks its nodes as simulated with a lab block

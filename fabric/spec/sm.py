@@ -46,7 +46,7 @@ def sm_placeholder_problems(spec: ClusterSpec) -> list[Problem]:
     return [
         Problem(
             f"fabric.infiniband.subnet_managers[{i}].node_description",
-            "still PLACEHOLDER (python -m fabric import could not tell where the SM runs); set "
+            "still PLACEHOLDER (railyard import could not tell where the SM runs); set "
             "the master SM's node description (sminfo names its lid; smpquery nodedesc <lid>) "
             "or its port GUID (guid: sminfo's sm guid), or import with --ssh or --sminfo",
         )

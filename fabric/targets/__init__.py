@@ -63,6 +63,7 @@ TARGETS: dict[str, Target] = {
         "GcpCluster",
         frozenset({"section", "catalog", "model", "hostkeys", "handoff", "checks", "placement"}),
     ),
+    "azure": Target("AzureCluster", frozenset({"section", "catalog", "handoff"})),
 }
 
 #: The parts every target has.

@@ -375,7 +375,7 @@ def _render(spec: dict[str, Any], graph: FabricGraph, tree_note: str, sm_note: s
     fabric = dict(spec["fabric"])
     cabling = fabric.pop("cabling")
     parts = [
-        "# Written by `python -m fabric import` from an ibnetdiscover capture: "
+        "# Written by `railyard import` from an ibnetdiscover capture: "
         f"{len(graph.switches)} switches, {len(graph.cas)} CAs, {len(graph.links)} links.\n"
         "# Lines marked PLACEHOLDER hold what the capture cannot tell: set them before use.\n"
         "# target existing: a running cluster; nothing is provisioned.\n",

@@ -36,10 +36,9 @@ def only_hosts(graph: FabricGraph, hosts: Iterable[str]) -> FabricGraph:
         return out
 
     kept_leaves = host_switches({g for g, c in cas.items() if c.kind == "hca"})
+    dropped_leaves = host_switches(dropped)  # once, not per switch (issue 44: was quadratic)
     switches = {
-        g: sw
-        for g, sw in graph.switches.items()
-        if g in kept_leaves or g not in host_switches(dropped)
+        g: sw for g, sw in graph.switches.items() if g in kept_leaves or g not in dropped_leaves
     }
     alive = set(switches) | set(cas)
     links = [link for link in graph.links if link.a_guid in alive and link.b_guid in alive]

@@ -29,12 +29,19 @@ from __future__ import annotations
 
 import re
 import subprocess
+import sys
 import time
 from collections.abc import Callable, Collection, Sequence
+from pathlib import Path
 from typing import Any
 
-from fabric.parsers import dmesg_xid, nvidia_smi_nvlink, nvidia_smi_q
-from fabric.parsers.errors import ParseError
+try:  # on the node: fabric/parsers/ beside the program; on the controller: the package
+    from fabric.parsers import dmesg_xid, nvidia_smi_nvlink, nvidia_smi_q
+    from fabric.parsers.errors import ParseError
+except ImportError:  # the program run as a script from a checkout: the package is 2 folders up
+    sys.path.append(str(Path(__file__).resolve().parents[2]))
+    from fabric.parsers import dmesg_xid, nvidia_smi_nvlink, nvidia_smi_q
+    from fabric.parsers.errors import ParseError
 
 #: Seconds the nccl-tests run may take; seconds one ib_write_bw side may take.
 NCCL_TIMEOUT = 600.0

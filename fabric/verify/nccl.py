@@ -13,6 +13,7 @@ over the results of the subsets run so far, which says which subsets to run next
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
@@ -226,6 +227,12 @@ def judge_table(report: NcclTestsReport, target: BusBwTarget | None) -> tuple[li
         problems.append("nccl-tests printed no result row")
         return problems, notes
     peak = report.peak_busbw
+    if peak is not None and not math.isfinite(peak):  # no bandwidth: the harness failed
+        problems.append(
+            f"peak busbw {peak} GB/s is not a measurement (a zero or failed timing): a harness "
+            "error, not a pass; rerun nccl-tests"
+        )
+        return problems, notes
     if target is None:
         notes.append(f"peak busbw {peak} GB/s: no cited floor for this hardware, not judged")
     elif peak is None or peak < target.min_busbw:
@@ -236,6 +243,11 @@ def judge_table(report: NcclTestsReport, target: BusBwTarget | None) -> tuple[li
             + (f", read the floor at {target.size}" if largest < _bytes(target.size) else "")
         )
     return problems, notes
+
+
+def _finite(value: float | None) -> bool:
+    """A number JSON can carry (no NaN or Infinity)."""
+    return value is not None and math.isfinite(value)
 
 
 def _bytes(size: str) -> int:
@@ -276,7 +288,7 @@ def judge(
         problems=problems,
         notes=notes,
         network=network,
-        busbw=report.peak_busbw if report else None,
+        busbw=report.peak_busbw if report and _finite(report.peak_busbw) else None,
         min_busbw=target.min_busbw if target else None,
         algorithm=target.algorithm if target else None,
     )

@@ -27,7 +27,7 @@ def outcome(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, s
 
 
 def assert_one_error_line(err: str, command: str) -> None:
-    assert err.startswith(f"python -m fabric {command}: error: "), err
+    assert err.startswith(f"railyard {command}: error: "), err
     assert err.count("\n") == 1 and "Traceback" not in err, err
 
 
@@ -78,7 +78,7 @@ def test_binary_stdin_is_2_without_traceback() -> None:
         check=False,
     )
     assert done.returncode == 2 and done.stdout == b""
-    assert done.stderr.decode().startswith("python -m fabric parse: error: stdin: line 1: byte 0")
+    assert done.stderr.decode().startswith("railyard parse: error: stdin: line 1: byte 0")
     assert done.stderr.count(b"\n") == 1
 
 

@@ -159,4 +159,4 @@ def test_process_with_unwritable_stdout(argv: list[str], how: str) -> None:
             )
     err = done.stderr.decode()
     assert (done.returncode, err.count("\n")) == (2, 1), err
-    assert err.startswith(f"python -m fabric {argv[0]}: {MESSAGE}"), err
+    assert err.startswith(f"railyard {argv[0]}: {MESSAGE}"), err

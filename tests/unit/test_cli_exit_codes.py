@@ -40,7 +40,7 @@ def outcome(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, s
 
 
 def assert_one_error_line(err: str, command: str) -> None:
-    assert err.startswith(f"python -m fabric{f' {command}' if command else ''}: error: "), err
+    assert err.startswith(f"railyard{f' {command}' if command else ''}: error: "), err
     assert err.count("\n") == 1 and "Traceback" not in err, err
 
 
@@ -130,8 +130,7 @@ def test_no_command(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = outcome(capsys)
     assert (code, out) == (2, "")
     assert err == (
-        "python -m fabric: error: the following arguments are required: COMMAND; "
-        "see python -m fabric --help\n"
+        "railyard: error: the following arguments are required: COMMAND; see railyard --help\n"
     )
 
 
@@ -143,7 +142,7 @@ def test_unknown_command(capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_lab_without_subcommand(capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = outcome(capsys, "lab")
-    assert code == 2 and "LAB_COMMAND" in err and "see python -m fabric lab --help" in err
+    assert code == 2 and "LAB_COMMAND" in err and "see railyard lab --help" in err
     assert_one_error_line(err, "lab")
 
 
@@ -188,7 +187,7 @@ def test_topology_bad_spec_is_2(capsys: pytest.CaptureFixture[str], tmp_path: Pa
     assert (code, out) == (2, "")
     assert_one_error_line(err, "topology")
     assert f"{spec}: fabric.mtu: 9000 is not an InfiniBand MTU" in err
-    assert f"(and 2 more problems: python -m fabric validate --spec {spec} lists them all)" in err
+    assert f"(and 2 more problems: railyard validate --spec {spec} lists them all)" in err
 
 
 def test_run_bad_spec_is_2(capsys: pytest.CaptureFixture[str], tmp_path: Path, state: Path) -> None:
@@ -349,9 +348,7 @@ def test_lab_image_failure_is_1(
     monkeypatch.setattr(image, "ensure_image", ensure_image)
     code, out, err = outcome(capsys, "lab", "image")
     assert (code, out) == (1, "")
-    assert (
-        err == "python -m fabric lab image: error: podman build failed: no space left on device\n"
-    )
+    assert err == "railyard lab image: error: podman build failed: no space left on device\n"
 
 
 # -- Ctrl-C and bugs -----------------------------------------------------------------------
@@ -366,7 +363,7 @@ def test_interrupt_is_130(
     interrupted.__name__ = "cmd_validate"
     monkeypatch.setattr("fabric.cli.validate.cmd_validate", interrupted)
     code, _, err = outcome(capsys, "validate", "--spec", "x.yaml")
-    assert (code, err) == (130, "python -m fabric validate: error: interrupted\n")
+    assert (code, err) == (130, "railyard validate: error: interrupted\n")
 
 
 def test_a_bug_keeps_its_traceback(monkeypatch: pytest.MonkeyPatch) -> None:

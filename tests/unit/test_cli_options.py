@@ -178,17 +178,16 @@ def test_check_plan_of_a_stack(capsys: pytest.CaptureFixture[str]) -> None:
 OLD = [
     (
         ["validate", LAB],
-        f"python -m fabric validate: error: validate SPEC: a spec named without --spec is gone; "
+        f"railyard validate: error: validate SPEC: a spec named without --spec is gone; "
         f"use --spec {LAB}",
     ),
     (
         ["topology", "--from-spec", LAB],
-        "python -m fabric topology: error: --from-spec: this option is gone; use --spec FILE",
+        "railyard topology: error: --from-spec: this option is gone; use --spec FILE",
     ),
     (
         ["check", "--plan", LAB],
-        f"python -m fabric check: error: check SPEC: a spec named without --spec is gone; "
-        f"use --spec {LAB}",
+        f"railyard check: error: check SPEC: a spec named without --spec is gone; use --spec {LAB}",
     ),
 ]
 
@@ -245,7 +244,7 @@ def test_an_unknown_stack_is_2(capsys: pytest.CaptureFixture[str], command: str)
     argv = [*CONVENTION[command].argv, "--stack", "nosuch"]
     code, out, err = outcome(capsys, *argv)
     assert (code, out) == (2, "")
-    assert err.startswith(f"python -m fabric {command}: error: no stack named 'nosuch'"), err
+    assert err.startswith(f"railyard {command}: error: no stack named 'nosuch'"), err
     assert "pass one with --stack" in err and err.count("\n") == 1
     code, out, err = outcome(capsys, *argv, "--json")
     doc = json.loads(out)
@@ -263,7 +262,7 @@ def test_lab_status_of_an_unknown_stack_as_a_process() -> None:
         check=False,
     )
     assert (done.returncode, done.stdout) == (2, "")
-    assert done.stderr.startswith("python -m fabric lab status: error: no stack named 'nosuch'")
+    assert done.stderr.startswith("railyard lab status: error: no stack named 'nosuch'")
     assert done.stderr.count("\n") == 1
 
 

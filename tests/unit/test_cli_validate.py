@@ -145,7 +145,7 @@ def test_validate_missing_file_is_bad_input(
     captured = capsys.readouterr()
     assert captured.out == ""
     assert captured.err == (
-        f"python -m fabric validate: error: cannot read {tmp_path / 'none.yaml'}: "
+        f"railyard validate: error: cannot read {tmp_path / 'none.yaml'}: "
         "No such file or directory; pass a spec YAML or Pulumi.<stack>.yaml\n"
     )
 
@@ -206,7 +206,7 @@ def test_schema_output_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
 def test_validate_help_shows_examples(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit):
         main(["validate", "--help"])
-    assert "python -m fabric validate --spec examples/roce-rail.yaml" in capsys.readouterr().out
+    assert "railyard validate --spec examples/roce-rail.yaml" in capsys.readouterr().out
 
 
 def test_validate_without_a_spec_takes_the_stacks(capsys: pytest.CaptureFixture[str]) -> None:
@@ -221,4 +221,4 @@ def test_schema_unwritable_output_is_bad_input(
 ) -> None:
     assert main(["schema", "--output", str(tmp_path / "no" / "dir" / "schema.json")]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("python -m fabric schema: error: cannot access ") and "schema.json" in err
+    assert err.startswith("railyard schema: error: cannot access ") and "schema.json" in err

@@ -205,12 +205,12 @@ def test_imported_spec_validates_but_pulumi_up_refuses_its_placeholders(
     assert [(p.path, p.message) for p in refused.value.problems] == [
         (
             "existing.ssh",
-            "gpu[01-08],sm[1-2]: still PLACEHOLDER (written by python -m fabric import); set "
+            "gpu[01-08],sm[1-2]: still PLACEHOLDER (written by railyard import); set "
             "each node's [user@]address[:port] before pulumi up",
         ),
         (  # a capture alone does not say where the SM runs: never a railyard OpenSM
             "fabric.infiniband.subnet_managers[0].node_description",
-            "still PLACEHOLDER (python -m fabric import could not tell where the SM runs); set "
+            "still PLACEHOLDER (railyard import could not tell where the SM runs); set "
             "the master SM's node description (sminfo names its lid; smpquery nodedesc <lid>) "
             "or its port GUID (guid: sminfo's sm guid), or import with --ssh or --sminfo",
         ),

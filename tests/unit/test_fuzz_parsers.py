@@ -144,4 +144,4 @@ def test_parse_command_survives_any_bytes(tool: str, data: bytes) -> None:
         assert json.loads(out.getvalue()) is not None and err.getvalue() == ""
     else:
         assert (code, out.getvalue(), err.getvalue().count("\n")) == (2, "", 1), err.getvalue()
-        assert err.getvalue().startswith("python -m fabric parse: error: ")
+        assert err.getvalue().startswith("railyard parse: error: ")

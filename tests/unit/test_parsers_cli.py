@@ -36,14 +36,14 @@ def test_parse_error_is_bad_input_exit_2(capsys: pytest.CaptureFixture[str]) -> 
     code = main(["parse", "ibstat", str(FIXTURES / "show_gids__magnate3__1.txt")])
     captured = capsys.readouterr()
     assert (code, captured.out, captured.err.count("\n")) == (2, "", 1)
-    assert captured.err.startswith("python -m fabric parse: error: ibstat: line 1: expected ")
+    assert captured.err.startswith("railyard parse: error: ibstat: line 1: expected ")
 
 
 def test_unknown_tool_lists_valid_ones(capsys: pytest.CaptureFixture[str]) -> None:
     code = main(["parse", "ibnope", str(FIXTURES / "ibstat__gpud__1.txt")])
     err = capsys.readouterr().err
     assert (code, "valid tools:" in err, "perfquery" in err) == (2, True, True)
-    assert err.startswith("python -m fabric parse: error: unknown tool 'ibnope'")
+    assert err.startswith("railyard parse: error: unknown tool 'ibnope'")
 
 
 def test_missing_file_exits_2(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
@@ -51,7 +51,7 @@ def test_missing_file_exits_2(capsys: pytest.CaptureFixture[str], tmp_path: Path
     err = capsys.readouterr().err
     assert (
         code,
-        err.startswith(f"python -m fabric parse: error: cannot read {tmp_path / 'absent.txt'}:"),
+        err.startswith(f"railyard parse: error: cannot read {tmp_path / 'absent.txt'}:"),
     ) == (2, True)
 
 

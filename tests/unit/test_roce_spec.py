@@ -170,7 +170,7 @@ def test_every_roce_problem_reported_at_once() -> None:
     data = base("roce")
     set_path(data, "fabric.roce.pfc_watchdog", {"detection_ms": 400, "restore_ms": 200})
     set_path(data, "fabric.roce.cnp_priority", 3)
-    set_path(data, "fabric.roce.ecn_queues", [{"priority": 3, "min_bytes": 9e6}])
+    set_path(data, "fabric.roce.ecn_queues", [{"priority": 3, "min_bytes": 9_000_000}])
     paths = [p.path for p in problems(data)]
     assert paths == [
         "fabric.roce.cnp_priority",

@@ -154,7 +154,7 @@ def test_malformed_host_list_does_not_cascade() -> None:
 def test_field_errors_are_reported_together() -> None:
     data = base("lab")
     set_path(data, "fabric.topology.leaves", 0)
-    set_path(data, "target", "azure")
+    set_path(data, "target", "oci")
     set_path(data, "bogus", 1)
     assert {path for path, _ in problems(data)} == {"fabric.topology.leaves", "target", "bogus"}
 
@@ -183,7 +183,7 @@ def test_mixed_field_problems_come_before_rule_problems() -> None:
 
 def test_mixed_rule_message_names_value_and_fix() -> None:
     data = base("roce")
-    set_path(data, "target", "azure")
+    set_path(data, "target", "oci")
     set_path(data, "fabric.roce.pfc_priority", 8)
     assert Problem(
         "fabric.roce.pfc_priority", "8 is outside the PFC priority range 0-7"

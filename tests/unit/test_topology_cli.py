@@ -24,6 +24,32 @@ def test_from_spec_tree(capsys: pytest.CaptureFixture[str]) -> None:
     assert code == 0 and "SwitchName=spine01 Switches=leaf[01-02]\n" in out
 
 
+@pytest.mark.parametrize("plugin", ["tree", "block", "yaml"])
+@pytest.mark.parametrize(
+    "source", [["--spec", str(REPO_ROOT / "Pulumi.lab.yaml")], ["--stack", "lab"]]
+)
+def test_from_spec_is_the_handoffs_file_for_the_slurm_nodes(
+    capsys: pytest.CaptureFixture[str], plugin: str, source: list[str]
+) -> None:
+    """A spec's topology names the Slurm nodes only (the compute nodes, as the hand-off writes
+    slurm.conf and topology.conf), not sm[1-2], which slurmctld would refuse; ``--nodes``
+    still picks any hosts."""
+    from fabric.handoff.vars import slurm_topology_vars
+    from fabric.spec import load_spec
+
+    spec = load_spec(REPO_ROOT / "Pulumi.lab.yaml")
+    handoff = slurm_topology_vars(
+        spec.model_copy(
+            update={"slurm": spec.slurm.model_copy(update={"topology_plugin": plugin})}
+        ),
+        spec.hosts_with_role("compute"),
+    )["slurm_topology_conf"]
+    code, out, _ = run(capsys, *source, "--plugin", plugin)
+    assert (code, out) == (0, handoff) and "gpu[06-08]" in out and "sm" not in out
+    code, out, _ = run(capsys, *source, "--nodes", "gpu[01-08],sm[1-2]")
+    assert code == 0 and "SwitchName=leaf02 Nodes=gpu[06-08],sm[1-2]\n" in out
+
+
 def test_from_ibnetdiscover_block(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run(
         capsys,
@@ -70,7 +96,7 @@ def test_bad_ibnetdiscover_reports_the_line(capsys: pytest.CaptureFixture[str]) 
         capsys, "--from-ibnetdiscover", str(FIXTURES / "ibnetdiscover_p__ibsim_quirks__1.txt")
     )
     assert code == 2 and "line 1" in err and "without -p" in err
-    assert err.startswith("python -m fabric topology: error: ") and err.count("\n") == 1
+    assert err.startswith("railyard topology: error: ") and err.count("\n") == 1
 
 
 def test_block_size_too_big_names_the_fix(capsys: pytest.CaptureFixture[str]) -> None:
@@ -83,7 +109,8 @@ def test_block_size_too_big_names_the_fix(capsys: pytest.CaptureFixture[str]) ->
         "--block-size",
         "6",
     )
-    assert code == 2 and "use --block-size 5 or less" in err
+    # a spec's blocks hold its Slurm nodes: leaf02's are gpu[06-08] (sm[1-2] are no Slurm nodes)
+    assert code == 2 and "use --block-size 3 or less" in err
 
 
 def test_missing_file(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
@@ -105,9 +132,7 @@ def test_nodes_keeps_only_the_slurm_hosts(capsys: pytest.CaptureFixture[str]) ->
 def test_nodes_bad_hostlist_names_it(capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = run(capsys, "--spec", str(REPO_ROOT / "Pulumi.lab.yaml"), "--nodes", "gpu[01-")
     assert (
-        code == 2
-        and err.startswith("python -m fabric topology: error: --nodes: ")
-        and "gpu[01-" in err
+        code == 2 and err.startswith("railyard topology: error: --nodes: ") and "gpu[01-" in err
     ), err
 
 
@@ -121,7 +146,7 @@ def test_block_size_below_one(capsys: pytest.CaptureFixture[str]) -> None:
         "--block-size",
         "0",
     )
-    assert (code, err) == (2, "python -m fabric topology: error: --block-size must be 1 or more\n")
+    assert (code, err) == (2, "railyard topology: error: --block-size must be 1 or more\n")
 
 
 def test_bad_spec_is_bad_input_in_one_line(
@@ -135,9 +160,9 @@ def test_bad_spec_is_bad_input_in_one_line(
     code, out, err = run(capsys, "--spec", str(spec))
     assert (code, out, err.count("\n")) == (2, "", 1)
     assert err.startswith(
-        f"python -m fabric topology: error: {spec}: fabric.mtu: 9000 is not an InfiniBand MTU"
+        f"railyard topology: error: {spec}: fabric.mtu: 9000 is not an InfiniBand MTU"
     )
-    assert f"(and 1 more problem: python -m fabric validate --spec {spec} lists them all)" in err
+    assert f"(and 1 more problem: railyard validate --spec {spec} lists them all)" in err
 
 
 def test_missing_spec_is_bad_input(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
@@ -151,7 +176,7 @@ def test_missing_spec_is_bad_input(capsys: pytest.CaptureFixture[str], tmp_path:
 def _refused(capsys: pytest.CaptureFixture[str], path: Path, *argv: str) -> str:
     code, out, err = run(capsys, "--from-ibnetdiscover", str(path), *argv)
     assert (code, out) == (2, "")
-    assert err.startswith("python -m fabric topology: error: ") and err.count("\n") == 1
+    assert err.startswith("railyard topology: error: ") and err.count("\n") == 1
     return err
 
 
@@ -503,7 +528,7 @@ def test_missing_files_directories_and_fifos_get_the_clis_answer(
         argv = ["topology", "--from-ibnetdiscover", str(path)]
         assert _shortcut(argv, capsys) == (None, "")
         code, out, err = _same_as_the_cli(argv)
-        assert code == 2 and out == b"" and err.startswith(b"python -m fabric topology: error: ")
+        assert code == 2 and out == b"" and err.startswith(b"railyard topology: error: ")
     fifo = tmp_path / "capture.fifo"  # text the writer declines: the CLI must be able to read it
     os.mkfifo(fifo)
     argv = ["topology", "--from-ibnetdiscover", str(fifo)]

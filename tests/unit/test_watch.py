@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -262,7 +263,9 @@ def start(tmp_path: Path, *extra: str) -> tuple[subprocess.Popen[str], int]:
     port = free_port()
     argv = [sys.executable, "-m", "fabric", "watch", "--stack", "wt"]
     argv += ["--spec", str(REPO_ROOT / "Pulumi.lab.yaml"), "--port", str(port), *extra]
-    proc = subprocess.Popen(argv, env=env, cwd=REPO_ROOT, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        argv, env=env, cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
     return proc, port
 
 
@@ -303,6 +306,22 @@ def test_textfile_once(tmp_path: Path) -> None:
     proc, _ = start(tmp_path, "--textfile", str(target), "--once")
     assert proc.wait(timeout=60) == 0, proc.stderr.read() if proc.stderr else ""
     assert 'railyard_watch_scrape_error{source="sminfo",stack="wt"} 1.0' in target.read_text()
+
+
+def test_once_without_textfile_prints_the_metrics_and_serves_nothing(tmp_path: Path) -> None:
+    """``watch --once`` alone prints the one reading's metrics on stdout (the text format the
+    endpoint serves), exit 0, and opens no port."""
+    proc, port = start(tmp_path, "--once")
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    got = values(out)
+    errors = {
+        dict(k[1])["source"]: v for k, v in got.items() if k[0] == "railyard_watch_scrape_error"
+    }
+    assert errors == {"ibnetdiscover": 1.0, "sminfo": 1.0, "perfquery": 1.0, "checks": 0.0}
+    assert got[("railyard_watch_scrapes", (("stack", "wt"),))] == 1.0
+    with socket.socket() as probe:
+        assert probe.connect_ex(("127.0.0.1", port)) != 0, "--once served on its port"
 
 
 @pytest.mark.parametrize(

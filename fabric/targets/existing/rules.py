@@ -189,7 +189,7 @@ def existing_placeholder_problems(spec: ClusterSpec) -> list[Problem]:
     return [
         Problem(
             "existing.ssh",
-            f"{compress(held)}: still PLACEHOLDER (written by python -m fabric import); set "
+            f"{compress(held)}: still PLACEHOLDER (written by railyard import); set "
             "each node's [user@]address[:port] before pulumi up",
         ),
         *sm_placeholder_problems(spec),

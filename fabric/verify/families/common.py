@@ -17,7 +17,8 @@ if TYPE_CHECKING:
 
 def _fabric_hosts(plan: CheckPlan) -> list[str]:
     """Selected hosts with HCAs, in declaration order."""
-    return [h for h, g in plan.spec.hosts.items() if g.hcas and h in plan.hosts]
+    selected = set(plan.hosts)
+    return [h for h, g in plan.spec.hosts.items() if g.hcas and h in selected]
 
 
 def _hca_ports(plan: CheckPlan) -> list[HcaPort]:

@@ -25,6 +25,7 @@ def _roce_hops(plan: CheckPlan) -> list[SwitchHop]:
     if plan.spec.fabric.kind != "roce":
         return []
     netdevs = dict(plan.netdevs)
+    selected = set(plan.hosts)
     return [
         SwitchHop(
             host=port.host,
@@ -35,7 +36,7 @@ def _roce_hops(plan: CheckPlan) -> list[SwitchHop]:
         for switch in plan.spec.fabric.switches
         if switch.manage and switch.os == "linux"
         for port in switch.ports
-        if port.host in plan.hosts and (port.netdev or port.host in netdevs)
+        if port.host in selected and (port.netdev or port.host in netdevs)
     ]
 
 

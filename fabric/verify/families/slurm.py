@@ -22,9 +22,13 @@ ORDER = 90
 def _slurm_nodes(plan: CheckPlan) -> list[str]:
     """Nodes Slurm must report idle or allocated (members of a Slurm partition)."""
     names: list[str] = []
+    seen: set[str] = set()  # ``names`` before this partition's (sets: issue 44, plans linear)
+    selected = set(plan.hosts)
     for part in plan.spec.slurm.partitions:
         members = list(plan.spec.hosts) if part.nodes == "ALL" else expand(part.nodes)
-        names += [n for n in members if n in plan.hosts and n not in names]
+        added = [n for n in members if n in selected and n not in seen]
+        names += added
+        seen.update(added)
     return names
 
 
@@ -55,7 +59,7 @@ def _provider_topology(plan: CheckPlan) -> list[ProviderTopology]:
     region, nodes = _region(plan), plan.spec.hosts_with_role("compute")
     if region is None or plan.slurm_controller is None or not nodes:
         return []
-    if any(n not in plan.hosts for n in nodes):
+    if not set(nodes) <= set(plan.hosts):
         return []
     return [
         ProviderTopology(

@@ -31,10 +31,11 @@ def _swept_cables(plan: CheckPlan) -> list[SweptCable]:
         return []
     from fabric.verify.sweep_judge import cable_ids
 
+    selected = set(plan.hosts)
     return [
         SweptCable(link=c.link, port=c.port, host=c.host)
         for c in cable_ids(plan.expected_graph)
-        if c.host is None or c.host in plan.hosts
+        if c.host is None or c.host in selected
     ]
 
 
