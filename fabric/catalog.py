@@ -28,9 +28,15 @@ from dataclasses import dataclass
 #   "24GB/s inter-node" (sjeaugey, NVIDIA/nccl issue 412, 2023-04-24). The floor railyard
 #   judges is 96 % of that peak (NDR: 46.08 GB/s per NIC, the "46-48 GB/s" of NVIDIA's
 #   guidance), per NIC of the node.
-# - Per rail, ``ib_write_bw --use_cuda`` (GPUDirect RDMA) between two nodes: Azure's
-#   ``check_ib_bw_gdr 380`` (NDR 400, ``nd96isr_h100_v5.conf`` above) and ``check_ib_bw_gdr
-#   185.0`` (HDR 200, ``nd96amsr_a100_v4.conf`` above), in Gb/s.
+# - Per rail, ``ib_write_bw --use_cuda`` (GPUDirect RDMA), per GPU type, in Gb/s: Azure's
+#   ``check_ib_bw_gdr 380`` (H100, NDR 400, ``nd96isr_h100_v5.conf`` above), ``check_ib_bw_gdr
+#   360`` (H200, ``nd96isr_h200_v5.conf`` above) and ``check_ib_bw_gdr 185.0`` (A100, HDR 200,
+#   ``nd96amsr_a100_v4.conf`` above). The test that number holds for is NHC's
+#   ``customTests/azure_ib_write_bw_gdr.nhc`` (commit 0078044d3a838a45a89649836d61ebd1b000e3ae):
+#   ``ib_write_bw -p PORT -s 8388608 -x 0 -F --report_gbits --perform_warm_up --use_cuda=IDX
+#   -d DEV`` under ``numactl -N NODE -m NODE`` (the HCA's NUMA node), a loopback per HCA, each
+#   HCA on its own port (18510 ...), and the statistic is the row of the 8 MiB message's
+#   fourth column, ``BW average[Gb/sec]``. :data:`GPUDIRECT_WRITE` is that command.
 
 
 @dataclass(frozen=True)
@@ -82,11 +88,38 @@ NIC_PEAK_BUSBW: dict[int, tuple[float, str]] = {
 #: The share of NVIDIA's per-NIC peak a multi-node run must reach (NDR: 46.08 GB/s per NIC).
 NIC_FLOOR_SHARE = 0.96
 
-#: Link rate (Gb/s) -> ib_write_bw --use_cuda floor (Gb/s) per rail, and its source.
+#: Link rate (Gb/s) -> ib_write_bw --use_cuda floor (Gb/s) per rail, and its source: where the
+#: GPU type is not known (the H100 and A100 numbers of the rates they ship with).
 GPUDIRECT_WRITE_FLOOR: dict[int, tuple[float, str]] = {
     400: (380.0, f"{_AZURE_NHC} conf/nd96isr_h100_v5.conf @ 7e6ac779: check_ib_bw_gdr 380"),
     200: (185.0, f"{_AZURE_NHC} conf/nd96amsr_a100_v4.conf @ 2a20aecf: check_ib_bw_gdr 185.0"),
 }
+
+#: (GPU type, link rate) -> ib_write_bw --use_cuda floor (Gb/s) per rail, and its source:
+#: NHC's per-SKU configuration (its H200 SKU is given 360 on the NDR rail its H100 gets 380 on).
+GPUDIRECT_WRITE_FLOOR_BY_GPU: dict[tuple[str, int], tuple[float, str]] = {
+    ("h100", 400): GPUDIRECT_WRITE_FLOOR[400],
+    ("h200", 400): (
+        360.0,
+        f"{_AZURE_NHC} conf/nd96isr_h200_v5.conf @ 13fa400b: check_ib_bw_gdr 360",
+    ),
+    ("a100", 200): GPUDIRECT_WRITE_FLOOR[200],
+}
+
+#: The message size (bytes) the floors hold at: NHC's MESSAGE_SIZE.
+GPUDIRECT_MESSAGE_SIZE = 8388608
+
+#: The GPUDirect write test as NHC runs it (``azure_ib_write_bw_gdr.nhc`` @ 0078044d): one
+#: 8 MiB message size, every iteration timed (``-F``: no CPU-frequency refusal), a warm-up
+#: pass first, Gb/s; the floor is read from the ``BW average`` column of that row.
+GPUDIRECT_WRITE = (
+    "-s",
+    str(GPUDIRECT_MESSAGE_SIZE),
+    "-F",
+    "--perform_warm_up",
+    "--report_gbits",
+)
+GPUDIRECT_STATISTIC = "BW average at 8 MiB (-s 8388608 -F --perform_warm_up)"
 
 
 def single_node_allreduce(gpu_type: str | None, gpus: int) -> BusBwTarget | None:
@@ -110,6 +143,10 @@ def multi_node_allreduce(rate_gbps: int, nics: int) -> BusBwTarget | None:
     )
 
 
-def gpudirect_write_floor(rate_gbps: int) -> tuple[float, str] | None:
-    """The per-rail ib_write_bw --use_cuda floor (Gb/s) and its source, or None."""
+def gpudirect_write_floor(rate_gbps: int, gpu_type: str | None = None) -> tuple[float, str] | None:
+    """The per-rail ib_write_bw --use_cuda floor (Gb/s) and its source, or None: the GPU type's
+    at this link rate (NHC's per-SKU number) where it has one, else the link rate's."""
+    by_gpu = GPUDIRECT_WRITE_FLOOR_BY_GPU.get(((gpu_type or "").lower(), rate_gbps))
+    if by_gpu is not None:
+        return by_gpu
     return GPUDIRECT_WRITE_FLOOR.get(rate_gbps)

@@ -23,7 +23,7 @@ STATE_DIR_ENV = "RAILYARD_STATE_DIR"
 ARTIFACTS_ROOT = REPO_ROOT / "artifacts"
 #: The stack every command names when none is given (``--stack``), the Makefile's ``STACK``.
 DEFAULT_STACK = "lab"
-#: The lab stack's secrets passphrase: fixed and public (README, "Secrets"); any other stack's
+#: The lab stack's secrets passphrase: fixed and public (docs/targets.md, "State and secrets"); any other stack's
 #: is ``StateLayout.passphrase``.
 LAB_PASSPHRASE = "railyard-lab"
 #: The variables that give Pulumi a passphrase; a caller that set one keeps it.

@@ -123,7 +123,7 @@ def slow_config(spec: ClusterSpec, host: str) -> dict[str, Any]:
         }
     rails = []
     for rail in gpu_rails(spec, [host]):
-        floor = gpudirect_write_floor(rail.rate_gbps)
+        floor = gpudirect_write_floor(rail.rate_gbps, gpus_of(spec, host)[1])
         if floor is not None:
             rails.append(
                 {"device": rail.device, "gpu": rail.gpu, "min_gbps": floor[0], "source": floor[1]}

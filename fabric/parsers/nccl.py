@@ -12,7 +12,13 @@ own lines, in between). What railyard judges (``fabric.verify.nccl``) is read he
 - the plugins: ``Initialized NET plugin X``, ``Failed to initialize NET plugin IB``,
   aws-ofi-nccl's ``NET/OFI Selected Provider is efa (found 16 nics)`` and its version
   (``NET/OFI Initializing aws-ofi-nccl 1.9.1-aws``);
-- every ``NCCL WARN`` message.
+- every ``NCCL WARN`` message;
+- why NCCL did not use a network, in its own words: a variable ``set by environment``
+  (``NCCL_IB_DISABLE set by environment to 1.``), a plugin it could not load
+  (``NET/Plugin: Could not find: libnccl-net.so``, ``NET/Plugin : No plugin found
+  (libnccl-net.so)``, ``Plugin load (libnccl-net.so) returned 2 : ...``) and the rdma-core
+  symbols missing from ``libmlx5`` (``dlvsym failed on mlx5dv_reg_dmabuf_mr``: rdma-core too old
+  for dma-buf).
 
 Lines that are not NCCL's (an nccl-tests table, a program's prints) are skipped; text with no
 NCCL line at all is not an NCCL log.
@@ -52,6 +58,14 @@ _CHANNEL = re.compile(r" via NET/(?P<net>[^/]+)/(?P<dev>\d+)(?:/(?P<flags>\S+))?
 _PLUGIN_OK = re.compile(r"^(?:Initialized|Assigned) NET plugin (?P<name>\S+)")
 _PLUGIN_FAIL = re.compile(r"^Failed to initialize NET plugin (?P<name>\S+)")
 _PLUGIN_PATH = re.compile(r"^(?:Plugin Path|NET/Plugin\s*: Loaded \w+ plugin)\s*:?\s*(?P<path>\S+)")
+_ENV_SET = re.compile(r"^(?P<name>NCCL_\w+) set by environment to (?P<value>.*?)\.?\s*$")
+#: A NET plugin NCCL looked for and did not load: 2.19+ ``NET/Plugin: Could not find: X``,
+#: older ``NET/Plugin : No plugin found (X)`` and ``Plugin load (X) returned N : ...``.
+_NET_PLUGIN_MISSING = re.compile(
+    r"^NET/Plugin\s*:\s*(?:Could not find:\s*(?P<a>\S+?)\.?$|.*?No plugin found \((?P<b>[^)]+)\)"
+    r"|Plugin load \((?P<c>[^)]+)\) returned)"
+)
+_DLVSYM = re.compile(r"^dlvsym failed on (?P<symbol>\w+)")
 _OFI_INIT = re.compile(r"NET/OFI Initializing aws-ofi-nccl (?P<version>\S+)")
 _OFI = re.compile(
     r"NET/OFI Selected [Pp]rovider is (?P<provider>[\w-]+)(?:.*?found (?P<nics>\d+) nics?)?"
@@ -106,6 +120,11 @@ class NcclLog(ToolResult):
     ofi_nics: int | None = None
     ofi_nccl_version: str | None = None  # aws-ofi-nccl's "NET/OFI Initializing aws-ofi-nccl X"
     warnings: list[str] = []
+    env: dict[
+        str, str
+    ] = {}  # "NCCL_IB_DISABLE set by environment to 1." -> {"NCCL_IB_DISABLE": "1"}
+    net_plugins_missing: list[str] = []  # "NET/Plugin: Could not find: libnccl-net.so"
+    missing_symbols: list[str] = []  # "dlvsym failed on mlx5dv_reg_dmabuf_mr" (rdma-core too old)
 
 
 def _add(items: list[str], value: str) -> None:
@@ -126,6 +145,9 @@ def parse(text: str) -> NcclLog:
     bad_plugins: list[str] = []
     paths: list[str] = []
     warnings: list[str] = []
+    env: dict[str, str] = {}
+    missing_plugins: list[str] = []
+    symbols: list[str] = []
     seen = False
     for _, line in lines(text):
         if version := _VERSION.search(line):
@@ -140,6 +162,15 @@ def parse(text: str) -> NcclLog:
         message = match["msg"].strip()
         if match["level"] == "WARN":
             _add(warnings, message)
+            continue
+        if setting := _ENV_SET.match(message):
+            env.setdefault(setting["name"], setting["value"].strip())
+            continue
+        if missing := _NET_PLUGIN_MISSING.match(message):
+            _add(missing_plugins, missing["a"] or missing["b"] or missing["c"])
+            continue
+        if symbol := _DLVSYM.match(message):
+            _add(symbols, symbol["symbol"])
             continue
         if net := _NETWORK.match(message):
             _add(networks, net["net"])
@@ -205,5 +236,8 @@ def parse(text: str) -> NcclLog:
         "plugins_failed": bad_plugins,
         "plugin_paths": paths,
         "warnings": warnings,
+        "env": env,
+        "net_plugins_missing": missing_plugins,
+        "missing_symbols": symbols,
     }
     return build(TOOL, NcclLog, data, text=text)

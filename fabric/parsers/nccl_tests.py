@@ -84,6 +84,17 @@ class NcclTestsReport(ToolResult):
     peak_busbw: float | None = None
     wrong: int = 0
 
+    @property
+    def rank_count(self) -> int:
+        """Distinct ranks the header lists (sixteen one-rank runs list ``Rank 0`` sixteen
+        times: one rank)."""
+        return len({r.rank for r in self.ranks})
+
+    @property
+    def rank_hosts(self) -> list[str]:
+        """The distinct hosts of the header's ``Rank N ... on HOST`` lines, in order."""
+        return list(dict.fromkeys(r.host for r in self.ranks))
+
 
 #: A measured value as nccl-tests prints it (``%7.2f``, ``%6.0e``): finite, a decimal point.
 _NUMBER = re.compile(r"^[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?$")

@@ -4,7 +4,10 @@ The header row names the devices (``GPU0 ... NIC0 ...``, or ``mlx5_0 ...`` on ol
 and then ``CPU Affinity``, ``NUMA Affinity``, ``GPU NUMA ID``; one row per device holds its
 relation to each (``X``, ``SYS``, ``NODE``, ``PHB``, ``PXB``, ``PIX``, ``NV#``) and its
 affinities. The ``NIC Legend`` maps ``NIC0`` to its RDMA device (``mlx5_0``). The header may
-carry ANSI underline codes (as printed on a terminal); they are dropped.
+carry ANSI underline codes (as printed on a terminal); they are dropped. Lines before the
+header (a shell prompt, a driver warning) are kept as ``preamble``, not read. ``nvidia-smi
+topo -p2p`` output (its legend ``OK = Status Ok``, ``CNS``, ``GNS`` ...) is refused: it has
+the same shape and says nothing about PCIe paths.
 """
 
 from __future__ import annotations
@@ -20,6 +23,8 @@ _DEVICE = re.compile(r"^(?:GPU\d+|NIC\d+|mlx\d+_\S+|\w+\d+)$")
 _RELATION = re.compile(r"^(?:X|SYS|NODE|PHB|PXB|PIX|NV\d+|SOC)$")
 _LEGEND = re.compile(r"^\s*(?:Legend:|NIC Legend:|X\s+=|[A-Z#]+\s+=\s)")
 _NIC_NAME = re.compile(r"^\s*(?P<nic>NIC\d+):\s*(?P<name>\S+)\s*$")
+#: The legend of ``nvidia-smi topo -p2p r|w|n|a|p``: peer-to-peer status, not ``topo -m``.
+_P2P_LEGEND = re.compile(r"^\s*(?:OK\s+=\s+Status Ok|CNS\s+=\s+Chipset not supported)")
 
 
 class TopoRow(Model):
@@ -37,6 +42,7 @@ class NvidiaSmiTopo(ToolResult):
     columns: list[str] = []
     rows: list[TopoRow] = []
     nic_names: dict[str, str] = {}
+    preamble: list[str] = []
 
     @property
     def gpus(self) -> list[str]:
@@ -61,11 +67,20 @@ def parse(text: str) -> NvidiaSmiTopo:
     columns: list[str] = []
     rows: list[dict[str, object]] = []
     names: dict[str, str] = {}
+    preamble: list[str] = []
     legend = False
     for lineno, raw in lines(text):
         line = _ANSI.sub("", raw)
         if not line.strip():
             continue
+        if _P2P_LEGEND.match(line):
+            raise ParseError(
+                TOOL,
+                lineno,
+                "nvidia-smi topo -m's legend (this is 'nvidia-smi topo -p2p' output: peer-to-peer "
+                "status, not the PCIe paths)",
+                line,
+            )
         if match := _NIC_NAME.match(line):
             names[match["nic"]] = match["name"]
             legend = True
@@ -98,12 +113,14 @@ def parse(text: str) -> NvidiaSmiTopo:
                 }
             )
             continue
+        if not columns and not rows and not legend:  # before the header: not the matrix
+            preamble.append(line.strip())
+            continue
         if not legend:
             raise ParseError(
                 TOOL, lineno, "the 'GPU0 ...' header, a device row or the legend", line
             )
     if not columns and not names:
         raise ParseError(TOOL, 0, "the 'GPU0 ... CPU Affinity' header row")
-    return build(
-        TOOL, NvidiaSmiTopo, {"columns": columns, "rows": rows, "nic_names": names}, text=text
-    )
+    data = {"columns": columns, "rows": rows, "nic_names": names, "preamble": preamble}
+    return build(TOOL, NvidiaSmiTopo, data, text=text)

@@ -26,6 +26,29 @@ _ROW = re.compile(r"^\s*\d+\s+\d+\s+[\d.]+")
 _SETTING = re.compile(r"([A-Za-z][A-Za-z0-9_.* ]*?)\s*:\s*(\S+)")
 _WARNING = re.compile(r"^\s*(Conflicting CPU frequency|libibverbs: Warning|Warning)", re.I)
 _FAILURE = re.compile(r"couldn't|failed|error|unable|cannot|can't|retry exceeded", re.I)
+#: A perftest built without CUDA refusing ``--use_cuda``: releases whose option table holds it
+#: only under ``HAVE_CUDA`` leave it to getopt (``ib_write_bw: unrecognized option
+#: '--use_cuda=0'``, Debian bookworm's 4.5+0.17), later ones (the memory types of 2022-12,
+#: ``src/perftest_parameters.c``) print `` Unsupported memory type``.
+_NO_CUDA = re.compile(r"unrecognized option '--use_cuda|^\s*Unsupported memory type\s*$")
+
+
+_USAGE_CUDA = re.compile(r"^\s+--use_cuda=<", re.M)
+
+
+def usage_has_cuda(text: str) -> bool | None:
+    """Whether a perftest's usage (``ib_write_bw -h``) offers ``--use_cuda=<cuda device id>``:
+    it lists it only when built with CUDA (``#ifdef HAVE_CUDA`` in older releases,
+    ``cuda_memory_supported()`` in later ones). None: not a usage text."""
+    if "Usage:" not in text:
+        return None
+    return bool(_USAGE_CUDA.search(text))
+
+
+def cuda_unsupported(text: str) -> str | None:
+    """The line by which a perftest built without CUDA refused ``--use_cuda``, or None: the
+    harness's problem (install a CUDA-built perftest), never the fabric's."""
+    return next((line.strip() for _, line in lines(text) if _NO_CUDA.search(line)), None)
 
 
 class Endpoint(Model):
@@ -137,7 +160,11 @@ def _finish(run: dict[str, object]) -> dict[str, object]:
 
 
 def parse(text: str) -> PerftestReport:
-    """Parse perftest output."""
+    """Parse perftest output (one that refused ``--use_cuda`` is not ok, the refusal its reason:
+    the usage text after it is not read)."""
+    if refused := cuda_unsupported(text):
+        reason = f"perftest built without CUDA: {refused}"
+        return build(TOOL, PerftestReport, {"ok": False, "reason": reason, "runs": []}, text=text)
     runs: list[dict[str, object]] = []
     warnings: list[str] = []
     failures: list[str] = []

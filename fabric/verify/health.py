@@ -12,7 +12,7 @@ It reads its expectations from a JSON file the hand-off writes from the spec
 active MTU, and the cable's switch end. Per port it runs ``smpquery portinfo`` (state, width,
 speed, MTU, SM LID), ``perfquery`` on the port and on the switch port at the other end of its
 cable, and once ``sminfo`` (an SM answers); on GPU hardware (``/proc/driver/nvidia``) it
-checks that ``nvidia_peermem`` is loaded, and the GPUs' fitness (``health_gpu.check_fitness``:
+checks that a GPUDirect RDMA path is there (``nvidia_peermem``, or dma-buf), and the GPUs' fitness (``health_gpu.check_fitness``:
 XIDs in the kernel log since boot, uncorrectable ECC, a row remap pending or failed, retired
 pages pending, a downed NVLink, fewer GPUs than the configuration's ``gpu.gpus``; a failure
 drains, a warning such as persistence mode off is printed only). Counter rises are judged
@@ -46,8 +46,8 @@ instead: ``efa`` (AWS: the EFA PCI devices the catalog gives the type, read from
 ``gpu_nics`` (GCP A3: the GPU NICs, one IPv4 address in each declared subnet at the declared
 MTU, from ``ip -j -4 addr``); ``gpudirect`` lists the peer-memory paths any one of which
 serves (``dma-buf``: the NVIDIA open kernel module on Linux >= 5.12, ``efa_nv_peermem``,
-``nvidia_peermem``; empty: none needed, as GPUDirect-TCPX(O) on A3 High and Mega). Without it,
-a GPU node must have ``nvidia_peermem``, as on InfiniBand.
+``nvidia_peermem``; empty: none needed, as GPUDirect-TCPX(O) on A3 High and Mega). Without it
+(InfiniBand, RoCE), a GPU node must have ``nvidia_peermem`` or dma-buf.
 
 Exit codes: 0 healthy, 1 a check failed, 2 bad configuration (one line naming the field),
 3 a check could not be made (harness error; nothing changed).
@@ -414,15 +414,41 @@ class Checker:
         self.warnings += warnings
 
     def _peermem(self) -> None:
-        if not Path("/proc/driver/nvidia").exists():
+        if not NVIDIA_PROC.exists():
             return
         paths = self.config.get("gpudirect")
-        if paths is None:
-            if not Path("/sys/module/nvidia_peermem").exists():
-                self.fail("nvidia_peermem not loaded (GPUDirect RDMA off)")
+        if paths is None:  # InfiniBand/RoCE: nvidia_peermem, or dma-buf (the open kernel module)
+            paths = list(IB_GPUDIRECT_PATHS)
+            if not any(gpudirect_path(p) for p in paths):
+                self.fail(
+                    "no GPUDirect RDMA path: nvidia_peermem not loaded and no dma-buf "
+                    "(the NVIDIA open kernel module on Linux >= 5.12)"
+                )
             return
         if paths and not any(gpudirect_path(p) for p in paths):
             self.fail(f"no GPUDirect RDMA path ({', '.join(paths)}): EFA/RDMA cannot reach GPUs")
+
+
+#: The NVIDIA driver's /proc folder: its ``version`` names the kernel module (open or not).
+NVIDIA_PROC = Path("/proc/driver/nvidia")
+
+
+def kernel_release() -> str:
+    """``uname -r``."""
+    return os.uname().release
+
+
+#: The GPUDirect RDMA paths an InfiniBand or RoCE node may have, any one of which serves: the
+#: peer-memory module, or dma-buf (NCCL and perftest register GPU memory through it, with no
+#: module, where the driver is the open kernel module and the kernel 5.12 or later).
+IB_GPUDIRECT_PATHS = ("nvidia_peermem", "dma-buf")
+
+
+def dmabuf_capable(version: str, kernel_release: str) -> bool:
+    """Whether ``/proc/driver/nvidia/version``'s text and ``uname -r`` allow dma-buf: the
+    NVIDIA open kernel module ("NVIDIA UNIX Open Kernel Module") on Linux >= 5.12."""
+    release = tuple(int(p) for p in re.findall(r"\d+", kernel_release)[:2])
+    return "Open Kernel Module" in version and release >= (5, 12)
 
 
 def gpudirect_path(path: str) -> bool:
@@ -431,11 +457,10 @@ def gpudirect_path(path: str) -> bool:
     if path != "dma-buf":
         return Path(f"/sys/module/{path}").exists()
     try:
-        version = Path("/proc/driver/nvidia/version").read_text()
+        version = (NVIDIA_PROC / "version").read_text()
     except OSError:
         return False
-    release = tuple(int(p) for p in re.findall(r"\d+", os.uname().release)[:2])
-    return "Open Kernel Module" in version and release >= (5, 12)
+    return dmabuf_capable(version, kernel_release())
 
 
 def reason_of(failures: list[str]) -> str:

@@ -28,6 +28,7 @@ finish or printed something unreadable is a harness error: nothing changes. The 
 from __future__ import annotations
 
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -117,17 +118,61 @@ def check_nccl(nccl: dict[str, Any], run: Run) -> tuple[list[str], list[str]]:
     return [], []
 
 
-def _write_bw_argv(rail: dict[str, Any]) -> list[str]:
-    argv = ["ib_write_bw", "-d", str(rail["device"]), f"--use_cuda={rail['gpu']}", "--report_gbits"]
+#: The GPUDirect write test as Azure's NHC runs it, the test its floors hold for
+#: (``customTests/azure_ib_write_bw_gdr.nhc``: one 8 MiB size, ``-F``, a warm-up pass; the
+#: same as ``fabric.catalog.GPUDIRECT_WRITE``, repeated here: standard library only).
+GPUDIRECT_WRITE = ("-s", "8388608", "-F", "--perform_warm_up", "--report_gbits")
+#: A perftest built without CUDA: its usage lacks ``--use_cuda=<...>``, and it refuses the
+#: option (``unrecognized option '--use_cuda=0'``, or `` Unsupported memory type``).
+_USAGE_CUDA = re.compile(r"^\s+--use_cuda=<", re.M)
+_NO_CUDA = re.compile(r"unrecognized option '--use_cuda|^\s*Unsupported memory type\s*$", re.M)
+NO_CUDA_FIX = (
+    "install a perftest built with CUDA (MLNX_OFED/DOCA's, or ./configure with CUDA_H_PATH)"
+)
+
+
+def _numa_node(device: str) -> int | None:
+    """The HCA's NUMA node (sysfs; -1 or unreadable on a VM: None)."""
+    try:
+        node = int(Path(f"/sys/class/infiniband/{device}/device/numa_node").read_text())
+    except (OSError, ValueError):
+        return None
+    return node if node >= 0 else None
+
+
+def _write_bw_argv(rail: dict[str, Any], numa: int | None = None) -> list[str]:
+    argv = ["numactl", "-N", str(numa), "-m", str(numa)] if numa is not None else []
+    argv += ["ib_write_bw", "-d", str(rail["device"]), f"--use_cuda={rail['gpu']}"]
+    argv += GPUDIRECT_WRITE
     if rail.get("gid_index") is not None:
         argv += ["-x", str(rail["gid_index"])]
     return argv
 
 
+def perftest_without_cuda(usage: str) -> bool:
+    """Whether ``ib_write_bw -h`` printed a usage without ``--use_cuda`` (built without CUDA)."""
+    return "Usage:" in usage and not _USAGE_CUDA.search(usage)
+
+
+def _usage() -> str:
+    try:
+        done = subprocess.run(
+            ["ib_write_bw", "-h"], capture_output=True, text=True, timeout=10, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+    return done.stdout + done.stderr
+
+
 def check_rail(rail: dict[str, Any]) -> tuple[list[str], list[str]]:
-    """(failures, harness errors) of one rail's ``ib_write_bw --use_cuda`` loopback."""
-    argv = _write_bw_argv(rail)
+    """(failures, harness errors) of one rail's ``ib_write_bw --use_cuda`` loopback, run as
+    NHC runs it (NUMA-bound where numactl and the HCA's node are there); a perftest without
+    CUDA is a harness error, never a drain."""
     name = f"{rail['device']} GPU{rail['gpu']}"
+    if perftest_without_cuda(_usage()):
+        return [], [f"{name}: ib_write_bw has no --use_cuda (built without CUDA): {NO_CUDA_FIX}"]
+    numa = _numa_node(str(rail["device"])) if shutil.which("numactl") else None
+    argv = _write_bw_argv(rail, numa)
     try:
         server = subprocess.Popen(
             [*argv, "-p", str(rail.get("port", 18515))],
@@ -151,6 +196,8 @@ def check_rail(rail: dict[str, Any]) -> tuple[list[str], list[str]]:
         except subprocess.TimeoutExpired:
             return [], [f"{name}: ib_write_bw timed out after {WRITE_BW_TIMEOUT:g}s"]
         text = done.stdout + done.stderr
+        if refused := _NO_CUDA.search(text):
+            return [], [f"{name}: {refused.group(0).strip()} (built without CUDA): {NO_CUDA_FIX}"]
         gbps = write_bw_gbps(text)
         if gbps is None:
             return [

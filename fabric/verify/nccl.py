@@ -137,8 +137,48 @@ def _matches(network: str, accepted: Sequence[str]) -> bool:
     return any(network == name or network.startswith(name) for name in accepted)
 
 
-def fallback_cause(log: NcclLog) -> str:
-    """Why NCCL used Socket rather than an RDMA transport: the missing piece, as the log shows."""
+#: The NET plugin each plugin-carried fabric needs, as the fix names it.
+PLUGINS = {
+    "efa": "aws-ofi-nccl (libnccl-net.so from the EFA installer, /opt/amazon/ofi-nccl/lib)",
+    "gcp-gpudirect": "GCP's NCCL net plugin (gIB for RDMA, GPUDirect-TCPX/TCPXO: libnccl-net.so)",
+}
+
+
+def _env_cause(log: NcclLog, kind: str | None) -> str | None:
+    """A variable NCCL says was ``set by environment`` that turns the expected network off."""
+    ib = log.env.get("NCCL_IB_DISABLE")
+    if ib is not None and ib not in ("0", "") and kind in ("infiniband", "roce", None):
+        return (
+            f"NCCL_IB_DISABLE set by environment to {ib}: NCCL was told not to use "
+            "InfiniBand/RoCE (unset it in the job's environment, container or /etc/nccl.conf)"
+        )
+    return None
+
+
+def _plugin_cause(log: NcclLog, kind: str) -> str:
+    """Why a fabric carried by a NET plugin (EFA, GCP) ran on sockets: NCCL's own words."""
+    plugin = PLUGINS[kind]
+    failed = [w for w in log.warnings if w.startswith(("NET/OFI", "NET/GPUDirectTCPX", "NET/gIB"))]
+    failed = [w for w in failed if "fail" in w.lower()] or failed
+    if failed:
+        return f"the NET plugin failed to initialize ({failed[-1]}): {plugin}"
+    if log.net_plugins_missing:
+        return (
+            f"NET/Plugin: could not find {', '.join(log.net_plugins_missing)}: {plugin} is not "
+            "installed, or not on LD_LIBRARY_PATH (NCCL_NET_PLUGIN names another file)"
+        )
+    return f"NCCL loaded no NET plugin (its log shows none): {plugin}"
+
+
+def fallback_cause(log: NcclLog, expect: NetworkExpectation | None = None) -> str:
+    """Why NCCL used Socket rather than the fabric's transport, read from NCCL's own lines: a
+    variable set by environment, the fabric's NET plugin not found or failed (EFA, GCP), no
+    RDMA device, libibverbs missing. ``expect`` None: an InfiniBand/RoCE reading."""
+    kind = expect.fabric if expect else None
+    if cause := _env_cause(log, kind):
+        return cause
+    if kind in PLUGINS:
+        return _plugin_cause(log, kind)
     if log.ib_no_device:
         return NO_RDMA_DEVICE
     libverbs = next((w for w in log.warnings if "libibverbs" in w), None)
@@ -146,7 +186,26 @@ def fallback_cause(log: NcclLog) -> str:
         return f"NCCL could not load libibverbs ({libverbs}): install rdma-core"
     if "IB" in log.plugins_failed:
         return "NCCL's IB transport failed to initialize (see its NET/IB lines)"
-    return "NCCL chose Socket (NCCL_IB_DISABLE=1 or NCCL_NET=Socket in the environment?)"
+    return "NCCL chose Socket, and its log says no why (NCCL_DEBUG_SUBSYS needs INIT,NET,ENV)"
+
+
+#: libmlx5's dma-buf registration: without it (rdma-core before the MLX5_1.25 symbols) NCCL
+#: has no dma-buf path to GPU memory, and needs nvidia-peermem for GPUDirect RDMA.
+DMABUF_SYMBOL = "mlx5dv_reg_dmabuf_mr"
+
+
+def gdr_off_cause(log: NcclLog) -> str:
+    """What to fix when NCCL reports GPU Direct RDMA disabled: its ``dlvsym failed`` line first."""
+    if DMABUF_SYMBOL in log.missing_symbols:
+        return (
+            f"rdma-core is too old for dma-buf (dlvsym failed on {DMABUF_SYMBOL}): upgrade "
+            "rdma-core/libmlx5, or load nvidia-peermem; and check that ACS is off and the NIC "
+            "shares a PCIe switch with its GPU"
+        )
+    return (
+        "load nvidia-peermem (or a DMA-BUF capable driver and kernel), and check that ACS is "
+        "off and the NIC shares a PCIe switch with its GPU"
+    )
 
 
 def judge_network(log: NcclLog, expect: NetworkExpectation) -> list[str]:
@@ -156,7 +215,10 @@ def judge_network(log: NcclLog, expect: NetworkExpectation) -> list[str]:
     if network is None:
         return ["the log names no network (run with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET)"]
     if network == "Socket" and "Socket" not in expect.networks:
-        return [f"NCCL fell back to TCP sockets instead of {expect.label}: {fallback_cause(log)}"]
+        return [
+            f"NCCL fell back to TCP sockets instead of {expect.label}: "
+            f"{fallback_cause(log, expect)}"
+        ]
     if not _matches(network, expect.networks):
         return [f"NCCL used network {network}, not {expect.label}"]
     problems: list[str] = []
@@ -175,11 +237,7 @@ def judge_network(log: NcclLog, expect: NetworkExpectation) -> list[str]:
         off = [g.name or f"HCA {g.index}" for g in log.gdr if g.net != "Socket" and not g.enabled]
         plain = [c for c in log.channels if c.net in ("IB", "IBext") and not c.gdr]
         if off:
-            problems.append(
-                f"GPU Direct RDMA disabled for {', '.join(off)}: load nvidia-peermem (or a "
-                "DMA-BUF capable driver and kernel), and check that ACS is off and the NIC "
-                "shares a PCIe switch with its GPU"
-            )
+            problems.append(f"GPU Direct RDMA disabled for {', '.join(off)}: {gdr_off_cause(log)}")
         elif plain and not any(c.gdr for c in log.channels):
             problems.append(
                 "network channels run without GDRDMA (via NET/IB/N, not NET/IB/N/GDRDMA): "
@@ -245,6 +303,47 @@ def judge_table(report: NcclTestsReport, target: BusBwTarget | None) -> tuple[li
     return problems, notes
 
 
+@dataclass(frozen=True)
+class RunShape:
+    """What the job asked for: ``nodes`` hosts and ``ranks`` ranks in all (one per GPU)."""
+
+    nodes: int
+    ranks: int
+
+
+def judge_shape(report: NcclTestsReport, shape: RunShape | None) -> list[str]:
+    """A run that did not measure what was asked: fewer ranks or hosts in nccl-tests' header
+    than the job launched, or bus bandwidth 0 on a run of several ranks. Each is a failure
+    (the node set is not proven), and its cause is the launch, not the fabric: nccl-tests built
+    without MPI (``MPI=1``) runs each process as its own one-rank job, and ``srun --mpi`` must
+    match the MPI nccl-tests was built against."""
+    if shape is None or shape.ranks <= 1:
+        return []
+    problems: list[str] = []
+    ranks, hosts = report.rank_count, report.rank_hosts
+    if report.ranks and (ranks < shape.ranks or len(hosts) < shape.nodes):
+        alone = len(report.ranks) > ranks
+        problems.append(
+            f"nccl-tests reports {ranks} rank{'s' if ranks != 1 else ''} on {len(hosts)} "
+            f"host{'s' if len(hosts) != 1 else ''} ({', '.join(hosts)}); the job asked for "
+            f"{shape.ranks} ranks on {shape.nodes} nodes: "
+            + (
+                f"{len(report.ranks)} processes each ran alone (nccl-tests built without "
+                "MPI=1, or srun --mpi not matching its MPI)"
+                if alone
+                else "ranks missing from the job (srun's tasks per node, or its GPUs)"
+            )
+            + "; the fabric was not measured (a launch problem, not the fabric's)"
+        )
+    peak = report.peak_busbw
+    if peak is not None and math.isfinite(peak) and peak == 0:
+        problems.append(
+            f"busbw 0 GB/s on a {shape.ranks}-rank run: nothing crossed between ranks, "
+            "the run measured nothing"
+        )
+    return problems
+
+
 def _finite(value: float | None) -> bool:
     """A number JSON can carry (no NaN or Infinity)."""
     return value is not None and math.isfinite(value)
@@ -261,10 +360,12 @@ def judge(
     report: NcclTestsReport | None,
     expect: NetworkExpectation | None,
     target: BusBwTarget | None,
+    shape: RunShape | None = None,
 ) -> Verdict:
     """One verdict from an NCCL log (None: not captured) and an nccl-tests table; ``expect``
     None for a single-node run (NVLink: no network to judge, but a log still shows a
-    fallback's cause as a note)."""
+    fallback's cause as a note); ``shape`` the nodes and ranks the job asked for (a run of
+    fewer, or at busbw 0 over several ranks, measured nothing: :func:`judge_shape`)."""
     problems: list[str] = []
     notes: list[str] = []
     network = chosen_network(log) if log else None
@@ -280,6 +381,7 @@ def judge(
     elif log is None and expect is not None:
         problems.append("no NCCL INFO log to judge the network by")
     if report is not None:
+        problems += judge_shape(report, shape)
         more, extra = judge_table(report, target)
         problems += more
         notes += extra

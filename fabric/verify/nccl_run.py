@@ -1,7 +1,7 @@
 """The one nccl-tests harness: build the exact command, run it, parse it, judge it.
 
 :func:`build_command` writes the command line (the binary and its ``-b/-e/-f/-g/-c`` options)
-and :func:`nccl_env` its environment: ``NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET`` always
+and :func:`nccl_env` its environment: ``NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET,ENV`` always
 (what :mod:`fabric.parsers.nccl` reads), then per network the HCAs (``NCCL_IB_HCA``), the RoCE
 GID index read from ``show_gids``, ``NCCL_ALGO``, what a fabric kind needs from the target's
 catalog that declares it (``NCCL_ENV``: EFA's libfabric settings). :func:`srun_wrap`
@@ -31,14 +31,15 @@ from fabric.parsers.nccl import parse as parse_log
 from fabric.parsers.nccl_tests import NcclTestsReport
 from fabric.parsers.nccl_tests import parse as parse_table
 from fabric.targets import hooks
-from fabric.verify.nccl import NetworkExpectation, Verdict, judge
+from fabric.verify.nccl import NetworkExpectation, RunShape, Verdict, judge
 
 #: nccl-tests binaries railyard runs (their ``-o``/``-d`` defaults: sum, float).
 BINARIES = ("all_reduce_perf", "all_gather_perf", "reduce_scatter_perf", "alltoall_perf")
 
 
-#: Environment every run gets: the INFO lines the parser reads, and no more subsystems.
-DEBUG_ENV = {"NCCL_DEBUG": "INFO", "NCCL_DEBUG_SUBSYS": "INIT,NET"}
+#: Environment every run gets: the INFO lines the parser reads, and no more subsystems (ENV:
+#: NCCL's ``X set by environment to Y.`` lines, printed as ``INFO(NCCL_ENV, ...)``).
+DEBUG_ENV = {"NCCL_DEBUG": "INFO", "NCCL_DEBUG_SUBSYS": "INIT,NET,ENV"}
 
 
 def fabric_env(kind: str | None) -> dict[str, str]:
@@ -135,11 +136,18 @@ def srun_wrap(
     gpus_per_node: int,
     time_limit_s: int,
     mpi: str = "pmix",
+    container: str | None = None,
 ) -> list[str]:
     """The command under ``srun``: one task per GPU on each of ``nodes`` (nccl-tests built
-    with MPI=1), exclusive nodes, Slurm's own time limit a little under the harness's."""
+    with MPI=1), exclusive nodes, Slurm's own time limit a little under the harness's.
+
+    ``--cpu-bind=none``: Slurm's task binding (``task/affinity``) would pin each rank to its
+    share of cores, wherever they lie; NCCL sets each rank's affinity to its GPU's NUMA node
+    itself (``Setting affinity for GPU N``), within the mask it is given. ``container`` runs it
+    in that image through pyxis/enroot (``--container-image``), the nodes' own drivers and
+    devices mapped in by enroot's hooks."""
     minutes = max(1, time_limit_s // 60)
-    return [
+    argv = [
         "srun",
         f"--nodes={len(nodes)}",
         f"--nodelist={','.join(nodes)}",
@@ -148,8 +156,11 @@ def srun_wrap(
         "--exclusive",
         f"--time={minutes}",
         f"--mpi={mpi}",
-        *command,
+        "--cpu-bind=none",
     ]
+    if container:
+        argv.append(f"--container-image={container}")
+    return [*argv, *command]
 
 
 #: A runner runs an argv with a timeout (s) and returns (exit status, stdout+stderr).
@@ -207,9 +218,11 @@ def evaluate(
     output: str,
     expect: NetworkExpectation | None,
     target: BusBwTarget | None,
+    shape: RunShape | None = None,
 ) -> Outcome:
-    """Parse ``output`` (NCCL's INFO lines and the nccl-tests table, interleaved) and judge it.
-    Output with neither is the harness's problem (the binary did not start, say)."""
+    """Parse ``output`` (NCCL's INFO lines and the nccl-tests table, interleaved) and judge it
+    (``shape``: the nodes and ranks the job asked for). Output with neither is the harness's
+    problem (the binary did not start, say)."""
     errors: list[str] = []
     log = table = None
     try:
@@ -226,7 +239,7 @@ def evaluate(
         raise NcclHarnessError(
             f"{name} exited {rc} with no NCCL log and no nccl-tests table: {tail}"
         )
-    verdict = judge(log, table, expect, target)
+    verdict = judge(log, table, expect, target, shape)
     if table is None:
         warn = log.warnings[-1] if log and log.warnings else tail
         verdict.problems.append(f"{name} printed no result table: {warn}")
@@ -243,7 +256,8 @@ def execute(
     target: BusBwTarget | None,
     timeout: float,
     runner: Runner = local_runner,
+    shape: RunShape | None = None,
 ) -> Outcome:
     """Run ``command`` through ``runner`` within ``timeout`` seconds, then :func:`evaluate`."""
     rc, output = runner(command, timeout)
-    return evaluate(command, rc, output, expect, target)
+    return evaluate(command, rc, output, expect, target, shape)

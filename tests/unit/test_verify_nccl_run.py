@@ -28,7 +28,7 @@ def test_single_gpu_command_is_exact() -> None:
     assert command == [
         "env",
         "NCCL_DEBUG=INFO",
-        "NCCL_DEBUG_SUBSYS=INIT,NET",
+        "NCCL_DEBUG_SUBSYS=INIT,NET,ENV",
         "/opt/nccl-tests/build/all_reduce_perf",
         "-b",
         "8M",
@@ -47,7 +47,7 @@ def test_roce_environment_names_hcas_exactly_and_the_gid_index() -> None:
     env = nccl_env("roce", hcas=["mlx5_0", "mlx5_1"], gid_index=3, algorithm="Ring")
     assert env == {
         "NCCL_DEBUG": "INFO",
-        "NCCL_DEBUG_SUBSYS": "INIT,NET",
+        "NCCL_DEBUG_SUBSYS": "INIT,NET,ENV",
         "NCCL_IB_HCA": "=mlx5_0:1,mlx5_1:1",
         "NCCL_IB_GID_INDEX": "3",
         "NCCL_ALGO": "Ring",
@@ -62,7 +62,7 @@ def test_efa_environment_and_infiniband_without_gid() -> None:
 def test_srun_wraps_one_task_per_gpu() -> None:
     inner = build_command(NcclTest(end="8G"), nccl_env("infiniband", algorithm="Ring"))
     wrapped = srun_wrap(inner, ["gpu01", "gpu02"], 8, 8, 900)
-    assert wrapped[:8] == [
+    assert wrapped[:9] == [
         "srun",
         "--nodes=2",
         "--nodelist=gpu01,gpu02",
@@ -71,8 +71,12 @@ def test_srun_wraps_one_task_per_gpu() -> None:
         "--exclusive",
         "--time=15",
         "--mpi=pmix",
+        "--cpu-bind=none",
     ]
-    assert wrapped[8:] == inner and "NCCL_ALGO=Ring" in wrapped
+    assert wrapped[9:] == inner and "NCCL_ALGO=Ring" in wrapped
+    pyxis = srun_wrap(inner, ["gpu01"], 8, 8, 900, container="nvcr.io#nvidia/pytorch:24.04-py3")
+    assert pyxis[9] == "--container-image=nvcr.io#nvidia/pytorch:24.04-py3"
+    assert pyxis[10:] == inner
 
 
 def test_a_real_process_output_flows_through_parse_and_judge() -> None:

@@ -22,7 +22,7 @@ from fabric.targets import hook
 from fabric.verify.facts import Facts
 from fabric.verify.gids import roce_gid_index
 from fabric.verify.harness import HarnessError
-from fabric.verify.nccl import NetworkExpectation, bisect, expectation
+from fabric.verify.nccl import NetworkExpectation, RunShape, bisect, expectation, judge_shape
 from fabric.verify.nccl_run import (
     NcclHarnessError,
     NcclTest,
@@ -87,7 +87,8 @@ def _multi(plan: CheckPlan, facts: Facts, host: Any, run: NcclRun, hosts: Sequen
     )
     command = srun_wrap(inner, hosts, run.gpus_per_node, run.gpus_per_node, RUN_SECONDS)
     target = multi_node_allreduce(run.rate_gbps or 0, len(run.hcas)) if run.hcas else None
-    return execute(command, expect, target, RUN_SECONDS, _runner(host))
+    shape = RunShape(len(hosts), len(hosts) * run.gpus_per_node)
+    return execute(command, expect, target, RUN_SECONDS, _runner(host), shape)
 
 
 @pytest.mark.family("nccl")
@@ -100,13 +101,17 @@ def test_nccl_allreduce(host, facts: Facts, plan: CheckPlan, nccl_run: NcclRun) 
             if plan.slurm_controller:
                 command = srun_wrap(command, nccl_run.hosts, 1, nccl_run.gpus_per_node, RUN_SECONDS)
             target = single_node_allreduce(nccl_run.gpu_type, nccl_run.gpus_per_node)
-            outcome = execute(command, None, target, RUN_SECONDS, _runner(host))
+            shape = RunShape(1, nccl_run.gpus_per_node)
+            outcome = execute(command, None, target, RUN_SECONDS, _runner(host), shape)
         else:
             outcome = _multi(plan, facts, host, nccl_run, nccl_run.hosts)
     except NcclHarnessError as err:
         raise HarnessError(f"{nccl_run.id}: {err}") from err
     problems = list(outcome.verdict.problems)
-    if problems and nccl_run.scope != "node" and len(nccl_run.hosts) > 2:
+    asked = RunShape(len(nccl_run.hosts), len(nccl_run.hosts) * nccl_run.gpus_per_node)
+    launch = outcome.table is not None and judge_shape(outcome.table, asked)
+    # a run that measured nothing fails the same way on every half: nothing to bisect
+    if problems and not launch and nccl_run.scope != "node" and len(nccl_run.hosts) > 2:
         try:
             finding = bisect(
                 nccl_run.hosts,
