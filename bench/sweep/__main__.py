@@ -15,6 +15,11 @@ diagnosis names each fault by its cable. Medians are reported. Everything it sta
 on exit (also on errors, Ctrl-C and SIGTERM). Exit 0 when every fault is named and no other
 cable fails, 1 otherwise, 2 for bad usage.
 
+With ``--net FILE`` the faults are named as the file names its nodes (``bench.sweep.netfile``):
+the served CA picked is the file's one CA record with its node description, Unlinked by that
+record's id, and the counter goes on the switch id and port that record's port line names;
+the vantage is the file's first CA record. Node ids need not be railyard's ``host:device``.
+
 The last line reads ``sweep N hosts: railyard S s, iblinkinfo+ibqueryerrors A s, faults named
 F/3``.
 """
@@ -32,7 +37,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from fabric.lab.simfabric import Faults, SimFabric, fat_tree
+from bench.sweep.netfile import NetNode, ca_ids, first_ca, parse_net, record_of, switch_end
+from fabric.graph import FabricGraph
+from fabric.lab.simfabric import COUNTER, COUNTER_VALUE, Faults, SimFabric, fat_tree, switch_lid
 from fabric.parsers.ibnetdiscover import parse as parse_ibnetdiscover
 from fabric.topology.ibsim import ibsim_limits, render_net, sim_host, simulated
 from fabric.verify.causes import diagnose
@@ -42,11 +49,32 @@ from fabric.verify.sweep import SweepConfig, local_runner, sweep
 PAIR_TIMEOUT_S = 300.0
 
 
-def _first_ca(net_text: str) -> str:
-    match = re.search(r'^(?:Ca|Hca)\s+\d+\s+"([^"]+)"', net_text, re.MULTILINE)
-    if match is None:
-        raise ValueError("the net file has no Ca/Hca record to sweep from")
-    return match[1]
+def vantage_host(declared: FabricGraph, records: dict[str, NetNode], vantage: str) -> str:
+    """The host (as ``Faults.pick`` names hosts) of the served CA the file calls ``vantage``."""
+    for guid, node in records.items():
+        if node.node_id == vantage:
+            ca = declared.cas[guid]
+            return ca.host or ca.guid
+    return vantage
+
+
+def inject(fabric: SimFabric, faults: Faults, vantage: str, records: dict[str, NetNode]) -> None:
+    """The three faults, on the nodes and ports as the net file names them: ``Unlink`` the
+    pulled CA's record id and port, the counter on the switch id and port the counter CA's
+    port line names; the narrowing SMP goes to the switch's LID (``iblinkinfo``)."""
+    done = fabric.tool(["iblinkinfo", "--switches-only"], vantage, PAIR_TIMEOUT_S)
+    lid = switch_lid(done.stdout, faults.narrow.switch.name)
+    pulled = record_of(records, faults.pulled.ca.guid, faults.pulled.ca.description)
+    counter = record_of(records, faults.counter.ca.guid, faults.counter.ca.description)
+    switch, port = switch_end(counter, faults.counter.ca_port)
+    if port != faults.counter.switch_port:
+        raise ValueError(
+            f'the net file cables "{counter.node_id}"[{faults.counter.ca_port}] to '
+            f'"{switch}"[{port}], the served fabric to port {faults.counter.switch_port}'
+        )
+    fabric.pull_cable(pulled.node_id, faults.pulled.ca_port)
+    fabric.narrow(vantage, lid, faults.narrow.switch_port)
+    fabric.raise_counter(switch, port, COUNTER, COUNTER_VALUE)
 
 
 def _time(fn) -> float:  # type: ignore[no-untyped-def]
@@ -96,7 +124,7 @@ def main(argv: list[str] | None = None) -> int:
             declared_spec, limits, vantage = (
                 None,
                 ["-N", "65536", "-S", "8192", "-P", "1048576"],
-                _first_ca(net_text),
+                first_ca(parse_net(net_text)).node_id,
             )
         else:
             declared_spec = fat_tree(args.hosts)
@@ -145,8 +173,9 @@ def _run(args, net_text, limits, vantage, declared_spec, work) -> int:  # type: 
         )
         for r in bad[:10]:
             print(f"  {r.outcome}: {r.name}[{r.param}]: {r.message[:200]}")
-        faults = Faults.pick(declared, vantage.split(":", 1)[0])
-        fabric.inject(faults, vantage)
+        records = ca_ids(parse_net(net_text), declared)
+        faults = Faults.pick(declared, vantage_host(declared, records, vantage))
+        inject(fabric, faults, vantage, records)
         print(f"faults: {faults.describe()}", flush=True)
         ours, pair, outcome = [], [], None
         for _ in range(max(1, args.repeat)):

@@ -6,7 +6,9 @@ beside it), or from a host reached over SSH (``--ssh HOST``: ``ibnetdiscover``, 
 host key checked against the user's known_hosts). The subnet manager is never one railyard
 would start unasked: a switch's SM or an external one as found, ``managed`` only with
 ``--manage-sm`` (fabric.topology.importer). The spec goes to stdout or ``--output FILE``; what the capture cannot
-tell is marked PLACEHOLDER in it and listed on stderr (fabric.topology.importer). ``--json``:
+tell is marked PLACEHOLDER in it and listed on stderr (fabric.topology.importer), and so is each
+CA whose node description was never set to its host's (``localhost mlx5_0``, ``<host> HCA-1``),
+with its GUID and the fix. ``--json``:
 one JSON document of the spec's text and those notes.
 """
 

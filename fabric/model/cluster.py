@@ -28,7 +28,8 @@ class ClusterModel:
 
     @cached_property
     def declared_graph(self) -> FabricGraph | None:
-        """The declared fabric, or None when the spec has no topology (clouds)."""
+        """The declared fabric (fat tree or ``fabric.cabling``), or None when the spec declares
+        neither (clouds)."""
         return declared_graph(self.spec)
 
     @cached_property

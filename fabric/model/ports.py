@@ -52,11 +52,12 @@ def expected_ib_mtu(spec_mtu: int, simulated: bool) -> int:
 
 
 def declared_graph(spec: ClusterSpec) -> FabricGraph | None:
-    """The declared fabric, or None when the spec has no topology (clouds) or it cannot be
-    built (the spec rules name why)."""
+    """The declared fabric: the fat tree, or the cables ``fabric.cabling`` lists (an imported
+    fabric, judged against its cabling alone where no fat tree was written). None when the
+    spec declares neither (clouds) or it cannot be built (the spec rules name why)."""
     from fabric.topology.from_spec import graph_from_spec
 
-    if spec.fabric.topology is None:
+    if spec.fabric.topology is None and not spec.fabric.cabling:
         return None
     try:
         return graph_from_spec(spec)

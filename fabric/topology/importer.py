@@ -4,7 +4,13 @@ From an ``ibnetdiscover`` capture (``fabric.parsers.ibnetdiscover``) and, when t
 manager answered, ``sminfo`` (``fabric.parsers.sminfo``):
 
 * nodes: every host named by an HCA's node description (``gpu01 mlx5_0``), with its HCAs,
-  cabled ports, rate and width; hosts with the same HCAs share a node group;
+  cabled ports, rate and width; hosts with the same HCAs share a node group. A description
+  set before the host had its name is no host's: ``localhost mlx5_0``, ``ubuntu mlx5_0``
+  (``DEFAULT_HOSTS``) becomes the host ``PLACEHOLDER_<GUID>``, one per CA, which ``validate``
+  refuses (an invalid host name, naming ``nodes[i].names``) until the real name is written;
+  MLNX_OFED's ``<host> HCA-N`` keeps its host and the device ``HCA-N`` (the name the fabric
+  reports and the sweep matches: no capture says which ``mlx5_*`` it is), flagged. Each has
+  a PLACEHOLDER note naming the GUID and the fix (the host's name, rdma-ndd);
 * switches: every switch by name, ``leaf`` when CAs are cabled to it, else ``spine``;
 * the cabling: every discovered link as ``fabric.cabling``, so the declared fabric
   (``fabric.topology.from_spec``) is the discovered one and ``fabric.topology.diff`` finds no
@@ -28,6 +34,7 @@ until every ``existing.ssh`` address is set.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
@@ -43,6 +50,39 @@ from fabric.topology.spec_yaml import Row, dump
 #: Placeholders for what a capture cannot tell (TEST-NET-1: never a real network).
 PLACEHOLDER_SUBNET = "192.0.2.0/24"
 PLACEHOLDER_MTU = 4096
+#: A node description's first word that is the OS's default host name, not the host's own: the
+#: description was set (rdma-ndd's "%h %d", MLNX_OFED's "<host> HCA-N") before the host had
+#: its name. Such a CA is written as the host ``PLACEHOLDER_<GUID>``, which ``validate``
+#: refuses ("host name ... is not valid", naming ``nodes[i].names``) until it is replaced.
+DEFAULT_HOSTS = frozenset(
+    {"localhost", "localhost.localdomain", "ubuntu", "debian", "centos", "rocky", "fedora"}
+)
+#: MLNX_OFED's default device word (``"dgx01 HCA-1"``): a count, not the mlx5_* name.
+_HCA_N = re.compile(r"^HCA-\d+$")
+
+
+def placeholder_host(guid: str) -> str:
+    """The host written for a CA whose description names the OS's default host (an invalid
+    host name on purpose: the spec is refused until it is replaced)."""
+    return f"{SSH_PLACEHOLDER}_{guid.removeprefix('0x')}"
+
+
+def _stand_in(guid: str) -> str:
+    """A valid host name standing in for ``placeholder_host(guid)`` while the spec is built and
+    checked (the inferred tree must be judged with every host in it)."""
+    return f"placeholder-{guid.removeprefix('0x')}"
+
+
+def _default_host(ca: Ca) -> bool:
+    """Whether ``ca``'s node description begins with an OS default host name (and names a
+    device): its host is unknown."""
+    return (
+        ca.kind == "hca"
+        and ca.host is not None
+        and ca.host.lower() in DEFAULT_HOSTS
+        and ca.device is not None
+        and bool(RDMA_DEVICE_PATTERN.match(ca.device))
+    )
 
 
 class CaptureError(ValueError):
@@ -64,9 +104,17 @@ def _host_ca(ca: Ca) -> bool:
         ca.kind == "hca"
         and ca.host is not None
         and ca.device is not None
+        and ca.host.lower() not in DEFAULT_HOSTS
         and bool(HOSTNAME_PATTERN.match(ca.host))
         and bool(RDMA_DEVICE_PATTERN.match(ca.device))
     )
+
+
+def _host_of(ca: Ca) -> str | None:
+    """The host ``ca`` is declared on: its own, a stand-in for a default one, or None."""
+    if _host_ca(ca):
+        return ca.host
+    return _stand_in(ca.guid) if _default_host(ca) else None
 
 
 def _end(graph: FabricGraph, guid: str, port: int) -> dict[str, Any]:
@@ -74,9 +122,42 @@ def _end(graph: FabricGraph, guid: str, port: int) -> dict[str, Any]:
     if sw is not None:
         return {"switch": sw.name, "port": port}
     ca = graph.cas.get(guid)
-    if ca is not None and _host_ca(ca):
-        return {"host": ca.host, "hca": ca.device, "port": port}
+    host = _host_of(ca) if ca is not None else None
+    if ca is not None and host is not None:
+        return {"host": host, "hca": ca.device, "port": port}
     return {"guid": guid, "port": port}
+
+
+def _default_notes(graph: FabricGraph) -> list[str]:
+    """A PLACEHOLDER note per CA whose node description was never set to its host's: the
+    OS's default host name, or MLNX_OFED's ``<host> HCA-N``; each names the GUID and the fix."""
+    notes = []
+    for ca in graph.cas.values():
+        if _default_host(ca):
+            notes.append(
+                f"PLACEHOLDER nodes {placeholder_host(ca.guid)}: CA {ca.guid}'s node description "
+                f"{ca.description!r} names the OS's default host ({ca.host}), not the host: "
+                "validate refuses the spec until it is replaced by the host's name; set the "
+                "host's real name and restart rdma-ndd there (node_desc '<host> <device>'), or "
+                "write it here"
+            )
+        elif _host_ca(ca) and ca.device is not None and _HCA_N.match(ca.device):
+            notes.append(
+                f"PLACEHOLDER nodes {ca.host} {ca.device}: CA {ca.guid}'s node description "
+                f"{ca.description!r} is MLNX_OFED's default numbering, not the device's "
+                "name; ibnetdiscover does not say which mlx5_* it is (no device index, and "
+                "uncabled or Ethernet devices shift the count), so the device stays "
+                f"{ca.device}, the name the fabric reports and the sweep matches; run "
+                f"rdma-ndd on {ca.host} (node_desc '{ca.host} mlx5_N') and import again "
+                "before host checks use the device"
+            )
+        elif ca.kind == "hca" and ca.host is not None and ca.host.lower() in DEFAULT_HOSTS:
+            notes.append(
+                f"PLACEHOLDER CA {ca.guid}: node description {ca.description!r} is the OS's "
+                "default host name with no device: written as a GUID cable end; set the "
+                "host's real name and restart rdma-ndd there"
+            )
+    return notes
 
 
 def _hcas(graph: FabricGraph, notes: list[str]) -> dict[str, list[dict[str, Any]]]:
@@ -88,9 +169,10 @@ def _hcas(graph: FabricGraph, notes: list[str]) -> dict[str, list[dict[str, Any]
             links.setdefault(link.b_guid, []).append(link)
     hosts: dict[str, list[dict[str, Any]]] = {}
     for ca in graph.cas.values():
-        if not _host_ca(ca):
+        host = _host_of(ca)
+        if host is None:
             continue
-        assert ca.host is not None and ca.device is not None
+        assert ca.device is not None
         cabled = links.get(ca.guid, [])
         hca: dict[str, Any] = {"device": ca.device}
         ports = len({lk.a_port if lk.a_guid == ca.guid else lk.b_port for lk in cabled})
@@ -102,15 +184,15 @@ def _hcas(graph: FabricGraph, notes: list[str]) -> dict[str, list[dict[str, Any]
             hca["width"] = slowest.width
             if len({(lk.width, lk.speed) for lk in cabled}) > 1:
                 notes.append(
-                    f"{ca.host} {ca.device}: its ports run at different rates; the spec "
+                    f"{host} {ca.device}: its ports run at different rates; the spec "
                     f"declares the slowest, {slowest.width}{slowest.speed}"
                 )
         else:
             notes.append(
-                f"PLACEHOLDER nodes {ca.host} {ca.device}: no cable in the capture, so its rate "
+                f"PLACEHOLDER nodes {host} {ca.device}: no cable in the capture, so its rate "
                 "and width are the spec defaults; set rate_gbps and width"
             )
-        hosts.setdefault(ca.host, []).append(hca)
+        hosts.setdefault(host, []).append(hca)
     for hcas in hosts.values():
         hcas.sort(key=lambda h: h["device"])
     return hosts
@@ -121,7 +203,8 @@ def _node_groups(hosts: dict[str, list[dict[str, Any]]]) -> list[dict[str, Any]]
     shapes: dict[str, list[str]] = {}
     by_shape: dict[str, list[dict[str, Any]]] = {}
     for host, hcas in hosts.items():
-        key = repr(hcas)
+        # a placeholder host is a group of its own: validate names it alone
+        key = repr(hcas) + (host if host.startswith(("placeholder-", SSH_PLACEHOLDER)) else "")
         shapes.setdefault(key, []).append(host)
         by_shape[key] = hcas
     return [{"names": compress(names), "hcas": by_shape[key]} for key, names in shapes.items()]
@@ -162,7 +245,7 @@ def _fat_tree(graph: FabricGraph, leaves: list[str], spines: list[str], supers: 
         for a, b in ((link.a_guid, link.b_guid), (link.b_guid, link.a_guid)):
             ca = graph.cas.get(b)
             if a in hosts and ca is not None:
-                hosts[a].add(ca.host or ca.guid)
+                hosts[a].add(_host_of(ca) or ca.guid)
             if a in tiers and b in tiers and tiers[b] == tiers[a] + 1:
                 (up if tiers[a] == 0 else spine_up)[a] += 1
                 trunk[(link.width, link.speed)] += 1
@@ -337,9 +420,11 @@ def import_fabric(
         }
     )
     tree_note = _validate(spec)
+    _fill_placeholders(spec, hosts)
+    notes += _default_notes(graph)
     notes += [
         f"PLACEHOLDER existing.ssh: the capture has no SSH addresses; set each node's "
-        f"[user@]address[:port] ({compress(list(hosts))}) before pulumi up",
+        f"[user@]address[:port] ({compress(list(spec['existing']['ssh']))}) before pulumi up",
         f"PLACEHOLDER management.subnet {PLACEHOLDER_SUBNET}: the capture has no management "
         "addresses; set the nodes' SSH network",
         f"PLACEHOLDER fabric.mtu {PLACEHOLDER_MTU}: ibnetdiscover does not report the MTU; set "
@@ -349,6 +434,21 @@ def import_fabric(
     ]
     text = _render(spec, graph, tree_note, sm_note)
     return Imported(spec=spec, text=text, notes=notes)
+
+
+def _fill_placeholders(spec: dict[str, Any], hosts: dict[str, list[dict[str, Any]]]) -> None:
+    """Replace each stand-in host by its PLACEHOLDER name (nodes, existing.ssh, cabling)."""
+    names = {h: placeholder_host(h.removeprefix("placeholder-")) for h in hosts}
+    names = {h: p for h, p in names.items() if h.startswith("placeholder-")}
+    if not names:
+        return
+    renamed = {names.get(h, h): hcas for h, hcas in hosts.items()}
+    spec["nodes"] = _node_groups(renamed)
+    spec["existing"]["ssh"] = {names.get(h, h): v for h, v in spec["existing"]["ssh"].items()}
+    for cable in spec["fabric"]["cabling"]:
+        for end in (cable["a"], cable["b"]):
+            if end.get("host") in names:
+                end["host"] = names[end["host"]]
 
 
 def _validate(spec: dict[str, Any]) -> str:
@@ -370,6 +470,23 @@ def _validate(spec: dict[str, Any]) -> str:
         return f"not written: the inferred tree breaks a rule ({reasons[0].path}: {reasons[0].message})"
 
 
+def _default_comments(graph: FabricGraph) -> list[str]:
+    """YAML comment lines on the CAs whose node description is a default one."""
+    lines = []
+    for ca in graph.cas.values():
+        if _default_host(ca):
+            lines.append(
+                f"PLACEHOLDER {placeholder_host(ca.guid)}: CA {ca.guid} {ca.description!r} (the "
+                "OS's default host name): write the host's name (validate refuses this one)"
+            )
+        elif _host_ca(ca) and ca.device is not None and _HCA_N.match(ca.device):
+            lines.append(
+                f"PLACEHOLDER {ca.host} {ca.device}: CA {ca.guid} {ca.description!r}: MLNX_OFED's "
+                "numbering, not the mlx5_* name; run rdma-ndd there and import again"
+            )
+    return lines
+
+
 def _render(spec: dict[str, Any], graph: FabricGraph, tree_note: str, sm_note: str) -> str:
     """The spec as YAML, each section with comments on where it came from."""
     fabric = dict(spec["fabric"])
@@ -382,6 +499,7 @@ def _render(spec: dict[str, Any], graph: FabricGraph, tree_note: str, sm_note: s
         dump({"name": spec["name"], "target": spec["target"]}),
         "# nodes: hosts named by their HCAs' node descriptions; hosts with the same HCAs share a "
         "group.\n# PLACEHOLDER: GPUs, CPUs and memory are not in the capture.\n",
+        "".join(f"# {line}\n" for line in _default_comments(graph)),
         dump({"nodes": spec["nodes"]}),
         f"# fabric.topology: the fat-tree shape, {tree_note}.\n"
         "# PLACEHOLDER fabric.mtu: ibnetdiscover does not report it.\n"
@@ -403,10 +521,12 @@ def _render(spec: dict[str, Any], graph: FabricGraph, tree_note: str, sm_note: s
 
 
 __all__ = [
+    "DEFAULT_HOSTS",
     "PLACEHOLDER_MTU",
     "PLACEHOLDER_SUBNET",
     "CaptureError",
     "Imported",
     "SmIdentity",
     "import_fabric",
+    "placeholder_host",
 ]

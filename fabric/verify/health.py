@@ -32,10 +32,12 @@ resumes the node when the repair made it healthy, instead of waiting for the nex
 ``HealthCheckInterval``.
 
 Every tool call has a timeout, and the whole run an alarm: never a hang. A tool that answers
-is judged: a MAD it sent that timed out ("smpquery: ... timeout") is the fabric's failure. A tool
-that could not be run or did not finish in its time (exit 124/127: a hung driver, or in the lab
-a tool queued for one of ibsim's client slots) is a **harness error**: reported as such, and the
-node is neither drained nor resumed for it, since nothing was learnt about the fabric. A
+is judged. A tool that could not be run or did not finish in its time (exit 124/127: a hung
+driver, or in the lab a tool queued for one of ibsim's client slots), and a local port whose
+PortInfo cannot be read at all (``ibwarn: mad_rpc: _do_madrpc failed``: the MAD layer, not the
+cable), are **harness errors**: reported as such (stdout, ``--json``, exit 3; Slurm is not
+told, since ``scontrol`` can only set a reason with a drain), and the node is neither drained
+nor resumed for them, however long they last, since nothing was learnt about the fabric. A
 failure drains the node with
 ``railyard: <first failure>``, e.g. ``railyard: mlx5_0/1 Down (leaf01 p3)``; a healthy run
 resumes the node only when it is drained with a reason railyard's health check wrote (starting
@@ -238,6 +240,12 @@ class Checker:
             self._port(port)
         if self.config["ports"] and not self.failures and not self.harness_errors:
             self._sm()
+        else:
+            # sminfo was not asked this run, so an absence seen before is not known to have
+            # lasted: a later gap is timed afresh, not from a start runs ago (a failover, then
+            # a pulled cable that skipped sminfo, then one unanswered sminfo in the converge's
+            # re-sweep, would otherwise read as an absence past the window and drain).
+            self.sm_absent_since = None
         self._counters()
         self._efa()
         self._gpu_nics()
@@ -256,7 +264,10 @@ class Checker:
             return
         info = fields(text)
         if rc != 0 or "LinkState" not in info:
-            self.fail(f"{name} not readable {cable}: {_last(text, rc)}")
+            # The local port's own PortInfo (direct route 0) did not come back: the MAD layer
+            # failed ("ibwarn: mad_rpc: _do_madrpc failed"), not the cable. Nothing was learnt
+            # about the port, so it is a harness error however long it lasts: never a drain.
+            self.harness_errors.append(f"{name} not readable {cable}: {_last(text, rc)}")
             return
         state = info["LinkState"]
         if state != "Active":
@@ -360,15 +371,22 @@ class Checker:
         if not efa:
             return
         root = Path(str(efa.get("sysfs", "/sys"))) / "bus/pci/devices"
-        found = 0
+        found, unreadable = 0, []
         for dev in sorted(root.glob("*")):
             try:
                 vendor = (dev / "vendor").read_text().strip()
                 device = (dev / "device").read_text().strip()
-            except OSError:
+            except OSError as exc:
+                unreadable.append(f"{dev.name}: {exc.strerror or exc}")
                 continue
             found += vendor == "0x1d0f" and device.startswith("0xefa")
-        if found != int(efa["devices"]):
+        if found < int(efa["devices"]) and unreadable:
+            # a device file that cannot be read may be a missing EFA: nothing learnt, no drain
+            self.harness_errors.append(
+                f"{found} EFA devices readable, the instance type has {efa['devices']}; "
+                f"sysfs not readable for {', '.join(unreadable[:3])}"
+            )
+        elif found != int(efa["devices"]):
             self.fail(f"{found} EFA devices, the instance type has {efa['devices']}")
 
     def _gpu_nics(self) -> None:

@@ -2,8 +2,10 @@
 
 Pure functions over parsed tool output, no SSH. Inputs: every switch's unicast LFT
 (``dump_fts``/``ibroute``, :mod:`fabric.parsers.ibroute`), the discovered fabric
-(``ibnetdiscover``), the declared fabric (the levels of the fat tree: leaves 0, spines 1,
-super-spines 2) and, where railyard runs the SM, OpenSM's log
+(``ibnetdiscover``), the declared fabric (its switch levels, inferred from its cables
+alone: 0 for a switch with hosts, then the distance in switch hops from the nearest one, so
+leaves 0, spines 1, super-spines 2 in a fat tree, and any cabling, an imported one, levels the
+same way: :func:`switch_levels`) and, where railyard runs the SM, OpenSM's log
 (:mod:`fabric.parsers.opensm_log`).
 
 Routes are destination-based, so every source host on one switch follows the same path to a
@@ -13,8 +15,8 @@ destination LID owned by a host's HCA it checks, from every switch with hosts:
 
 * the route arrives (no missing entry, no port without a cable, no loop);
 * it is up/down in the declared tree (up-links, then down-links, never down then up, never
-  across a level) and minimal (as many switch hops as the shortest path in the discovered
-  fabric).
+  across a level, save over a same-level cable the declared fabric has: that one is oriented
+  by name) and minimal (as many switch hops as the shortest path in the discovered fabric).
 
 Load: each switch-to-switch port carries the host pairs whose route leaves through it. Ports
 of one switch facing the same way (a leaf's up-links, a spine's down-links) are peers; a port
@@ -199,34 +201,75 @@ class RouteVerdict:
         )
 
 
+def host_switches(graph: FabricGraph) -> set[str]:
+    """GUIDs of the switches with a host's HCA cabled: the bottom level. A CA with no host
+    (a node description never set, a SHARP aggregation node) does not make a leaf."""
+    return {
+        end
+        for link in graph.links
+        for end, other in ((link.a_guid, link.b_guid), (link.b_guid, link.a_guid))
+        if end in graph.switches
+        and other in graph.cas
+        and graph.cas[other].kind == "hca"
+        and graph.cas[other].host
+    }
+
+
+def switch_levels(graph: FabricGraph) -> dict[str, int]:
+    """Switch name -> level, inferred from the cables alone: 0 for a switch with a host's HCA
+    cabled, then its distance in switch hops from the nearest such switch (BFS). A switch no
+    host-bearing switch reaches has no level (it is not in the result)."""
+    leaves = host_switches(graph)
+    adj: dict[str, set[str]] = {}
+    for sw, others in graph.switch_ends():
+        adj.setdefault(sw, set()).update(o for o in others if o in graph.switches)
+    level = dict.fromkeys(sorted(leaves), 0)
+    queue = deque(level)
+    while queue:
+        sw = queue.popleft()
+        for nxt in sorted(adj.get(sw, ())):
+            if nxt not in level:
+                level[nxt] = level[sw] + 1
+                queue.append(nxt)
+    return {graph.switches[s].name: v for s, v in level.items()}
+
+
+def unjudged_levels(graph: FabricGraph) -> str | None:
+    """Why the routes over ``graph`` cannot be judged up/down, or None when they can: the
+    levels count from the hosts, so the fabric needs a switch with a host's HCA cabled."""
+    if not graph.switches:
+        return "the declared fabric holds no switch: no forwarding table to judge"
+    if not host_switches(graph):
+        return (
+            f"no host's HCA is cabled to any of the declared fabric's {len(graph.switches)} "
+            "switches (a switch-only capture or cabling): switch levels count from the hosts, "
+            "so no route is judgeable"
+        )
+    return None
+
+
 def _levels(graph: FabricGraph, declared: FabricGraph | None) -> dict[str, int]:
-    """Switch GUID (discovered) -> level: 0 for a leaf (hosts below it) of the declared tree,
-    then the distance in switch hops from the nearest leaf. A switch the declared tree does not
-    name takes its level in the discovered fabric."""
-
-    def bfs(g: FabricGraph) -> dict[str, int]:
-        leaves = {
-            end
-            for link in g.links
-            for end, other in ((link.a_guid, link.b_guid), (link.b_guid, link.a_guid))
-            if end in g.switches and other in g.cas and g.cas[other].kind == "hca"
-        }
-        adj: dict[str, set[str]] = {}
-        for sw, others in g.switch_ends():
-            adj.setdefault(sw, set()).update(o for o in others if o in g.switches)
-        level = dict.fromkeys(leaves, 0)
-        queue = deque(leaves)
-        while queue:
-            sw = queue.popleft()
-            for nxt in adj.get(sw, ()):
-                if nxt not in level:
-                    level[nxt] = level[sw] + 1
-                    queue.append(nxt)
-        return {g.switches[s].name: v for s, v in level.items()}
-
-    found = bfs(graph)
-    named = bfs(declared) if declared is not None else {}
+    """Switch GUID (discovered) -> level: the declared fabric's (:func:`switch_levels`: 0 for
+    a switch with hosts, then the distance in switch hops from the nearest one). A switch the
+    declared fabric does not name, or does not level, takes its level in the discovered
+    fabric."""
+    found = switch_levels(graph)
+    named = switch_levels(declared) if declared is not None else {}
     return {guid: named.get(sw.name, found.get(sw.name, 0)) for guid, sw in graph.switches.items()}
+
+
+def _level_peers(declared: FabricGraph | None) -> set[frozenset[str]]:
+    """Pairs of switch names the declared fabric cables together on one level (two leaves
+    cabled to each other in a single-level fabric): a route may cross such a cable."""
+    if declared is None:
+        return set()
+    levels = switch_levels(declared)
+    out: set[frozenset[str]] = set()
+    for link in declared.links:
+        a, b = declared.switches.get(link.a_guid), declared.switches.get(link.b_guid)
+        if a and b and a.name != b.name and levels.get(a.name, -1) == levels.get(b.name, -2):
+            out.add(frozenset((a.name, b.name)))
+    return out
 
 
 def _switch_distances(graph: FabricGraph, sources: list[str]) -> dict[str, dict[str, int]]:
@@ -320,6 +363,14 @@ def judge_routes(
     verdict.lids = len(owner)
     lv = _levels(discovered, declared)
     level = [lv[g] for g in guids]
+    # A same-level cable the declared fabric has (leaves cabled to each other) is oriented by
+    # name, as up/down routing orders switches of one rank: up towards the greater name.
+    at = {name[i]: i for i in range(n_sw)}
+    up_across = {
+        (at[a], at[b])
+        for a, b in (sorted(pair) for pair in _level_peers(declared))
+        if a in at and b in at and level[at[a]] == level[at[b]]
+    }
     sources = [i for i in range(n_sw) if below[i]]
     dist = _switch_distances(discovered, [guids[i] for i in sources])
     dist_to = {i: [dist[guids[i]].get(g, -1) for g in guids] for i in sources}
@@ -390,9 +441,9 @@ def judge_routes(
                 nxt[sw], hops[sw] = n, hops[n] + 1
                 if n in why:
                     why[sw] = why[n]
-                elif level[n] > level[sw]:
+                elif level[n] > level[sw] or (sw, n) in up_across:
                     updown[sw] = updown[n]
-                elif level[n] < level[sw]:
+                elif level[n] < level[sw] or (n, sw) in up_across:
                     updown[sw] = alldown[sw] = alldown[n]
                 order.append(sw)
         # Load: pairs carried by each switch, from the farthest switch towards the destination.

@@ -88,9 +88,10 @@ def test_program_without_an_hca_names_the_port(tmp_path: Path) -> None:
         cwd=PROGRAM.parent,
         env={"PATH": "/usr/bin:/bin"},
     )
-    assert done.returncode == 1, done.stderr
+    assert done.returncode == 3, done.stderr  # a port that cannot be read: a harness error
     out = json.loads(done.stdout)
-    assert out["failures"][0].startswith("mlx5_0/1 not readable (leaf01 p3)")
+    assert out["failures"] == []
+    assert out["harness_errors"][0].startswith("mlx5_0/1 not readable (leaf01 p3)")
     assert out["action"] == "checked only"
 
 
@@ -228,3 +229,66 @@ def test_if_drained_does_nothing_on_a_node_railyard_did_not_drain(tmp_path: Path
         "railyard-health: not drained by railyard (slurmctld not reachable): nothing to do"
     )
     assert not (tmp_path / "state.json").exists()  # no tool ran, no reading kept
+
+
+#: smpquery's own failure, captured against ibsim (exit 255): the MAD layer gave up.
+_MADRPC_FAILED = (FIXTURES / "smpquery__ibsim_lab__3.txt").read_text()
+
+
+def _checker(tmp_path: Path, now: float) -> health.Checker:
+    config = json.loads(_config(tmp_path).read_text())
+    config["sm_failover_s"] = 24.0
+    return health.Checker(config, tmp_path / "state.json", now=now)
+
+
+def test_an_unreadable_port_is_a_harness_error_and_never_drains(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """gpu08 on the lab: ``ibwarn: mad_rpc: _do_madrpc failed`` on the port's own PortInfo.
+    Nothing was learnt about the port: a harness error in every run, an hour of them too, and
+    the program never calls scontrol for it (exit 3, nothing changed)."""
+    assert "_do_madrpc failed" in _MADRPC_FAILED
+    calls: list[list[str]] = []
+
+    def tool(argv: list[str], timeout: float = 0, env: object = None) -> tuple[int, str]:
+        calls.append(list(argv))
+        if argv[0] == "scontrol":
+            raise AssertionError(f"scontrol called for a misread: {argv}")
+        return 255, _MADRPC_FAILED
+
+    monkeypatch.setattr(health, "run", tool)
+    monkeypatch.setattr(health.signal, "alarm", lambda seconds: 0)  # main's whole-run alarm
+    for minute in range(60):
+        checker = _checker(tmp_path, 1000.0 + 60 * minute)
+        assert checker.check() == []
+        assert checker.harness_errors[0] == (
+            "mlx5_0/1 not readable (leaf01 p3): ibwarn: [7857] mad_rpc: _do_madrpc failed; "
+            "dport (Lid 999)"
+        )
+    config = tmp_path / "health.json"
+    code = health.main(["--config", str(config), "--state", str(tmp_path / "state.json")])
+    assert code == 3
+    assert not any(c[0] in ("scontrol", "sminfo") for c in calls)
+
+
+def test_an_sm_absence_is_timed_afresh_after_runs_that_did_not_ask(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The failover drill: the SM stops (no SM answers: within the window), a cable is pulled
+    (the port fails, so sminfo is not asked), re-cabled, and in the converge's re-sweep one
+    sminfo goes unanswered. That gap began now, not at the failover minutes ago: a harness
+    error, not 'no subnet manager answers ... past the window' (gpu07's drain)."""
+    sminfo_failed = (FIXTURES / "sminfo__ibsimparse__3.txt").read_text()
+    monkeypatch.setattr(health, "run", lambda argv, timeout=0, env=None: (255, sminfo_failed))
+    healthy = lambda self, port: None  # noqa: E731 - the port read and found Active
+    down = lambda self, port: self.fail("mlx5_0/1 Down (leaf01 p3)")  # noqa: E731
+    monkeypatch.setattr(health.Checker, "_port", healthy)
+    first = _checker(tmp_path, 1000.0)
+    assert first.check() == [] and "within the 24s failover window" in first.harness_errors[0]
+    monkeypatch.setattr(health.Checker, "_port", down)
+    pulled = _checker(tmp_path, 1010.0)
+    assert pulled.check() == ["mlx5_0/1 Down (leaf01 p3)"]
+    monkeypatch.setattr(health.Checker, "_port", healthy)
+    converged = _checker(tmp_path, 1300.0)
+    assert converged.check() == []
+    assert converged.harness_errors[0].startswith("no subnet manager answers for 0s")

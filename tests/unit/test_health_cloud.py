@@ -78,6 +78,19 @@ def test_efa_devices_counted_from_sysfs(tmp_path: Path) -> None:
     assert bad.check() == ["2 EFA devices, the instance type has 32"]
 
 
+def test_an_unreadable_sysfs_file_is_a_harness_error_not_a_drain(tmp_path: Path) -> None:
+    """A PCI device whose sysfs ``device`` file cannot be read may be the missing EFA:
+    nothing was learnt, so one device short is a harness error (never a drain)."""
+    sysfs = _sysfs(tmp_path / "sys", {"0000:10:00.0": ("0x1d0f", "0xefa1")})
+    (sysfs / "bus/pci/devices/0000:20:00.0").mkdir()  # no vendor/device file to read
+    checker = _checker(tmp_path, {"efa": {"devices": 2, "sysfs": str(sysfs)}})
+    assert checker.check() == []
+    assert checker.harness_errors == [
+        "1 EFA devices readable, the instance type has 2; sysfs not readable for "
+        "0000:20:00.0: No such file or directory"
+    ]
+
+
 def test_gpu_nics_judged_on_a_real_capture(tmp_path: Path) -> None:
     assert _checker(tmp_path, {"gpu_nics": {"subnets": A3_SUBNETS, "mtu": 8244}}).check() == []
     wrong_mtu = _checker(tmp_path, {"gpu_nics": {"subnets": A3_SUBNETS, "mtu": 8896}})

@@ -12,7 +12,26 @@ from fabric.verify.families.base import Source
 from fabric.verify.families.params import SubnetManagerExpect
 
 if TYPE_CHECKING:
+    from fabric.spec import ClusterSpec
     from fabric.verify.plan import CheckPlan
+
+
+def no_declared_fabric(spec: ClusterSpec, what: str, usual: str) -> str:
+    """Why no declared fabric judges ``what`` (the cables, the routes): ``usual`` unless the
+    spec lists its cables (``fabric.cabling`` set, as ``railyard import`` writes it) and
+    that list is empty: then what the capture lacks."""
+    fabric = spec.fabric
+    if fabric.topology is not None or "cabling" not in fabric.model_fields_set:
+        return usual
+    if fabric.switches:
+        return (
+            f"no declared fat tree and fabric.cabling lists no cable: the capture holds "
+            f"{len(fabric.switches)} switches but no cable to judge {what} against"
+        )
+    return (
+        "no declared fat tree and fabric.cabling lists no cable: the capture holds no switch "
+        f"and no cable (an isolated HCA) to judge {what} against"
+    )
 
 
 def _fabric_hosts(plan: CheckPlan) -> list[str]:

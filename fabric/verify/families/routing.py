@@ -1,11 +1,13 @@
 """The fabric-wide InfiniBand families read from one host: ``routing`` (every switch's
-forwarding table against the declared fat tree) and ``congestion_control`` (``ibccquery``)."""
+forwarding table against the declared fat tree, or the cabling alone: its switch levels
+inferred from the cables) and ``congestion_control`` (``ibccquery``)."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
 from fabric.verify.families.base import Family, Source, host_list_fixture
+from fabric.verify.families.common import no_declared_fabric
 
 if TYPE_CHECKING:
     from fabric.verify.plan import CheckPlan
@@ -14,11 +16,23 @@ if TYPE_CHECKING:
 ORDER = 80
 
 
+def _unleveled(plan: CheckPlan) -> str | None:
+    """Why the declared fabric (a fat tree, or ``fabric.cabling`` alone) gives the routes no
+    switch levels to be judged by (``fabric.verify.routing.unjudged_levels``), or None."""
+    if plan.expected_graph is None:
+        return None
+    from fabric.verify.routing import unjudged_levels
+
+    return unjudged_levels(plan.expected_graph)
+
+
 def _routing_hosts(plan: CheckPlan) -> list[str]:
     """Where the ``routing`` family reads every switch's forwarding table and the fabric
     from: the discovery host (an SM host), else the observer, of an InfiniBand fabric with
-    a declared fat tree."""
+    a declared fat tree or cabling whose switch levels can be inferred (hosts at the bottom)."""
     if plan.spec.fabric.kind != "infiniband" or plan.expected_graph is None:
+        return []
+    if _unleveled(plan) is not None:
         return []
     host = plan.discovery_host or plan.observer
     return [host] if host else []
@@ -52,7 +66,12 @@ def _routing_why(plan: CheckPlan) -> str | None:
     if kind != "infiniband":
         return f"fabric.kind is {kind}: LFT routing is InfiniBand's"
     if plan.expected_graph is None:
-        return "no declared fat tree to judge the routes against"
+        return no_declared_fabric(
+            plan.spec, "the routes", "no declared fat tree to judge the routes against"
+        )
+    unleveled = _unleveled(plan)
+    if unleveled is not None:
+        return unleveled
     if not plan.routing_hosts:
         return "no selected host with an HCA to read the forwarding tables from"
     return None

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from fabric.verify.families.base import Family, Fixture, Source
+from fabric.verify.families.common import no_declared_fabric
 from fabric.verify.families.params import DeclaredLink, SweptCable
 
 if TYPE_CHECKING:
@@ -18,24 +19,27 @@ ORDER = 70
 
 def _sweep_hosts(plan: CheckPlan) -> list[str]:
     """Where the fabric sweep (``fabric.verify.sweep``) runs from: the observer of an
-    InfiniBand fabric with a declared graph (one vantage point judges every cable)."""
+    InfiniBand fabric with a declared graph, a fat tree or ``fabric.cabling`` alone (one
+    vantage point judges every cable)."""
     if plan.spec.fabric.kind != "infiniband" or plan.expected_graph is None:
         return []
     return [plan.observer] if plan.observer else []
 
 
 def _swept_cables(plan: CheckPlan) -> list[SweptCable]:
-    """Every declared cable the sweep judges: those of the selected hosts' HCAs and every
-    switch-to-switch cable (one sweep judges the whole fabric)."""
+    """Every declared cable the sweep judges: those of the selected hosts' HCAs, every
+    switch-to-switch cable and every cable to a CA no host owns (a SHARP aggregation node,
+    an HCA whose node description was never set: ``fabric.cabling``'s ``guid:`` ends), as one
+    sweep judges the whole fabric."""
     if not plan.sweep_hosts or plan.expected_graph is None:
         return []
     from fabric.verify.sweep_judge import cable_ids
 
-    selected = set(plan.hosts)
+    selected, hosts = set(plan.hosts), plan.spec.hosts
     return [
         SweptCable(link=c.link, port=c.port, host=c.host)
         for c in cable_ids(plan.expected_graph)
-        if c.host is None or c.host in selected
+        if c.host is None or c.host in selected or c.host not in hosts
     ]
 
 
@@ -63,7 +67,9 @@ def _why(plan: CheckPlan) -> str | None:
     if kind != "infiniband":
         return f"fabric.kind is {kind}: the MAD sweep judges InfiniBand cables"
     if plan.expected_graph is None:
-        return "no declared fat tree or cabling to judge the cables against"
+        return no_declared_fabric(
+            plan.spec, "the cables", "no declared fat tree or cabling to judge the cables against"
+        )
     return None if plan.sweep_hosts else "no selected host with an HCA to sweep the fabric from"
 
 

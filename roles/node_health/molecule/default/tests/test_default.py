@@ -33,9 +33,10 @@ def test_configuration_is_the_declared_port(host):
 
 def test_check_names_the_unreadable_port(host):
     result = host.run("/usr/local/sbin/railyard-health --check --json")
-    assert result.rc == 1, result.stderr
+    assert result.rc == 3, result.stderr  # unreadable: a harness error, never a drain
     out = json.loads(result.stdout)
-    assert out["failures"][0].startswith("mlx5_0/1 not readable (leaf01 p1)")
+    assert out["failures"] == []
+    assert out["harness_errors"][0].startswith("mlx5_0/1 not readable (leaf01 p1)")
     assert out["action"] == "checked only"
 
 
