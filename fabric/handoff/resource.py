@@ -28,7 +28,7 @@ import pulumi
 from fabric.components import rerun
 from fabric.handoff.secrets import MUNGE_KEY_ENV
 from fabric.state import REPO_ROOT
-from fabric.targets import hook
+from fabric.targets import line_of
 
 #: Inputs whose change re-runs the playbook.
 RERUN_ON = ("stack", "spec_json", "inventory", "playbook", "limit", "content_hash", "munge_key")
@@ -150,12 +150,12 @@ class AnsibleHandoffProvider(rerun.RerunProvider):
 
 def _target_keeps_inventory(props: dict[str, Any]) -> bool:
     """True when the stack's target writes the inventory itself and removes it on its own
-    delete (its ``rules.py`` says ``KEEPS_INVENTORY = True``: the lab)."""
+    delete (its registry line's ``keeps_inventory``: the lab)."""
     try:
         target = json.loads(props.get("spec_json") or "{}").get("target")
     except ValueError:
         return False
-    return isinstance(target, str) and bool(hook(target, "rules", "KEEPS_INVENTORY", False))
+    return isinstance(target, str) and line_of(target).keeps_inventory
 
 
 class AnsibleHandoff(rerun.RerunResource):

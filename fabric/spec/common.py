@@ -124,3 +124,10 @@ def check_machine(c: Checker, index: int, known: CatalogMachine) -> None:
             reads=[f"nodes[{index}].instance_type"],
         )
     check_gpu_type(c, index, known.name, known.gpu_type)
+
+
+def check_head_node(c: Checker, example: str, reach: str = "public address") -> None:
+    """A cloud cluster declares a node that is not a compute node: the compute nodes get no
+    ``reach``, so the controller reaches them through it; ``example`` is the entry suggested."""
+    if not any(group.role != "compute" for group in c.spec.nodes) and c.known(ROLES_READ):
+        c.add("nodes", f"declare a head node, e.g. - {example}; the compute nodes have no {reach}")

@@ -10,15 +10,11 @@ cloud or the BMCs would refuse later.
 from __future__ import annotations
 
 import ipaddress
-from typing import TYPE_CHECKING
 from urllib.parse import SplitResult, urlsplit
 
 from fabric.spec.checker import Checker, Rule
 from fabric.spec.constants import DEFAULT_BMC_SUBNET, DEFAULT_FABRIC_SUBNET, LAB_RANGE
 from fabric.targets import line_of
-
-if TYPE_CHECKING:
-    pass
 
 __all__ = [
     "NETWORK_RULES",

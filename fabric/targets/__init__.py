@@ -48,11 +48,14 @@ class Target:
     #: It adopts nodes that already run: nothing is provisioned, and a fabric declared without
     #: a topology or cables expects no cable.
     adopts: bool = False
+    #: Its component writes ``state/<stack>/inventory.yml`` itself and removes it on its own
+    #: delete, so the hand-off's delete leaves it (the lab's ``LabFile``).
+    keeps_inventory: bool = False
 
 
 #: Every target, one line each; the folder ``fabric/targets/<name>/`` holds its parts.
 TARGETS: dict[str, Target] = {
-    "lab": Target("LabCluster", one_machine=True),
+    "lab": Target("LabCluster", one_machine=True, keeps_inventory=True),
     "baremetal": Target("BaremetalCluster", lab_block=True),
     "existing": Target("ExistingCluster", lab_block=True, adopts=True),
     "aws": Target(

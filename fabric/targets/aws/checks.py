@@ -8,7 +8,7 @@ parameters of a spec's selected hosts), ``SELECT`` (a family running over part o
 ``not_generated`` (why a family is not generated) and ``FIXTURES`` (the suite's fixtures the
 testinfra module takes). The suite's ``test_efa.py`` reads the judging here through
 ``fabric.verify.families.checks_part("efa")``, the NCCL check its expectation through
-``nccl_expectation``, ``slurm_provider_topology`` the region through ``placement_region``.
+``nccl_expectation``.
 The judging functions are pure over tool output (``fi_info``, instance metadata); output that
 cannot be read raises :class:`fabric.verify.harness.HarnessError`.
 """
@@ -93,11 +93,6 @@ FIXTURES: tuple[Fixture, ...] = (
     host_fixture("efa_gpudirect_host", "efa_gpudirect"),
     host_fixture("placement_host", "placement_group"),
 )
-
-
-def placement_region(spec: ClusterSpec) -> str | None:
-    """The region EC2's instance topology is read in (``slurm_provider_topology``)."""
-    return spec.aws.region if spec.aws is not None else None
 
 
 def nccl_expectation(spec: ClusterSpec, host: str) -> dict[str, Any]:

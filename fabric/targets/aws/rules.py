@@ -8,8 +8,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from fabric.spec.checker import Checker, Rule
-from fabric.spec.common import ROLES_READ as _ROLES
-from fabric.spec.common import catalogued_compute, check_machine, differing
+from fabric.spec.common import catalogued_compute, check_head_node, check_machine, differing
 from fabric.spec.constants import AWS_REGION_PATTERN
 from fabric.spec.problems import Problem
 from fabric.targets.aws.catalog import aws_efa_types, aws_instance
@@ -84,12 +83,7 @@ def check_aws(c: Checker) -> None:
             "subnet_id is set: also set the vpc_id it belongs to",
             reads=["aws.subnet_id"],
         )
-    if not any(group.role != "compute" for group in c.spec.nodes) and c.known(_ROLES):
-        c.add(
-            "nodes",
-            "declare a head node, e.g. - {names: head1, role: login}; the compute "
-            "nodes have no public address",
-        )
+    check_head_node(c, "{names: head1, role: login}")
 
 
 #: EC2 resource ids: ``ami-`` and friends, then 8 or 17 hex digits.

@@ -168,15 +168,7 @@ class AzureCluster(CloudCluster):
         )
         nat = None
         if settings.egress.mode == "nat":
-            address = network.PublicIPAddress(
-                f"{self._name}-nat-ip",
-                resource_group_name=self._rg,
-                location=settings.location,
-                sku=network.PublicIPAddressSkuArgs(name="Standard"),
-                public_ip_allocation_method="Static",
-                tags=self._tags,
-                opts=self._child,
-            )
+            address = self._public_ip(f"{self._name}-nat-ip")
             nat = network.NatGateway(
                 f"{self._name}-nat",
                 resource_group_name=self._rg,
@@ -203,6 +195,18 @@ class AzureCluster(CloudCluster):
             opts=pulumi.ResourceOptions(parent=self, depends_on=[compute_subnet]),
         )
         return compute_subnet, public_subnet
+
+    def _public_ip(self, name: str) -> network.PublicIPAddress:
+        """A static Standard-SKU public address (the NAT gateway's, a head node's)."""
+        return network.PublicIPAddress(
+            name,
+            resource_group_name=self._rg,
+            location=self._azure.location,
+            sku=network.PublicIPAddressSkuArgs(name="Standard"),
+            public_ip_allocation_method="Static",
+            tags=self._tags,
+            opts=self._child,
+        )
 
     def _head_nsg(self, cidr: str | None) -> network.NetworkSecurityGroup:
         """The head node's security group: SSH from ``cidr`` (config sshIngressCidr), when set;
@@ -245,15 +249,7 @@ class AzureCluster(CloudCluster):
     ) -> tuple[network.NetworkInterface, network.PublicIPAddress]:
         """A head (login / controller) VM: a public address, its declared host name at boot."""
         settings = self._azure
-        address = network.PublicIPAddress(
-            f"{self._name}-{host}-ip",
-            resource_group_name=self._rg,
-            location=settings.location,
-            sku=network.PublicIPAddressSkuArgs(name="Standard"),
-            public_ip_allocation_method="Static",
-            tags=self._tags,
-            opts=self._child,
-        )
+        address = self._public_ip(f"{self._name}-{host}-ip")
         nic = network.NetworkInterface(
             f"{self._name}-{host}-nic",
             resource_group_name=self._rg,

@@ -30,8 +30,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from fabric.spec.checker import Checker, Rule
-from fabric.spec.common import ROLES_READ as _ROLES
-from fabric.spec.common import catalogued_compute, check_machine, differing
+from fabric.spec.common import catalogued_compute, check_head_node, check_machine, differing
 from fabric.spec.networks import overlaps
 from fabric.spec.problems import Problem
 from fabric.targets.azure.catalog import azure_ib_sizes, azure_size
@@ -91,12 +90,7 @@ def check_azure(c: Checker) -> None:
             " or drop it (Spot VMs take no capacity reservation)",
             reads=mode,
         )
-    if not any(group.role != "compute" for group in c.spec.nodes) and c.known(_ROLES):
-        c.add(
-            "nodes",
-            "declare a head node, e.g. - {names: head1, role: controller}; the compute nodes"
-            " have no public address",
-        )
+    check_head_node(c, "{names: head1, role: controller}")
 
 
 def check_azure_fabric(c: Checker) -> None:

@@ -3,7 +3,7 @@ no HCAs): their GPU NICs as the instance catalog and the spec declare them, and 
 the suite's ``fabric/verify/checks/test_gcp_gpudirect.py`` asserts on.
 
 Found by the family table through the registry, like every target's ``checks`` part
-(``FAMILIES``, ``PARAMETERS``, ``SELECT``, ``not_generated``, ``FIXTURES``, ``placement_region``,
+(``FAMILIES``, ``PARAMETERS``, ``SELECT``, ``not_generated``, ``FIXTURES``,
 ``nccl_expectation``; see fabric/targets/aws/checks.py); the suite's ``test_gcp_gpudirect.py``
 reads the judging here through ``fabric.verify.families.checks_part("gpu_nics")``.
 The judging functions are pure over tool output (``ip -j addr``, ``ethtool -i``); output that
@@ -100,11 +100,6 @@ FIXTURES: tuple[Fixture, ...] = (
     host_fixture("gvnic_host", "gvnic"),
     host_fixture("rxdm_host", "rxdm"),
 )
-
-
-def placement_region(spec: ClusterSpec) -> str | None:
-    """The region GCE's physical host topology is read in (``slurm_provider_topology``)."""
-    return spec.gcp.region if spec.gcp is not None else None
 
 
 def nccl_expectation(spec: ClusterSpec, host: str) -> dict[str, Any]:

@@ -9,8 +9,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from fabric.spec.checker import Checker, Rule
-from fabric.spec.common import ROLES_READ as _ROLES
-from fabric.spec.common import catalogued_compute, check_machine, differing
+from fabric.spec.common import catalogued_compute, check_head_node, check_machine, differing
 from fabric.spec.constants import GCP_REGION_PATTERN
 from fabric.spec.networks import overlaps
 from fabric.spec.problems import Problem
@@ -66,12 +65,9 @@ def check_gcp(c: Checker) -> None:
         path = f"nodes[{index}]"
         if group.role != "compute" and not group.instance_type and c.known(f"{path}.role"):
             c.add(f"{path}.instance_type", "set a machine type, e.g. n2-standard-8")
-    if not any(group.role != "compute" for group in c.spec.nodes) and c.known(_ROLES):
-        c.add(
-            "nodes",
-            "declare a head node, e.g. - {names: head1, role: login, "
-            "instance_type: n2-standard-8}; compute nodes have no external address",
-        )
+    check_head_node(
+        c, "{names: head1, role: login, instance_type: n2-standard-8}", "external address"
+    )
 
 
 def _check_gcp_capacity(c: Checker) -> None:

@@ -56,7 +56,3 @@ def check_lab(c: Checker) -> None:
 
 #: The lab's rules, in the order their problems are reported.
 RULES: tuple[Rule, ...] = (check_lab,)
-
-#: The lab's component writes ``state/<stack>/inventory.yml`` itself (a ``LabFile``) and
-#: removes it on its own delete, so the hand-off's delete leaves it (``fabric.handoff.resource``).
-KEEPS_INVENTORY = True

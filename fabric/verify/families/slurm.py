@@ -1,7 +1,7 @@
 """The Slurm families: ``slurm`` (every partition node idle or allocated),
 ``slurm_topology`` (the declared fat tree as ``scontrol show topology`` shows it) and
 ``slurm_provider_topology`` (a cloud's placement of the compute nodes against Slurm's
-topology, on the targets whose ``checks`` part says where to read it: ``placement_region``)."""
+topology, on the targets whose ``model`` part has a ``PLACEMENT_COMMAND``, as for the hand-off)."""
 
 from __future__ import annotations
 
@@ -47,9 +47,9 @@ def _slurm_switches(plan: CheckPlan) -> dict[str, tuple[list[str], list[str]]]:
 
 
 def _region(plan: CheckPlan) -> str | None:
-    """The region the target reads the provider's placement in; None where it reads none."""
-    placement_region = hook(plan.spec.target, "checks", "placement_region")
-    return placement_region(plan.spec) if placement_region else None
+    """The region the target reads the provider's placement in (its section's ``region``);
+    None where it reads none."""
+    return getattr(plan.spec.section, "region", None) if _placed(plan) else None
 
 
 def _provider_topology(plan: CheckPlan) -> list[ProviderTopology]:
@@ -72,8 +72,9 @@ def _provider_topology(plan: CheckPlan) -> list[ProviderTopology]:
 
 
 def _placed(plan: CheckPlan) -> bool:
-    """Whether the target reads a provider's placement (its ``checks`` part says where)."""
-    return hook(plan.spec.target, "checks", "placement_region") is not None
+    """Whether the target reads a provider's placement: its ``model`` part names the command
+    each node runs (``PLACEMENT_COMMAND``), the one the hand-off renders Slurm's topology by."""
+    return hook(plan.spec.target, "model", "PLACEMENT_COMMAND") is not None
 
 
 def _topology_why(plan: CheckPlan) -> str | None:
@@ -91,7 +92,7 @@ def _provider_why(plan: CheckPlan) -> str | None:
     if plan.provider_topology:
         return None
     if not _placed(plan):
-        placed = " and ".join(t for t, _ in hooks("checks", "placement_region"))
+        placed = " and ".join(t for t, _ in hooks("model", "PLACEMENT_COMMAND"))
         return f"target {plan.spec.target}: the provider's placement is read on {placed}"
     return "needs the Slurm controller and every compute node selected"
 
