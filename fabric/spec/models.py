@@ -40,6 +40,7 @@ from fabric.spec.constants import (
     LinkLayer,
 )
 from fabric.spec.problems import SpecError
+from fabric.spec.storage import StorageSpec
 from fabric.targets import TARGETS, hooks, line_of
 
 __all__ = [
@@ -983,6 +984,9 @@ class ClusterSpecBase(Model):
     kubernetes: KubernetesSpec | None = None
     rdma_stack: RdmaStack = Field(default_factory=RdmaStack)
     health: HealthSpec = Field(default_factory=HealthSpec)
+    storage: StorageSpec | None = Field(
+        default=None, description="shared file systems and local NVMe scratch"
+    )
     lab: LabSpec | None = None
     existing: ExistingSpec | None = None
 
