@@ -17,7 +17,7 @@ import threading
 from pathlib import Path
 from types import FrameType
 
-from fabric.cli.errors import CommandError, Exit, emit_json
+from fabric.cli.errors import CommandError, Exit, emit_json, port_number
 from fabric.cli.options import add_json, add_spec, add_stack, spec_path
 
 #: The default port of the metrics endpoint.
@@ -63,8 +63,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "watch",
         help="serve Prometheus metrics of a stack's fabric (cables, SM, check families)",
-        description="Read the stack's fabric every --interval seconds (ibnetdiscover and sminfo "
-        "on its hosts, the last fabric check report) and serve it as Prometheus metrics, or "
+        description="Read the stack's fabric every --interval seconds (ibnetdiscover, sminfo and "
+        "perfquery on its hosts, Slurm's node states, the last fabric check report) and serve it as Prometheus metrics, or "
         "write them for node_exporter's textfile collector. Runs until SIGTERM (exit 0) or "
         "Ctrl-C (130); exit 2 when the stack has no inventory or its spec has problems.",
     )
@@ -74,7 +74,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--listen", default="127.0.0.1", help="address of the metrics endpoint (default 127.0.0.1)"
     )
     parser.add_argument(
-        "--port", type=int, default=DEFAULT_PORT, help=f"its port (default {DEFAULT_PORT})"
+        "--port",
+        type=port_number,
+        default=DEFAULT_PORT,
+        help=f"its port, 1 to 65535 (default {DEFAULT_PORT})",
     )
     parser.add_argument(
         "--textfile",
@@ -94,6 +97,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         action="store_true",
         help="scrape once, print the metrics on stdout (Prometheus text format; with "
         "--textfile: write them there instead), then exit; serves nothing",
+    )
+    parser.add_argument(
+        "--no-slurm",
+        action="store_true",
+        help="do not read Slurm's node states (scontrol show node on the Slurm controller): "
+        "for a fabric whose Slurm is not running",
     )
     parser.add_argument(
         "--junit",
@@ -145,7 +154,7 @@ def cmd_watch(args: argparse.Namespace) -> int:
         if args.textfile is None and not args.json and not args.once:
             server = _serve(registry, args.listen, args.port)
         while not signals.stop.is_set():
-            snapshot = collect(plan, remote.run, junit, counter_watch)
+            snapshot = collect(plan, remote.run, junit, counter_watch, slurm=not args.no_slurm)
             collector.update(snapshot)
             if args.textfile is not None:
                 signals.critical = True

@@ -97,9 +97,20 @@ def health_config(
 
 def gpu_config(spec: ClusterSpec, host: str) -> dict[str, Any]:
     """The GPU fitness checks' configuration for ``host`` (``fabric/verify/health_gpu.py``):
-    the GPU count it must show; empty for a node without GPUs or the lab's (no GPU there)."""
+    the GPU count it must show, its declared HCAs (their PCIe links), whether GPUDirect needs
+    ACS off and an IOMMU in passthrough (an InfiniBand or RoCE fabric), and each HCA's least
+    firmware; empty for a node without GPUs or the lab's (no GPU there)."""
     gpus = gpus_of(spec, host)[0]
-    return {"gpu": {"gpus": gpus}} if gpus and not spec.simulated else {}
+    if not gpus or spec.simulated:
+        return {}
+    hcas = spec.hosts[host].hcas
+    gpu: dict[str, Any] = {"gpus": gpus}
+    if hcas:
+        gpu["hcas"] = [hca.device for hca in hcas]
+        gpu["gpudirect_pcie"] = spec.fabric.kind in ("infiniband", "roce")
+        if firmware := {hca.device: hca.min_firmware for hca in hcas if hca.min_firmware}:
+            gpu["hca_firmware"] = firmware
+    return {"gpu": gpu}
 
 
 def slow_config(spec: ClusterSpec, host: str) -> dict[str, Any]:

@@ -17,6 +17,7 @@ import yaml
 from fabric.handoff.health import LAB_SM_POLLING_RETRIES, LAB_SM_POLLING_TIMEOUT_MS
 from fabric.hostlist import compress
 from fabric.model.cluster import ClusterModel
+from fabric.model.gpus import gpus_of, has_nvswitch
 from fabric.spec import ClusterSpec
 from fabric.spec.constants import SM_MEMBER_KEYWORDS
 from fabric.spec.models import EcnQueue
@@ -87,6 +88,7 @@ def role_vars_from_spec(spec: ClusterSpec, model: ClusterModel | None = None) ->
         out |= handoff.role_vars(spec)
     out |= slurm_vars(spec, model)
     out |= node_health_vars(model, out.get("slurm_extra_config", {}))
+    out["railyard_fabric_manager_hosts"] = fabric_manager_hosts(spec)
     if spec.bmc is not None and spec.bmc.endpoints:
         # Where playbooks/remove-node.yml powers a node off (the password is never a variable).
         out["railyard_bmc_endpoints"] = {
@@ -105,6 +107,14 @@ def role_vars_from_spec(spec: ClusterSpec, model: ClusterModel | None = None) ->
     # dispatchers; listed last, as the slurm role reads it.
     out["slurm_prolog_epilog_dirs"] = out.pop("slurm_prolog_epilog_dirs", False)
     return out
+
+
+def fabric_manager_hosts(spec: ClusterSpec) -> list[str]:
+    """The GPU nodes on NVSwitch whose fabric manager ``roles/gpu_node`` installs and runs
+    at the driver's version (none in the lab: no GPU there)."""
+    if spec.simulated:
+        return []
+    return [host for host in spec.hosts if has_nvswitch(*gpus_of(spec, host))]
 
 
 def cluster_hosts_vars(spec: ClusterSpec) -> dict[str, Any]:

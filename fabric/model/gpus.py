@@ -7,7 +7,9 @@
 - ``gpu_nic_affinity``: every HCA (rail) of a GPU node and the GPU it serves: GPU k for rail k
   (DGX/HGX numbering), else the HCA's position;
 - ``gpudirect``: ``ib_write_bw --use_cuda`` on every rail between pairs of GPU nodes (a ring
-  over the nodes, per rail: every HCA of every node once as client).
+  over the nodes, per rail: every HCA of every node once as client);
+- ``fabric_manager``: the GPU nodes whose GPUs hang off NVSwitch (:func:`has_nvswitch`);
+- ``hca_firmware``: each declared HCA with a firmware minimum (:func:`firmware_minimums`).
 
 :mod:`fabric.verify.plan` exposes these as ``CheckPlan`` properties.
 """
@@ -92,6 +94,53 @@ class NcclRun(_Model):
 #: GPUDirect RDMA paths any one of which serves a GPU node whose NICs are not declared HCAs
 #: (an EFA or A3 Ultra ConnectX RoCE node): the health check wants one of them loaded.
 GPUDIRECT_PATHS = ["dma-buf", "efa_nv_peermem", "nvidia_peermem"]
+
+
+#: GPU types whose 8-GPU HGX/DGX baseboards join the GPUs through NVSwitch (A100: HGX A100 8-GPU,
+#: DGX A100, AWS p4d/p4de, GCP A2; H100/H200: HGX H100/H200 8-GPU, DGX H100/H200, AWS p5/p5e/p5en,
+#: GCP A3, Azure ND H100/H200 v5; B200: HGX B200). NVIDIA's Fabric Manager User Guide: such a
+#: system needs ``nvidia-fabricmanager`` running at the driver's version before CUDA can use its
+#: GPUs. A 4-GPU HGX board (NVLink without NVSwitch) and PCIe cards do not.
+NVSWITCH_GPU_TYPES = frozenset({"a100", "a800", "h100", "h800", "h200", "b200"})
+#: The fewest GPUs of such a type on one NVSwitch baseboard.
+NVSWITCH_MIN_GPUS = 8
+
+
+def has_nvswitch(gpus: int, gpu_type: str | None) -> bool:
+    """Whether a node of ``gpus`` GPUs of ``gpu_type`` (``h100``, ``H100-SXM``...) is an
+    NVSwitch system (:data:`NVSWITCH_GPU_TYPES`, eight GPUs or more)."""
+    kind = (gpu_type or "").lower().replace("nvidia", "").strip(" -_")
+    return gpus >= NVSWITCH_MIN_GPUS and kind.split("-")[0].split("_")[0] in NVSWITCH_GPU_TYPES
+
+
+def nvswitch_hosts(spec: ClusterSpec, hosts: Sequence[str]) -> list[str]:
+    """Selected GPU hosts that are NVSwitch systems, in declaration order."""
+    return [h for h in gpu_hosts(spec, hosts) if has_nvswitch(*gpus_of(spec, h))]
+
+
+class FirmwareMinimum(_Model):
+    """A declared HCA with the least firmware it may run (``hcas[].min_firmware``)."""
+
+    host: str
+    device: str
+    minimum: str
+
+    @property
+    def id(self) -> str:
+        """Test id: ``dgx01/mlx5_0``."""
+        return f"{self.host}/{self.device}"
+
+
+def firmware_minimums(spec: ClusterSpec, hosts: Sequence[str]) -> list[FirmwareMinimum]:
+    """Every selected host's HCAs that declare ``min_firmware``, in declaration order."""
+    selected = set(hosts)
+    return [
+        FirmwareMinimum(host=host, device=hca.device, minimum=hca.min_firmware)
+        for host, group in spec.hosts.items()
+        if host in selected
+        for hca in group.hcas
+        if hca.min_firmware
+    ]
 
 
 def gpus_of(spec: ClusterSpec, host: str) -> tuple[int, str | None]:

@@ -26,7 +26,14 @@ import re
 from functools import cached_property
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, ValidationInfo, create_model, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    Field,
+    ValidationInfo,
+    create_model,
+    field_validator,
+    model_validator,
+)
 from pydantic_core import PydanticCustomError
 
 from fabric.hostlist import MAX_HOSTS, HostlistError, expand
@@ -40,6 +47,7 @@ from fabric.spec.constants import (
     LinkLayer,
 )
 from fabric.spec.problems import SpecError
+from fabric.spec.sm import OPENSM_ROUTING_ENGINES, routing_chain
 from fabric.spec.storage import StorageSpec
 from fabric.targets import TARGETS, hooks, line_of
 
@@ -141,6 +149,11 @@ class HcaSpec(Model):
         strict=True, default=0, ge=0, description="rail index: which leaf of a rail-optimized unit"
     )
     netdev: str | None = Field(default=None, description="Ethernet netdev for RoCE, e.g. ens1f0np0")
+    min_firmware: str | None = Field(
+        default=None,
+        pattern=r"^\d+(\.\d+)*$",
+        description="least HCA firmware (fw_ver), e.g. 28.39.1002: the hca_firmware check",
+    )
 
 
 class NodeGroup(Model):
@@ -357,9 +370,11 @@ class InfinibandSpec(Model):
     """InfiniBand-only settings."""
 
     subnet_managers: list[SubnetManager] = Field(default_factory=list)
-    routing_engine: Literal[
-        "ftree", "updn", "minhop", "dor", "lash", "dfsssp", "sssp", "nue", "torus-2QoS"
-    ] = "ftree"
+    routing_engine: Annotated[str, AfterValidator(routing_chain)] = Field(
+        default="ftree",
+        description="OpenSM's routing engine, or a chain tried in order (ftree,updn); "
+        "one of " + ", ".join(OPENSM_ROUTING_ENGINES),
+    )
     lmc: int = Field(strict=True, default=0, ge=0, le=7)
     sweep_interval: int = Field(
         strict=True, default=10, ge=0, description="OpenSM sweep interval, seconds"
@@ -736,6 +751,11 @@ class SlurmSpec(Model):
     munge_key: SecretRef | None = Field(
         default=None,
         description="Pulumi config secret holding the munge key (>= 32 bytes); unset: the stack generates one",
+    )
+    nccl_container: str | None = Field(
+        default=None,
+        pattern=r"^\S+$",
+        description="image the NCCL checks run in through pyxis/enroot (srun --container-image)",
     )
 
 

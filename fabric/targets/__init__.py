@@ -66,7 +66,10 @@ TARGETS: dict[str, Target] = {
         "GcpCluster",
         frozenset({"section", "catalog", "model", "hostkeys", "handoff", "checks", "placement"}),
     ),
-    "azure": Target("AzureCluster", frozenset({"section", "catalog", "handoff"})),
+    "azure": Target(
+        "AzureCluster",
+        frozenset({"section", "catalog", "model", "handoff", "checks", "placement"}),
+    ),
 }
 
 #: The parts every target has.

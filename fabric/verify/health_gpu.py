@@ -37,11 +37,25 @@ from pathlib import Path
 from typing import Any
 
 try:  # on the node: fabric/parsers/ beside the program; on the controller: the package
-    from fabric.parsers import dmesg_xid, nvidia_smi_nvlink, nvidia_smi_q
+    from fabric.parsers import (
+        dmesg_xid,
+        lspci,
+        nvidia_smi_nvlink,
+        nvidia_smi_q,
+        pci_link,
+        proc_cmdline,
+    )
     from fabric.parsers.errors import ParseError
 except ImportError:  # the program run as a script from a checkout: the package is 2 folders up
     sys.path.append(str(Path(__file__).resolve().parents[2]))
-    from fabric.parsers import dmesg_xid, nvidia_smi_nvlink, nvidia_smi_q
+    from fabric.parsers import (
+        dmesg_xid,
+        lspci,
+        nvidia_smi_nvlink,
+        nvidia_smi_q,
+        pci_link,
+        proc_cmdline,
+    )
     from fabric.parsers.errors import ParseError
 
 #: Seconds the nccl-tests run may take; seconds one ib_write_bw side may take.
@@ -307,29 +321,140 @@ def persistence_warning(gpu: nvidia_smi_q.Gpu) -> str | None:
 
 
 def pcie_warning(gpu: nvidia_smi_q.Gpu) -> str | None:
-    """A PCIe link below its maximum generation or width (the generation drops when idle on
-    some GPUs, so a warning)."""
+    """A PCIe link generation below its maximum at full width: a warning, since the
+    generation drops while the GPU is idle (``nvidia-smi -q``'s documentation: the current
+    link generation "may be reduced when the GPU is not in use")."""
     (gen, gen_max), (width, width_max) = gpu.pcie_generation, gpu.pcie_width
-    if None in (gen, gen_max, width, width_max):
+    if None in (gen, gen_max, width, width_max) or width < width_max:  # type: ignore[operator]
         return None
-    if gen < gen_max or width < width_max:  # type: ignore[operator]
+    if gen < gen_max:  # type: ignore[operator]
         return f"GPU {gpu.bus_id}: PCIe Gen{gen} x{width}, capable of Gen{gen_max} x{width_max}"
     return None
 
 
+def pcie_width_reason(gpu: nvidia_smi_q.Gpu) -> str | None:
+    """A PCIe link narrower than the GPU and its slot can run (``Link Width`` current below
+    max): lanes do not power down with load, so a narrow link is a seating, riser or cable
+    fault, and every transfer through it is slower; it drains."""
+    (gen, gen_max), (width, width_max) = gpu.pcie_generation, gpu.pcie_width
+    if width is None or width_max is None or width >= width_max:
+        return None
+    return f"GPU {gpu.bus_id}: PCIe Gen{gen} x{width}, capable of Gen{gen_max} x{width_max}"
+
+
 def clocks_warning(gpu: nvidia_smi_q.Gpu) -> str | None:
-    """A hardware or thermal clock slowdown active now (it passes; a warning)."""
+    """A hardware or thermal clock slowdown active now: a warning in the health check, as
+    Azure's NHC GPU throttle plugin (``check_gpu_throttle.sh``: any active reason but idle,
+    none and SW power cap) and DCGM exporter's alert rules (``GPUPowerBrakeThrottle``,
+    severity warning) treat it; one reading can catch a passing event. The ``gpu_clocks``
+    check family fails a node hardware-throttled at acceptance."""
     active = [r for r in gpu.clock_reasons_active if r in SLOWDOWNS]
     return f"GPU {gpu.bus_id}: clocks slowed: {', '.join(active)}" if active else None
 
 
-def fabric_warning(gpu: nvidia_smi_q.Gpu) -> str | None:
-    """An NVSwitch system's fabric registration not completed successfully (``N/A``: no
-    NVSwitch); a warning, since it is ``In Progress`` while the fabric manager starts."""
+#: Clock event reasons that fail acceptance (``gpu_clocks``): the hardware itself held the
+#: clocks down (an external power brake, the GPU's thermal protection, or either as HW
+#: Slowdown), which an idle node never needs.
+HW_SLOWDOWNS = ("HW Slowdown", "HW Thermal Slowdown", "HW Power Brake Slowdown")
+
+
+def hw_slowdown_reason(gpu: nvidia_smi_q.Gpu) -> str | None:
+    """A hardware slowdown active (:data:`HW_SLOWDOWNS`): the acceptance family's failure."""
+    active = [r for r in gpu.clock_reasons_active if r in HW_SLOWDOWNS]
+    return f"GPU {gpu.bus_id}: hardware clock slowdown: {', '.join(active)}" if active else None
+
+
+def nvswitch(found: Sequence[nvidia_smi_q.Gpu]) -> bool:
+    """An NVSwitch system: a GPU prints a fabric state (``N/A`` everywhere else)."""
+    return any(gpu.fabric[0] is not None for gpu in found)
+
+
+def fabric_reason(gpu: nvidia_smi_q.Gpu, manager_active: bool) -> str | None:
+    """The GPU's NVLink fabric registration failed (``Completed`` with a status other than
+    ``Success``), or never finishes because the fabric manager is not running: CUDA then
+    sees no usable GPU on an NVSwitch system (NVIDIA's Fabric Manager User Guide). It drains."""
     state, status = gpu.fabric
-    if state is None or (state == "Completed" and status in (None, "Success")):
+    if state is None:
+        return None
+    if state == "Completed" and status not in (None, "Success"):
+        return f"GPU {gpu.bus_id}: NVLink fabric registration failed: {status}"
+    if state != "Completed" and not manager_active:
+        return f"GPU {gpu.bus_id}: NVLink fabric {state} and nvidia-fabricmanager not running"
+    return None
+
+
+def fabric_warning(gpu: nvidia_smi_q.Gpu) -> str | None:
+    """An NVSwitch system's fabric registration not yet completed (``N/A``: no NVSwitch); a
+    warning while the fabric manager runs, since it is ``In Progress`` as the manager starts."""
+    state, status = gpu.fabric
+    if state is None or state == "Completed":
         return None
     return f"GPU {gpu.bus_id}: NVLink fabric {state}, {status or 'no status'}"
+
+
+def hca_link_reasons(links: Sequence[pci_link.Link], devices: Collection[str]) -> list[str]:
+    """Each declared HCA (``devices``) whose PCIe link runs below its speed or width (sysfs
+    ``current_link_*`` below ``max_link_*``): ConnectX links do not downtrain when idle, so
+    it drains. An HCA sysfs did not list is not judged here (the port checks see it)."""
+    return [
+        f"{link.device}: {why}"
+        for link in links
+        if link.device in devices and (why := pci_link.degraded(link))
+    ]
+
+
+def acs_reasons(found: Sequence[lspci.Device]) -> list[str]:
+    """PCI bridges with ACS controls on that send peer-to-peer traffic to the root complex
+    (NCCL's troubleshooting guide: ``ACSCtl: SrcValid+`` means ACS is on; GPUDirect RDMA
+    between a GPU and a NIC under one switch then slows or hangs). One line for all."""
+    on = [d for d in found if d.acs_on and (d.bridge or d.address is None)]
+    if not on:
+        return []
+    named = ", ".join(f"{d.address or '?'} ({'+ '.join(d.acs_on)}+)" for d in on[:4])
+    more = f" and {len(on) - 4} more" if len(on) > 4 else ""
+    return [f"PCIe ACS on for peer-to-peer on {len(on)} bridge(s): {named}{more}; disable it"]
+
+
+def iommu_reason(cmdline: str) -> str | None:
+    """An IOMMU the kernel was told to translate with (``intel_iommu=on``/``amd_iommu=on``
+    without ``iommu=pt``): NCCL's guide asks for passthrough or off for GPUDirect RDMA."""
+    mode = proc_cmdline.iommu_mode(cmdline)
+    if mode == "translated":
+        return "IOMMU in translated mode (kernel command line): add iommu=pt for GPUDirect RDMA"
+    return None
+
+
+def firmware_reasons(found: dict[str, str], minimum: dict[str, str]) -> list[str]:
+    """Each HCA whose firmware (``fw_ver``) is older than its declared minimum; an HCA with a
+    minimum and no readable version is named too."""
+    out = []
+    for device, least in sorted(minimum.items()):
+        have = found.get(device)
+        if have is None:
+            out.append(f"{device}: firmware version unreadable, {least} or newer declared")
+        elif version_key(have) < version_key(least):
+            out.append(f"{device}: firmware {have} older than the declared minimum {least}")
+    return out
+
+
+def version_key(version: str) -> tuple[int, ...]:
+    """``28.39.1002`` -> (28, 39, 1002): dotted numbers compared as numbers; a part that is
+    not a number counts as 0 (``20.31.1014-rc`` -> (20, 31, 0))."""
+    return tuple(int(part) if part.isdecimal() else 0 for part in version.strip().split("."))
+
+
+#: The fabric manager's systemd unit (NVIDIA's packages name it so).
+FABRIC_MANAGER_UNIT = "nvidia-fabricmanager"
+
+
+def _manager_active(run: Run, out: Fitness) -> bool:
+    """Whether the fabric manager's unit is active (``systemctl is-active``); a systemctl that
+    could not run is a harness error, and the manager is then taken as running."""
+    rc, text = run(["systemctl", "is-active", FABRIC_MANAGER_UNIT], SMI_TIMEOUT)
+    if rc in (124, 127):
+        out.harness.append(f"systemctl is-active {FABRIC_MANAGER_UNIT}: {_last(text, rc)}")
+        return True
+    return rc == 0 and text.strip() == "active"
 
 
 class Fitness:
@@ -373,9 +498,11 @@ def check_fitness(gpu: dict[str, Any], run: Run) -> tuple[list[str], list[str], 
         else:
             declared = gpu.get("gpus")
             out.add(count_reason(len(found), None if declared is None else int(declared)))
+            manager = _manager_active(run, out) if nvswitch(found) else True
             for one in found:
-                for judge in (ecc_reason, remap_reason, retired_reason):
+                for judge in (ecc_reason, remap_reason, retired_reason, pcie_width_reason):
                     out.add(judge(one))
+                out.add(fabric_reason(one, manager))
                 for warn in (persistence_warning, pcie_warning, clocks_warning, fabric_warning):
                     out.add(warn(one), warning=True)
     rc, text = run(["nvidia-smi", "nvlink", "-s"], SMI_TIMEOUT)
@@ -384,4 +511,66 @@ def check_fitness(gpu: dict[str, Any], run: Run) -> tuple[list[str], list[str], 
             out.failures += nvlink_reasons(nvidia_smi_nvlink.links(text))
         except ParseError:
             out.harness.append(f"nvidia-smi nvlink -s unreadable (exit {rc}): {_last(text, rc)}")
+    check_platform(gpu, run, out)
     return out.failures, out.harness, out.warnings
+
+
+#: Seconds for one platform read (``grep`` of sysfs, ``cat /proc/cmdline``, ``lspci -vvv``).
+PLATFORM_TIMEOUT = 2.0
+SYSFS_IB = "/sys/class/infiniband"
+
+
+def _sysfs(run: Run, out: Fitness, paths: list[str], what: str) -> str | None:
+    """``grep -H . PATHS`` (``path:value`` lines), None after a harness error."""
+    rc, text = run(["grep", "-H", ".", *paths], PLATFORM_TIMEOUT)
+    if not out.ran(rc, text, what):
+        return None
+    if rc != 0 and not text.strip():
+        out.harness.append(f"{what}: nothing readable in {paths[0]} ...")
+        return None
+    return text
+
+
+def check_platform(gpu: dict[str, Any], run: Run, out: Fitness) -> None:
+    """What the configuration's ``gpu`` section asks beyond the GPUs themselves: ``hcas``
+    (the declared HCAs: each one's PCIe link at its speed and width, sysfs), ``gpudirect_pcie``
+    (true: no PCIe bridge with P2P-blocking ACS on, ``lspci -vvv``, and no translated IOMMU,
+    ``/proc/cmdline``) and ``hca_firmware`` (device -> the least firmware version, sysfs
+    ``fw_ver``). Nothing asked, nothing run."""
+    hcas = [str(d) for d in gpu.get("hcas", [])]
+    if hcas:
+        files = [
+            f"{SYSFS_IB}/{d}/device/{w}_link_{k}"
+            for d in hcas
+            for w in ("current", "max")
+            for k in ("speed", "width")
+        ]
+        if (text := _sysfs(run, out, files, "HCA PCIe link (sysfs)")) is not None:
+            try:
+                out.failures += hca_link_reasons(pci_link.links(text), hcas)
+            except ParseError:
+                out.harness.append(f"HCA PCIe link (sysfs) unreadable: {_last(text, 1)}")
+    if minimum := {str(k): str(v) for k, v in gpu.get("hca_firmware", {}).items()}:
+        files = [f"{SYSFS_IB}/{d}/fw_ver" for d in sorted(minimum)]
+        if (text := _sysfs(run, out, files, "HCA firmware (sysfs fw_ver)")) is not None:
+            out.failures += firmware_reasons(firmware_versions(text), minimum)
+    if gpu.get("gpudirect_pcie"):
+        rc, text = run(["cat", "/proc/cmdline"], PLATFORM_TIMEOUT)
+        if out.ran(rc, text, "/proc/cmdline"):
+            out.add(iommu_reason(text))
+        rc, text = run(["lspci", "-vvv"], PLATFORM_TIMEOUT * 2)
+        if out.ran(rc, text, "lspci -vvv"):
+            try:
+                out.failures += acs_reasons(lspci.devices(text))
+            except ParseError:
+                out.harness.append(f"lspci -vvv printed no device (exit {rc}): {_last(text, rc)}")
+
+
+def firmware_versions(text: str) -> dict[str, str]:
+    """``/sys/class/infiniband/<dev>/fw_ver:<version>`` lines -> device -> version."""
+    found = {}
+    for line in text.splitlines():
+        path, _, value = line.partition(":")
+        if path.endswith("/fw_ver") and value.strip():
+            found[path.split("/")[-2]] = value.strip()
+    return found

@@ -15,10 +15,12 @@ from fabric.graph import WIDTH_LANES, FabricGraph
 from fabric.topology.diff import node_key, port_ends
 from fabric.verify.facts import keep_255
 from fabric.verify.plan import FAMILIES, CheckPlan
-from fabric.watch.counters import CounterDelta, CounterWatch
+from fabric.watch.counters import CounterDelta, CounterWatch, PortReading
+from fabric.watch.slurm import COMMAND as SCONTROL_NODES
+from fabric.watch.slurm import NodeSample, parse_nodes
 
 #: Seconds each tool gets on its host.
-TOOL_TIMEOUT = {"ibnetdiscover": 120.0, "sminfo": 20.0}
+TOOL_TIMEOUT = {"ibnetdiscover": 120.0, "sminfo": 20.0, "scontrol": 20.0}
 
 #: ``(host, command, timeout) -> (exit status, output)``; raises on a harness failure.
 Run = Callable[[str, str, float], tuple[int, str]]
@@ -71,6 +73,8 @@ class Snapshot(BaseModel):
     families: list[FamilySample] = []
     report_time: float | None = None
     counter_deltas: list[CounterDelta] = []
+    port_counters: list[PortReading] = []
+    nodes: list[NodeSample] = []
     errors: dict[str, str] = {}
     sources: list[str] = []
 
@@ -150,10 +154,15 @@ def family_samples(results: list) -> list[FamilySample]:
 
 
 def collect(
-    plan: CheckPlan, run: Run, junit: Path | None, counter_watch: CounterWatch | None = None
+    plan: CheckPlan,
+    run: Run,
+    junit: Path | None,
+    counter_watch: CounterWatch | None = None,
+    slurm: bool = True,
 ) -> Snapshot:
-    """One scrape: ibnetdiscover and sminfo over ``run``, the report in ``junit``, and with
-    ``counter_watch`` the counter rises of every declared cable since its previous scrape."""
+    """One scrape: ibnetdiscover and sminfo over ``run``, the report in ``junit``, with
+    ``counter_watch`` every declared cable end's counters (and their rises since its previous
+    scrape), and with ``slurm`` Slurm's node states from the selected controller."""
     from fabric.parsers import ParseError
     from fabric.parsers.ibnetdiscover import parse as parse_ibnetdiscover
     from fabric.parsers.sminfo import parse as parse_sminfo
@@ -187,10 +196,21 @@ def collect(
             snap.errors["sminfo"] = str(exc)
     if counter_watch is not None and plan.counter_ports:
         snap.sources.append("perfquery")
-        snap.counter_deltas, unread = counter_watch.scrape(run)
+        snap.counter_deltas, snap.port_counters, unread = counter_watch.scrape(run)
         if unread:
             more = f" (and {len(unread) - 1} more)" if len(unread) > 1 else ""
             snap.errors["perfquery"] = unread[0] + more
+    if slurm and plan.slurm_controller is not None:
+        snap.sources.append("slurm")
+        try:
+            rc, text = run(plan.slurm_controller, SCONTROL_NODES, TOOL_TIMEOUT["scontrol"])
+            if rc != 0:
+                raise RuntimeError(
+                    f"{SCONTROL_NODES} on {plan.slurm_controller} exited {rc}: {text.strip()[:200]}"
+                )
+            snap.nodes = parse_nodes(text)
+        except (RuntimeError, ValueError) as exc:
+            snap.errors["slurm"] = str(exc)
     if junit is not None:
         snap.sources.append("checks")
         if junit.is_file():

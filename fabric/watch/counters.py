@@ -1,4 +1,5 @@
-"""Counter deltas per declared cable between two scrapes of ``fabric watch``.
+"""Each declared cable end's raw port counters per scrape of ``fabric watch`` (exported as
+``_total`` counters, ``fabric.watch.metrics``), and their rises between two scrapes.
 
 Each scrape reads both ends of every declared InfiniBand cable (``CheckPlan.counter_ports``)
 with ``perfquery`` (parsed by ``fabric.parsers.perfquery``, extended counters where the port
@@ -40,6 +41,31 @@ class CounterDelta(BaseModel):
     increase: int
     allowed: int | None
     failing: bool
+
+
+class PortReading(BaseModel):
+    """One cable end's raw counters as perfquery read them (perfquery names -> value): the
+    HCA port ``host``/``device``/``port``, cabled to ``switch`` port ``switch_port``; ``end``
+    says which end was read (``hca`` or ``switch``); ``allowed``: the spec's thresholds for
+    the cable (short name -> rise allowed per minute, None: not judged)."""
+
+    host: str
+    device: str
+    port: int
+    switch: str
+    switch_port: int | None
+    end: str
+    values: dict[str, int]
+    allowed: dict[str, int | None] = {}
+
+
+class Scrape(NamedTuple):
+    """One scrape's counters: the rises since the previous scrape, the raw readings, and
+    one message per end that could not be read."""
+
+    deltas: list[CounterDelta]
+    readings: list[PortReading]
+    errors: list[str]
 
 
 class _Result(NamedTuple):
@@ -109,8 +135,9 @@ class CounterWatch:
                     out.append(f"{cable} {end}: {exc}")
         return out
 
-    def scrape(self, run: Run) -> tuple[list[CounterDelta], list[str]]:
-        """(deltas since the previous scrape, one message per end that could not be read).
+    def scrape(self, run: Run) -> Scrape:
+        """The deltas since the previous scrape, this scrape's readings and what could not be
+        read.
 
         Hosts are read in parallel (``WORKERS`` at a time), each host's cables in turn."""
         facts = Facts(self.plan, lambda host: _Host(run, host))
@@ -127,6 +154,7 @@ class CounterWatch:
         finally:
             pool.shutdown(wait=False, cancel_futures=True)
         deltas: list[CounterDelta] = []
+        readings: list[PortReading] = []
         errors: list[str] = []
         overrides = self.plan.spec.health.counters.model_dump(exclude_none=True)
         seen: set[tuple[str, str]] = set()
@@ -138,14 +166,30 @@ class CounterWatch:
             cable, a, b = cable_of(port)
             key = (cable, end)
             seen.add(key)
+            limits = counters.thresholds(port.rate_gbps, overrides)
+            readings.append(_reading(port, end, values, limits))
             before = self.previous.get(key)
             self.previous[key] = (now, values)
             if before is not None:
-                limits = counters.thresholds(port.rate_gbps, overrides)
                 deltas += _deltas(cable, a, b, end, before, (now, values), limits)
         for key in set(self.previous) - seen:
             del self.previous[key]  # an end not read this time starts afresh
-        return deltas, errors
+        return Scrape(deltas, readings, errors)
+
+
+def _reading(
+    port: HcaPort, end: str, values: dict[str, int], limits: dict[str, int | None]
+) -> PortReading:
+    return PortReading(
+        host=port.host,
+        device=port.device,
+        port=port.port,
+        switch=port.switch or "",
+        switch_port=port.switch_port,
+        end="hca" if end == f"{port.host}/{port.device}/{port.port}" else "switch",
+        values=values,
+        allowed=limits,
+    )
 
 
 def _deltas(

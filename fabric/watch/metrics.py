@@ -1,5 +1,7 @@
 """The last ``Snapshot`` as Prometheus metrics (prometheus_client), served or written to a
-node_exporter textfile. Only the last snapshot is kept: memory stays bounded.
+node_exporter textfile. Only the last snapshot is kept: memory stays bounded. Port counters
+are exported raw, as monotonic ``_total`` counters (rates are PromQL's); the alert rules
+over these metrics are ``monitoring/railyard-alerts.yml`` (docs/monitoring.md).
 
 A source that could not be read (``Snapshot.errors``) sets ``railyard_watch_scrape_error``
 for that source and leaves its own metrics out, so a harness error never looks like a cable
@@ -13,12 +15,27 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from prometheus_client import CollectorRegistry, write_to_textfile
-from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from fabric.verify.counters import COUNTERS
 from fabric.watch.collect import Snapshot
+from fabric.watch.counters import PortReading
 
 CABLE_LABELS = ["cable", "a", "b"]
+#: The labels of a cable end's raw counters: the HCA port, the switch port it is cabled to,
+#: and which of the two ends was read (``hca`` or ``switch``).
+PORT_LABELS = ["host", "device", "port", "switch", "switch_port", "end"]
+#: perfquery name -> (metric name without ``_total``, factor, help) of every raw counter
+#: exported: the error counters under their ``fabric.verify.counters`` short names, and the
+#: traffic counters (PortXmitData and PortRcvData count 4-octet words: times 4 for bytes).
+PORT_COUNTERS: dict[str, tuple[str, int, str]] = {
+    **{c.name: (f"railyard_port_{c.short}", 1, f"perfquery {c.name}") for c in COUNTERS},
+    "PortXmitData": ("railyard_port_xmit_data_bytes", 4, "perfquery PortXmitData x 4 (octets)"),
+    "PortRcvData": ("railyard_port_rcv_data_bytes", 4, "perfquery PortRcvData x 4 (octets)"),
+    "PortXmitPkts": ("railyard_port_xmit_packets", 1, "perfquery PortXmitPkts"),
+    "PortRcvPkts": ("railyard_port_rcv_packets", 1, "perfquery PortRcvPkts"),
+}
 
 
 class SnapshotCollector(Collector):
@@ -81,22 +98,16 @@ def snapshot_metrics(snap: Snapshot, stack: str, scrapes: int = 1) -> list[Metri
         extra.add_metric([stack], float(snap.undeclared_cables))
         out.append(extra)
     if snap.counter_deltas:
-        labels = [*CABLE_LABELS, "end", "counter"]
-        rise = _gauge(
-            "railyard_cable_counter_increase",
-            "rise of a port counter at one end of the cable since the previous scrape",
-            labels,
-        )
         over = _gauge(
             "railyard_cable_counter_over_threshold",
-            "1 when that rise is above the spec's threshold (fabric.verify.counters)",
-            labels,
+            "1 when a port counter at one end of the cable rose more than the spec's threshold "
+            "since the previous scrape (fabric.verify.counters)",
+            [*CABLE_LABELS, "end", "counter"],
         )
         for d in snap.counter_deltas:
-            values = [stack, d.cable, d.a, d.b, d.end, d.counter]
-            rise.add_metric(values, float(d.increase))
-            over.add_metric(values, float(d.failing))
-        out += [rise, over]
+            over.add_metric([stack, d.cable, d.a, d.b, d.end, d.counter], float(d.failing))
+        out.append(over)
+    out += port_counter_metrics(snap.port_counters, stack)
     if snap.master is not None:
         m = snap.master
         host = m.host or ""
@@ -115,6 +126,7 @@ def snapshot_metrics(snap: Snapshot, stack: str, scrapes: int = 1) -> list[Metri
             )
             dprio.add_metric([stack, host], float(m.declared_priority))
             out.append(dprio)
+    out += node_metrics(snap, stack)
     if snap.families:
         checks = _gauge(
             "railyard_check_family_checks",
@@ -149,6 +161,64 @@ def snapshot_metrics(snap: Snapshot, stack: str, scrapes: int = 1) -> list[Metri
     count = _gauge("railyard_watch_scrapes", "scrapes since watch started", [])
     count.add_metric([stack], float(scrapes))
     return [*out, err, seconds, taken, count]
+
+
+def node_metrics(snap: Snapshot, stack: str) -> list[Metric]:
+    """Slurm's drains: every node's ``railyard_node_drained`` (0 or 1, whoever drained it) and,
+    while railyard's health check has it drained, ``railyard_node_drained_by_railyard`` with
+    the reason Slurm holds."""
+    if "slurm" not in snap.sources or "slurm" in snap.errors:
+        return []
+    drained = _gauge("railyard_node_drained", "1 when Slurm has the node drained (any reason)",
+                     ["node"])  # fmt: skip
+    ours = _gauge(
+        "railyard_node_drained_by_railyard",
+        "1 while the node is drained with a reason railyard's health check wrote",
+        ["node", "reason"],
+    )
+    for n in snap.nodes:
+        drained.add_metric([stack, n.node], float(n.drained))
+        if n.by_railyard:
+            ours.add_metric([stack, n.node, n.reason], 1.0)
+    return [drained, ours]
+
+
+def port_counter_metrics(readings: list[PortReading], stack: str) -> list[Metric]:
+    """Each cable end's raw counters as monotonic ``_total`` counters, one series per end:
+    rates and increases are left to PromQL (``rate(railyard_port_symbol_errors_total[5m])``),
+    as node_exporter's InfiniBand collector does, so a restart or a missed scrape loses
+    nothing. A counter the port did not report is left out."""
+    families: dict[str, CounterMetricFamily] = {}
+    allowed = _gauge(
+        "railyard_port_counter_allowed_per_minute",
+        "the spec's threshold of each error counter at this cable end: rise allowed per "
+        "minute (fabric.verify.counters; absent: not judged)",
+        [*PORT_LABELS, "counter"],
+    )
+    for r in readings:
+        values = [stack, r.host, r.device, str(r.port), r.switch, _port(r.switch_port), r.end]
+        for short, limit in r.allowed.items():
+            if limit is not None:
+                allowed.add_metric([*values, short], float(limit))
+        for counter, value in r.values.items():
+            if counter not in PORT_COUNTERS:
+                continue
+            name, factor, doc = PORT_COUNTERS[counter]
+            family = families.get(name)
+            if family is None:
+                family = CounterMetricFamily(
+                    name, f"{doc}, at one end of a cable", labels=["stack", *PORT_LABELS]
+                )
+                families[name] = family
+            family.add_metric(values, float(value * factor))
+    out: list[Metric] = [
+        families[name] for name, _, _ in PORT_COUNTERS.values() if name in families
+    ]
+    return [*out, allowed] if readings else out
+
+
+def _port(port: int | None) -> str:
+    return "" if port is None else str(port)
 
 
 def registry_for(collector: SnapshotCollector) -> CollectorRegistry:

@@ -11,7 +11,13 @@ the Slurm controller (hsm1), one per leaf under a spine; the hand-off installs
    hh1's cable gets symbol errors (ibsim ``PerformanceSet`` on leaf01 port 1): hh1 is drained
    naming that switch port; the counter cleared, it is IDLE again;
 3. an operator's drain is never undone by the health check;
-4. the rolling driver upgrade (distro source, the installed rdma-core version pinned in the
+4. the failover drill three times in a row (issue 42): the master SM (hsm1) stopped, the
+   standby (hh1, priority 10) takes over; hh2's cable pulled (hh2 drained for it) and
+   re-cabled; hh2 back within one health interval of its first healthy ``--check``; a
+   converge (``playbooks/site.yml``) starts hsm1's OpenSM again and hsm1 is master again. A
+   watcher reads every node's Slurm state every 2 s: no drain of the never-faulted hh1 and
+   no drain of hh2 other than the pulled cable's, in any round;
+5. the rolling driver upgrade (distro source, the installed rdma-core version pinned in the
    spec) on hh2, with hh2's cable pulled while it is drained for the upgrade: the playbook
    fails, hh2 stays drained with a reason naming the health check's failure, and the
    periodic health check does not resume it; cable restored, a second run resumes hh2.
@@ -43,6 +49,13 @@ pytestmark = pytest.mark.integration
 INTERVAL = 10
 #: slurmd runs the program every HealthCheckInterval; slurmctld notices a drain at once.
 WITHIN = 3 * INTERVAL + 15
+#: The pulled cable's drain reason (hh2 on leaf02 port 1).
+PULLED = "railyard: mlx5_0/1 Down (leaf02 p1)"
+#: Rounds of the failover drill.
+ROUNDS = 3
+#: Slack over one health interval for a healthy node's resume: the program's own run and the
+#: 2 s polls of ``--check`` and of slurmctld.
+RESUME_SLACK = 8.0
 
 
 def _spec(tag: int, version: str | None = None) -> dict[str, Any]:
@@ -70,7 +83,11 @@ def _spec(tag: int, version: str | None = None) -> dict[str, Any]:
             "infiniband": {
                 "routing_engine": "ftree",
                 "sweep_interval": 5,
-                "subnet_managers": [{"host": "hsm1", "priority": 14}],
+                # hh1 runs the standby OpenSM for the failover drill
+                "subnet_managers": [
+                    {"host": "hsm1", "priority": 14},
+                    {"host": "hh1", "priority": 10},
+                ],
             },
         },
         "management": {"subnet": f"198.18.{8 + tag}.0/24"},
@@ -166,6 +183,125 @@ def test_operator_drain_is_never_undone(lab: OwnLab) -> None:
         assert "DRAIN" in state and reason == "operator maintenance", (state, reason)
     finally:
         lab.ssh("hsm1", "scontrol update nodename=hh1 state=RESUME")
+
+
+def _master(lab: OwnLab, priority: int, seconds: float = 120.0) -> str:
+    """Wait until ``sminfo`` on hh2 names a master SM of ``priority``; return its line."""
+    deadline = time.monotonic() + seconds
+    out = ""
+    while time.monotonic() < deadline:
+        out = lab.ssh("hh2", "sminfo -t 1000 2>&1 || true", timeout=30).strip()
+        if "SMINFO_MASTER" in out and f"priority {priority} " in out:
+            return out
+        time.sleep(2)
+    raise AssertionError(f"no master SM of priority {priority} within {seconds:g} s: {out}")
+
+
+class DrainWatch:
+    """Every node's Slurm (State, Reason) read every 2 s in a thread; keeps each drain seen."""
+
+    def __init__(self, lab: OwnLab) -> None:
+        self.lab = lab
+        self.drains: list[tuple[float, str, str, str]] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._watch, daemon=True)
+
+    def _watch(self) -> None:
+        started = time.monotonic()
+        last: dict[str, tuple[str, str] | None] = {}  # node -> its drain at the last read
+        while not self._stop.is_set():
+            try:
+                text = self.lab.ssh("hsm1", "scontrol show node -o", timeout=30)
+            except (AssertionError, OSError):
+                text = ""  # a missed read is no drain; the next read looks again
+            for line in text.splitlines():
+                node = re.match(r"NodeName=(\S+)", line)
+                state = re.search(r"\bState=(\S+)", line)
+                reason = re.search(r"\bReason=(.*?)(?: \[[^\]]*\])?(?= \w+=|$)", line)
+                if node is None or state is None:
+                    continue
+                drain = (state[1], reason[1] if reason else "") if "DRAIN" in state[1] else None
+                if drain is not None and last.get(node[1]) != drain:
+                    self.drains.append((time.monotonic() - started, node[1], *drain))
+                last[node[1]] = drain
+            self._stop.wait(2)
+
+    def __enter__(self) -> DrainWatch:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=60)
+
+    def healthy_drained(self) -> list[tuple[float, str, str, str]]:
+        """Drains of a healthy node: any of hh1's, and hh2's for anything but its pulled cable."""
+        return [d for d in self.drains if d[1] != "hh2" or d[3] != PULLED]
+
+
+def _healthy_at(lab: OwnLab, node: str, seconds: float) -> float:
+    """Poll ``railyard-health --check --json`` on ``node`` until it has no failure and no
+    harness error; return when (monotonic)."""
+    deadline = time.monotonic() + seconds
+    out: dict[str, Any] = {}
+    while time.monotonic() < deadline:
+        text = lab.ssh(node, "/usr/local/sbin/railyard-health --check --json || true", 60)
+        out = json.loads(text)
+        if out["failures"] == [] and out["harness_errors"] == []:
+            return time.monotonic()
+        time.sleep(2)
+    raise AssertionError(f"{node} not healthy within {seconds:g} s: {out}")
+
+
+def _drill_round(lab: OwnLab, console: IbsimConsole) -> dict[str, float]:
+    """One round: failover, pull, re-cable, converge; the times of each step (s)."""
+    times: dict[str, float] = {}
+    start = time.monotonic()
+    lab.ssh("hsm1", "systemctl stop 'opensm*'")
+    _master(lab, 10)
+    times["failover"] = time.monotonic() - start
+    console.unlink("hh2", "mlx5_0", 1)
+    try:
+        found = _wait(lab, "hh2", lambda f: "DRAIN" in f[0], WITHIN)
+        assert "DRAIN" in found[0] and found[1] == PULLED, found
+    finally:
+        console.link("hh2", "mlx5_0", 1, "leaf02", 1)
+    times["drained"] = time.monotonic() - start
+    healthy = _healthy_at(lab, "hh2", WITHIN)
+    back = _wait(lab, "hh2", slurm_idle, INTERVAL + RESUME_SLACK)
+    times["resume_after_healthy"] = time.monotonic() - healthy
+    assert slurm_idle(back), (back, times)
+    assert times["resume_after_healthy"] <= INTERVAL + RESUME_SLACK, times
+    converge_started = time.monotonic()
+    done = lab.fabric_run("playbooks/site.yml", timeout=900)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    times["converge"] = time.monotonic() - converge_started
+    _master(lab, 14)
+    for node in ("hh1", "hh2"):
+        found = _wait(lab, node, slurm_idle, INTERVAL + RESUME_SLACK)
+        assert slurm_idle(found), (node, found)
+    times["round"] = time.monotonic() - start
+    return times
+
+
+def test_failover_pull_recable_converge_three_times_drains_no_healthy_node(
+    lab: OwnLab, console: IbsimConsole
+) -> None:
+    assert "priority 14 " in _master(lab, 14)
+    rounds = []
+    with DrainWatch(lab) as watch:
+        for number in range(1, ROUNDS + 1):
+            rounds.append(_drill_round(lab, console))
+            print(
+                f"drill round {number}: "
+                + ", ".join(f"{k} {v:.0f}s" for k, v in rounds[-1].items())
+            )
+            assert watch.healthy_drained() == [], (number, watch.drains)
+    (lab.root / "drill_rounds.json").write_text(json.dumps(rounds))
+    pulled = [d for d in watch.drains if d[1] == "hh2"]
+    print(f"drill: {ROUNDS} rounds, healthy nodes drained: {len(watch.healthy_drained())}, "
+          f"drains seen: {watch.drains}")  # fmt: skip
+    assert len(pulled) >= ROUNDS, watch.drains  # each pulled cable was seen drained
 
 
 def _upgrade(lab: OwnLab) -> subprocess.CompletedProcess[str]:

@@ -1,5 +1,10 @@
-"""``python -m fabric watch`` scraped by a real Prometheus: a pulled cable shows down in PromQL,
-and up again once it is cabled back.
+"""``python -m fabric watch`` scraped by a real Prometheus that loads the shipped alert rules
+(monitoring/railyard-alerts.yml): a pulled cable shows down in PromQL, fires
+``RailyardCableDown`` and is up again once it is cabled back; symbol errors set on one switch
+port show as a ``rate()`` of ``railyard_port_symbol_errors_total`` whose labels name that
+cable, and fire ``RailyardPortErrorsRising``. The lab has one SM and runs no Slurm, so
+``RailyardSubnetManagerChanged`` and ``RailyardNodeDrained`` are proven by ``promtool test
+rules`` only (tests/unit/test_alert_rules.py), and watch runs with ``--no-slurm``.
 
 The lab: two compute nodes and one SM on one leaf, the ``subnet_manager`` role starting the
 OpenSM (no full hand-off). ``fabric watch`` runs as a process against the lab's stack; Debian's
@@ -39,6 +44,9 @@ TAGS = 4
 CABLE = "leaf01/1-n1/mlx5_0/1"
 OTHER = "leaf01/2-n2/mlx5_0/1"
 WAIT = 90.0
+#: RailyardCableDown waits ``for: 1m`` before it fires.
+ALERT_WAIT = 150.0
+RULES = REPO_ROOT / "monitoring" / "railyard-alerts.yml"
 
 
 def _spec(tag: int) -> dict[str, Any]:
@@ -82,6 +90,9 @@ PROMETHEUS_CONFIG = """\
 global:
   scrape_interval: 2s
   scrape_timeout: 2s
+  evaluation_interval: 2s
+rule_files:
+  - "{rules}"
 scrape_configs:
   - job_name: railyard
     static_configs:
@@ -112,16 +123,25 @@ class Watched:
         result = self.query(promql)
         return float(result[0]["value"][1]) if len(result) == 1 else None
 
-    def wait_for(self, promql: str, want: Callable[[float | None], bool]) -> float | None:
-        """Poll ``promql`` until ``want(value)``; fail after ``WAIT`` seconds."""
-        deadline = time.monotonic() + WAIT
+    def wait_for(
+        self, promql: str, want: Callable[[float | None], bool], wait: float = WAIT
+    ) -> float | None:
+        """Poll ``promql`` until ``want(value)``; fail after ``wait`` seconds."""
+        deadline = time.monotonic() + wait
         got: float | None = None
         while time.monotonic() < deadline:
             got = self.value(promql)
             if want(got):
                 return got
             time.sleep(1)
-        raise AssertionError(f"{promql} = {got} after {WAIT} s")
+        raise AssertionError(f"{promql} = {got} after {wait} s")
+
+    def firing(self, alert: str, wait: float = ALERT_WAIT, **labels: str) -> dict[str, str]:
+        """Wait until ``alert`` fires with ``labels``; return the firing alert's labels."""
+        match = "".join(f',{k}="{v}"' for k, v in labels.items())
+        promql = f'ALERTS{{alertname="{alert}",alertstate="firing"{match}}}'
+        self.wait_for(promql, lambda v: v == 1, wait)
+        return self.query(promql)[0]["metric"]
 
 
 def _start_sm(own: OwnLab) -> None:
@@ -180,7 +200,8 @@ def watched(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Watched]:
         log = open(own.root / "watch.log", "w")  # noqa: SIM115 - closed below
         lab.watch = subprocess.Popen(
             [sys.executable, "-m", "fabric", "watch", "--stack", own.name]
-            + ["--spec", str(own.stack_file), "--port", str(watch_port), "--interval", "2"],
+            + ["--spec", str(own.stack_file), "--port", str(watch_port), "--interval", "2"]
+            + ["--no-slurm"],  # the lab runs no slurmctld (no hand-off)
             cwd=REPO_ROOT,
             env=dict(os.environ),
             stdout=log,
@@ -188,7 +209,9 @@ def watched(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Watched]:
             text=True,
         )
         config = own.root / "prometheus.yml"
-        config.write_text(PROMETHEUS_CONFIG.replace("{port}", str(watch_port)))
+        config.write_text(
+            PROMETHEUS_CONFIG.replace("{port}", str(watch_port)).replace("{rules}", str(RULES))
+        )
         prom_log = open(own.root / "prometheus.log", "w")  # noqa: SIM115 - closed below
         prometheus = subprocess.Popen(
             [
@@ -215,6 +238,19 @@ def watched(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Watched]:
     assert left == {}, left
 
 
+def test_prometheus_loads_the_shipped_rules_and_none_fires_on_the_healthy_lab(
+    watched: Watched,
+) -> None:
+    url = f"http://127.0.0.1:{watched.prometheus}/api/v1/rules"
+    with urllib.request.urlopen(url, timeout=10) as reply:
+        groups = json.load(reply)["data"]["groups"]
+    rules = [r for g in groups for r in g["rules"]]
+    assert [g["file"] for g in groups] == [str(RULES)], groups
+    assert len(rules) == 14 and all(r["health"] == "ok" for r in rules), rules
+    watched.wait_for("count(railyard_cable_up == 1)", lambda v: v == 3)
+    assert watched.query('ALERTS{alertstate="firing"}') == []
+
+
 def test_prometheus_sees_every_declared_cable_up_and_the_master_sm(watched: Watched) -> None:
     watched.wait_for(f'railyard_cable_up{{cable="{CABLE}"}}', lambda v: v == 1)
     assert watched.wait_for("count(railyard_cable_up == 1)", lambda v: v == 3) == 3
@@ -236,9 +272,56 @@ def test_a_pulled_cable_shows_down_in_promql_and_up_once_restored(watched: Watch
         assert [r["metric"]["cable"] for r in down] == [CABLE], down
         assert watched.value(f'railyard_cable_up{{cable="{OTHER}"}}') == 1
         assert watched.query(f'railyard_cable_rate_gbps{{cable="{CABLE}"}}') == []
+        started = time.monotonic()
+        alert = watched.firing("RailyardCableDown", cable=CABLE)
+        print(f"RailyardCableDown fired {time.monotonic() - started:.0f} s after the cable "
+              "showed down (for: 1m)")  # fmt: skip
+        assert (alert["a"], alert["b"], alert["severity"]) == ("leaf01/1", "n1/mlx5_0/1",
+                                                               "critical")  # fmt: skip
+        down = watched.query('ALERTS{alertname="RailyardCableDown",alertstate="firing"}')
+        assert [r["metric"]["cable"] for r in down] == [CABLE], down
     finally:
         watched.console.link("n1", "mlx5_0", 1, "leaf01", 1)
     watched.wait_for(f'railyard_cable_up{{cable="{CABLE}"}}', lambda v: v == 1)
+
+
+def test_a_counter_rise_names_its_cable_in_rate_and_fires_errors_rising(
+    watched: Watched,
+) -> None:
+    """Symbol errors set on leaf01 port 1 (n1's cable) in ibsim: ``rate()`` over the raw
+    ``_total`` series rises on that cable end alone, and the shipped rule fires for it."""
+    rising = "rate(railyard_port_symbol_errors_total[1m]) > 0"
+    watched.wait_for('count(railyard_port_symbol_errors_total{end="switch"})', lambda v: v == 3)
+    assert watched.query(rising) == []
+    watched.console.set_counter("leaf01", 1, "SymbolErrorCounter", 900)
+    try:
+        watched.wait_for(f"count({rising})", lambda v: v == 1)
+        (found,) = watched.query(rising)
+        labels = {k: v for k, v in found["metric"].items() if k not in ("instance", "job")}
+        assert labels == {
+            "stack": watched.own.name,
+            "host": "n1",
+            "device": "mlx5_0",
+            "port": "1",
+            "switch": "leaf01",
+            "switch_port": "1",
+            "end": "switch",
+        }, found
+        raw = 'railyard_port_symbol_errors_total{switch="leaf01",switch_port="1",end="switch"}'
+        assert watched.value(raw) == 900
+        alert = watched.firing(
+            "RailyardPortErrorsRising", wait=WAIT, host="n1", counter="SymbolErrorCounter"
+        )
+        assert (alert["counter"], alert["switch"], alert["switch_port"], alert["end"]) == (
+            "SymbolErrorCounter",
+            "leaf01",
+            "1",
+            "switch",
+        ), alert
+        firing = watched.query('ALERTS{alertname="RailyardPortErrorsRising",alertstate="firing"}')
+        assert {r["metric"]["host"] for r in firing} == {"n1"}, firing
+    finally:
+        watched.console.set_counter("leaf01", 1, "SymbolErrorCounter", 0)
 
 
 def test_watch_stops_cleanly_on_sigterm(watched: Watched) -> None:

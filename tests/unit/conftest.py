@@ -80,10 +80,12 @@ class Mocks(pulumi.runtime.Mocks):
             outs.update(LAB_OUTPUTS)
         return outs
 
-    def call(
-        self, args: pulumi.runtime.MockCallArgs
-    ) -> tuple[dict[str, Any], list[tuple[str, str]] | None]:
-        return {}, None
+    def call(self, args: pulumi.runtime.MockCallArgs) -> dict[str, Any]:  # type: ignore[override]
+        """An invoke's result: an SSM parameter (the AMI an image parameter names) reads as
+        a fixed AMI id; any other invoke as empty."""
+        if args.token == "aws:ssm/getParameter:getParameter":
+            return {"name": args.args["name"], "type": "String", "value": "ami-0123456789abcdef0"}
+        return {}
 
     def of(self, typ: str) -> list[pulumi.runtime.MockResourceArgs]:
         """The resources of type ``typ``, in registration order."""

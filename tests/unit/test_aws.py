@@ -20,9 +20,16 @@ SPECS = Path(__file__).parent / "specs"
 
 
 def example(**aws: Any) -> dict[str, Any]:
+    """The example stack's spec with an explicit AMI (the default image, resolved through
+    SSM, is tested in test_aws_first_deploy.py) and ``aws`` changed."""
     data = yaml.safe_load(EXAMPLE.read_text())["config"]["railyard:cluster"]
-    data["aws"].update(aws)
+    data["aws"].update({"ami": "ami-0123456789abcdef0", **aws})
     return data
+
+
+def connection(host_vars: dict[str, Any]) -> dict[str, Any]:
+    """A host's vars without the storage ones (test_aws_first_deploy.py tests those)."""
+    return {k: v for k, v in host_vars.items() if not k.startswith("storage_")}
 
 
 def build(spec: ClusterSpec) -> tuple[Mocks, dict[str, Any]]:
@@ -48,7 +55,16 @@ def test_children_are_parented_to_the_component(p5: tuple[Mocks, dict[str, Any]]
     assert len(children) == len(mocks.resources) - 1 > 10
     pins = [u for u in children if "$pulumi-python:dynamic:Resource::" in u]
     assert len(pins) == 5  # one host key pin per instance
-    assert all("::railyard:aws:Cluster$aws:" in urn for urn in children if urn not in pins)
+    # straight under the component, or under its own parts (the nodes' identity, storage),
+    # which are the component's children
+    parts = ("::railyard:aws:NodeIdentity$aws:", "::railyard:aws:SharedStorage$aws:")
+    assert all(
+        "::railyard:aws:Cluster$aws:" in urn
+        or "::railyard:aws:Cluster$railyard:aws:" in urn
+        or any(part in urn for part in parts)
+        for urn in children
+        if urn not in pins
+    )
     assert all(
         "::railyard:aws:Cluster$pulumi-python:dynamic:Resource::c-hostkey-" in u for u in pins
     )
@@ -201,7 +217,7 @@ def test_compute_nodes_are_reached_through_the_head_node(
     assert jump.count("StrictHostKeyChecking=yes") == 2  # the node and the jump
     for host in ("gpu01", "gpu02", "gpu03", "gpu04"):  # private addresses, through head1
         private = out["hosts"][host]["private_ip"]
-        assert inventory["hosts"][host] == {
+        assert connection(inventory["hosts"][host]) == {
             "ansible_host": private,
             "slurm_node_addr": private,
             "cluster_hosts_address_var": "slurm_node_addr",
@@ -274,7 +290,7 @@ def test_existing_vpc_and_subnet_are_used_as_is() -> None:
     mocks, out = build(ClusterSpec.model_validate(data))
     jump = out["inventory"]["all"]["vars"]["ansible_ssh_common_args"]
     assert jump.endswith("-p 2222 -W %h:%p ec2-user@bastion.example.org'")
-    assert out["inventory"]["all"]["hosts"]["head1"] == {
+    assert connection(out["inventory"]["all"]["hosts"]["head1"]) == {
         "ansible_host": out["hosts"]["head1"]["private_ip"]  # behind the bastion like the rest
     }
     bastion = mocks.named("c-hostkey-bastion").inputs
@@ -285,8 +301,10 @@ def test_existing_vpc_and_subnet_are_used_as_is() -> None:
     )
     assert "source" not in bastion  # an address of the user's: recorded at first contact
     assert mocks.of("aws:ec2/vpc:Vpc") == [] and mocks.of("aws:ec2/subnet:Subnet") == []
-    (sg,) = mocks.of("aws:ec2/securityGroup:SecurityGroup")
+    sg = mocks.named("c-efa-sg")
     assert sg.inputs["vpcId"] == "vpc-0abc1234"
+    # EFS's NFS group: from the cluster's members (an existing VPC's CIDR is not the spec's)
+    assert mocks.named("c-storage-nfs-in").inputs["referencedSecurityGroupId"] == "c-efa-sg-id"
     (template,) = mocks.of("aws:ec2/launchTemplate:LaunchTemplate")
     assert {n["subnetId"] for n in template.inputs["networkInterfaces"]} == {"subnet-0abc1234"}
 
@@ -308,14 +326,24 @@ def test_capacity_block_sets_market_type_and_reservation_and_no_placement_group(
     assert "groupName" not in template.inputs["placement"]
 
 
-def test_odcr_targets_the_reservation_on_demand_in_the_placement_group() -> None:
-    spec = ClusterSpec.model_validate(example(capacity_reservation_id="cr-0123456789abcdef0"))
+def test_odcr_targets_the_reservation_on_demand_in_its_own_placement_group() -> None:
+    """A reservation's instances launch into the reservation's group, which railyard reuses
+    and does not create (issue 40)."""
+    spec = ClusterSpec.model_validate(
+        example(
+            capacity_reservation_id="cr-0123456789abcdef0",
+            placement_group="p5-odcr-pg",
+            placement_group_existing=True,
+            capacity_reservation_placement_group="p5-odcr-pg",
+        )
+    )
     mocks, _ = build(spec)
     (template,) = mocks.of("aws:ec2/launchTemplate:LaunchTemplate")
     assert "instanceMarketOptions" not in template.inputs  # on demand, from the reservation
     target = template.inputs["capacityReservationSpecification"]["capacityReservationTarget"]
     assert target == {"capacityReservationId": "cr-0123456789abcdef0"}
-    assert template.inputs["placement"]["groupName"] == "efa-p5-pg"
+    assert template.inputs["placement"]["groupName"] == "p5-odcr-pg"
+    assert not mocks.of("aws:ec2/placementGroup:PlacementGroup")
 
 
 def test_on_demand_has_no_reservation_and_no_market() -> None:

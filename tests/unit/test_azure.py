@@ -1,12 +1,16 @@
 """The Azure component's resource graph under Pulumi mocks, its inventory through the bastion,
-the check plan and the job environment of ``Pulumi.azure-ndv5.example.yaml``, and the scale set
-members' reading (fabric/targets/azure/dynamic_members.py)."""
+its host keys, the check plan and the job environment of ``Pulumi.azure-ndv5.example.yaml``;
+the scale set members' reading on the REST API's documented response
+(fabric/targets/azure/dynamic_members.py) and the placement read from instance metadata
+(fabric/targets/azure/placement.py)."""
 
 from __future__ import annotations
 
 import base64
 import json
+import re
 import subprocess
+from pathlib import Path
 from typing import Any
 
 import pulumi
@@ -18,10 +22,18 @@ from fabric.handoff.vars import job_environment
 from fabric.spec import ClusterSpec, SpecError, cross_field_problems
 from fabric.spec.targets import stack_config_problems
 from fabric.state import REPO_ROOT
-from fabric.targets.azure.component import AzureCluster
-from fabric.targets.azure.dynamic_members import assign, read_members, scale_set_addresses
+from fabric.targets.azure.component import AzureCluster, compute_name_prefix
+from fabric.targets.azure.dynamic_hostkeys import generate
+from fabric.targets.azure.dynamic_members import (
+    assign,
+    computer_name,
+    nic_list_url,
+    read_members,
+    scale_set_addresses,
+)
 
 EXAMPLE = REPO_ROOT / "Pulumi.azure-ndv5.example.yaml"
+FIXTURES = REPO_ROOT / "tests" / "fixtures"
 STACK = yaml.safe_load(EXAMPLE.read_text())["config"]
 VMSS = "azure-native:compute:VirtualMachineScaleSet"
 VM = "azure-native:compute:VirtualMachine"
@@ -37,15 +49,24 @@ def example(**azure: Any) -> dict[str, Any]:
 
 class AzureMocks(Mocks):
     """The one ``Mocks``, plus what Azure computes: a NIC's private address, a public IP's
-    address, and the scale set members the Azure CLI would list (instance ids 0.., in order)."""
+    address, the scale set members the REST API would list (instance ids 0.., in order), and
+    the host key pairs (generated for real)."""
 
     def outputs(self, args: pulumi.runtime.MockResourceArgs, count: int) -> dict[str, Any]:
-        if args.typ == DYNAMIC and "scale_set" in args.inputs:  # the CLI's instances, in order
+        if args.typ == DYNAMIC and "scale_set" in args.inputs:  # the API's instances, in order
+            prefix = args.inputs["computer_name_prefix"]
             members = {
-                h: {"instance_id": str(i), "private_ip": f"10.0.0.{i + 4}"}
+                h: {
+                    "instance_id": str(i),
+                    "private_ip": f"10.0.0.{i + 4}",
+                    "computer_name": computer_name(prefix, str(i)),
+                }
                 for i, h in enumerate(args.inputs["hosts"])
             }
             return {**args.inputs, "members": members}
+        if args.typ == DYNAMIC and args.name.endswith("-hostkey"):  # a HostKeyPair
+            private, public = generate()
+            return {"private_key": private, "public_key": public}
         if args.typ.startswith("azure-native:"):  # ``name``: the given one, else autonamed
             given = [v for k, v in args.inputs.items() if k.endswith("Name") and k != "vmName"]
             named = {"name": args.inputs.get("vmName") or next(iter(given[-1:]), args.name)}
@@ -123,7 +144,8 @@ def test_resource_group_vnet_subnets_and_nat(ndv5: tuple[AzureMocks, dict[str, A
     # the compute subnet's egress is the NAT gateway; the head node's subnet has none
     assert subnets["c-subnet"]["natGateway"] == {"id": "c-nat-id"}
     assert "natGateway" not in subnets["c-public-subnet"]
-    assert all(r.inputs["resourceGroupName"] == "railyard-ndv5" for r in mocks.resources[2:6])
+    azure = [r for r in mocks.resources if r.typ.startswith("azure-native:")]
+    assert all(r.inputs["resourceGroupName"] == "railyard-ndv5" for r in azure)
 
 
 @pytest.mark.parametrize("mode", ["proxy", "offline"])
@@ -138,8 +160,27 @@ def test_no_nat_without_egress_nat(mode: str) -> None:
     assert "natGateway" not in mocks.named("c-subnet").inputs
     if mode == "proxy":
         (vmss,) = mocks.of(VMSS)
-        data = _custom_data(vmss.inputs["virtualMachineProfile"]["osProfile"])
+        data = _custom_data(_inputs(vmss)["virtualMachineProfile"]["osProfile"])
         assert data["apt"] == {"http_proxy": egress["proxy"], "https_proxy": egress["proxy"]}
+
+
+#: How Pulumi's mocks pass a secret input: wrapped under its signature key.
+SECRET_SIG = "4dabf18193072939515e22adb298388d"
+
+
+def _plain(value: Any) -> Any:
+    """``value`` with every secret unwrapped."""
+    if isinstance(value, dict):
+        if value.get(SECRET_SIG) == "1b47061264138c4ac30d75fd1eb44270":
+            return _plain(value["value"])
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    return value
+
+
+def _inputs(resource: pulumi.runtime.MockResourceArgs) -> dict[str, Any]:
+    return _plain(resource.inputs)
 
 
 def _custom_data(os_profile: dict[str, Any]) -> dict[str, Any]:
@@ -155,7 +196,7 @@ def test_gpu_nodes_are_one_uniform_scale_set_in_one_placement_group(
     node in it, no overprovisioned extra VM on the fabric."""
     mocks, out = ndv5
     (vmss,) = mocks.of(VMSS)
-    inputs = vmss.inputs
+    inputs = _inputs(vmss)
     assert inputs["orchestrationMode"] == "Uniform"
     assert inputs["singlePlacementGroup"] is True
     assert inputs["overprovision"] is False
@@ -225,20 +266,20 @@ def test_spot_and_reserved_capacity(capacity: str, expected: dict[str, Any]) -> 
         ClusterSpec.model_validate(example(capacity=capacity, capacity_reservation_group=group))
     )
     (vmss,) = mocks.of(VMSS)
-    profile = vmss.inputs["virtualMachineProfile"]
+    profile = _inputs(vmss)["virtualMachineProfile"]
     assert {k: profile.get(k) for k in expected} == expected
 
 
 def test_head_node_public_with_its_name_at_boot(ndv5: tuple[AzureMocks, dict[str, Any]]) -> None:
     mocks, out = ndv5
     (head,) = mocks.of(VM)
-    assert head.inputs["hardwareProfile"] == {"vmSize": "Standard_D8s_v5"}
-    os_profile = head.inputs["osProfile"]
+    assert _inputs(head)["hardwareProfile"] == {"vmSize": "Standard_D8s_v5"}
+    os_profile = _inputs(head)["osProfile"]
     assert os_profile["computerName"] == "head1"
     data = _custom_data(os_profile)
     assert data["hostname"] == data["fqdn"] == "head1"  # SlurmctldHost=head1
     assert data["preserve_hostname"] is False
-    assert head.inputs["networkProfile"]["networkInterfaces"][0]["id"] == "c-head1-nic-id"
+    assert _inputs(head)["networkProfile"]["networkInterfaces"][0]["id"] == "c-head1-nic-id"
     nic = mocks.named("c-head1-nic").inputs
     assert nic["ipConfigurations"][0]["subnet"]["id"] == "c-public-subnet-id"
     assert nic["ipConfigurations"][0]["publicIPAddress"] == {"id": "c-head1-ip-id"}
@@ -270,16 +311,95 @@ def test_inventory_reaches_the_gpu_nodes_through_the_head_node(
     assert inventory["hosts"]["head1"]["slurm_node_addr"] == out["hosts"]["head1"]["private_ip"]
 
 
-def test_host_keys_are_pinned_at_first_contact_bastion_first(
+def test_host_keys_are_made_and_pinned_before_first_contact_bastion_first(
     ndv5: tuple[AzureMocks, dict[str, Any]],
 ) -> None:
+    """Every node's host key is railyard's, given at boot by cloud-init and pinned as declared
+    (never recorded on trust): the head node its own, the scale set's instances one shared."""
     mocks, out = ndv5
-    pins = {r.inputs["host"]: r for r in mocks.of(DYNAMIC) if "scale_set" not in r.inputs}
+    pins = {r.inputs["host"]: r for r in mocks.of(DYNAMIC) if "host" in r.inputs}
     assert sorted(pins) == ["gpu01", "gpu02", "gpu03", "gpu04", "head1"]
     assert pins["head1"].name == "c-hostkey-bastion"
-    assert all(not p.inputs.get("source") for p in pins.values())  # first contact
     assert pins["gpu01"].inputs["jump"]["address"] == out["hosts"]["head1"]["public_ip"]
     assert mocks.names.index("c-hostkey-bastion") < mocks.names.index("c-hostkey-gpu01")
+    sources = {h: p.inputs["source"] for h, p in pins.items()}
+    assert all(s["declared"] is True and len(s["keys"]) == 1 for s in sources.values())
+    assert all(s["keys"][0].startswith("ssh-ed25519 ") for s in sources.values())
+    assert len({s["keys"][0] for h, s in sources.items() if h != "head1"}) == 1
+    assert sources["head1"]["keys"] != sources["gpu01"]["keys"]
+    # the key each VM boots with is the one pinned for it, and the only one it has
+    (head,) = mocks.of(VM)
+    (vmss,) = mocks.of(VMSS)
+    for data, host in (
+        (_custom_data(_inputs(head)["osProfile"]), "head1"),
+        (_custom_data(_inputs(vmss)["virtualMachineProfile"]["osProfile"]), "gpu01"),
+    ):
+        assert data["ssh_keys"]["ed25519_public"] == sources[host]["keys"][0]
+        assert data["ssh_keys"]["ed25519_private"].startswith("-----BEGIN OPENSSH PRIVATE KEY")
+        assert data["ssh_deletekeys"] is True and data["ssh_genkeytypes"] == []
+    # the private key reaches Azure only inside a secret
+    assert head.inputs["osProfile"][SECRET_SIG] and vmss.inputs["virtualMachineProfile"][SECRET_SIG]
+    pairs = [r for r in mocks.of(DYNAMIC) if r.name.endswith("-hostkey")]
+    assert sorted(r.name for r in pairs) == ["c-compute-hostkey", "c-head1-hostkey"]
+    assert not any(r.inputs.get("private_key") for r in pairs)  # made by the provider
+
+
+def test_the_private_host_key_is_a_secret(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The pair's private half is a secret output, the customData carrying it a secret; the
+    provider makes a real ed25519 pair once and never changes it."""
+    from fabric.targets.azure.component import with_host_key
+    from fabric.targets.azure.dynamic_hostkeys import HostKeyPair, HostKeyPairProvider
+
+    options: list[pulumi.ResourceOptions | None] = []
+    real = pulumi.dynamic.Resource.__init__
+
+    def spy(self: Any, provider: Any, name: str, props: Any, opts: Any = None) -> None:
+        options.append(opts)
+        real(self, provider, name, props, opts)
+
+    monkeypatch.setattr(pulumi.dynamic.Resource, "__init__", spy)
+    pulumi.runtime.set_mocks(AzureMocks(), project="railyard", stack="azuretest", preview=False)
+    seen: list[bool] = []
+
+    @pulumi.runtime.test
+    def run() -> pulumi.Output[Any]:
+        data = with_host_key("#cloud-config\n{}\n", HostKeyPair("k-hostkey"))
+        return pulumi.Output.all(data, data.is_secret()).apply(lambda v: seen.append(v[1]))
+
+    run()
+    assert seen == [True]
+    (opts,) = options
+    assert opts is not None and opts.additional_secret_outputs == ["private_key"]
+    made = HostKeyPairProvider().create({}).outs
+    assert made["private_key"].startswith("-----BEGIN OPENSSH PRIVATE KEY-----\n")
+    assert made["public_key"].split()[0] == "ssh-ed25519" and len(made["public_key"].split()) == 2
+    assert HostKeyPairProvider().diff("id", made, {}).changes is False
+
+
+def test_compute_nodes_are_named_by_azure_and_slurm_by_the_spec(
+    ndv5: tuple[AzureMocks, dict[str, Any]],
+) -> None:
+    """The scale set's computer name prefix (at most 15 characters) and each host's computer
+    name in the hosts output; the inventory names the hosts as declared."""
+    mocks, out = ndv5
+    (vmss,) = mocks.of(VMSS)
+    prefix = _inputs(vmss)["virtualMachineProfile"]["osProfile"]["computerNamePrefix"]
+    assert prefix == "ndv5-"
+    assert [out["hosts"][h]["computer_name"] for h in ("gpu01", "gpu04")] == [
+        "ndv5-000000",
+        "ndv5-000003",
+    ]
+    assert "hostname" not in _custom_data(_inputs(vmss)["virtualMachineProfile"]["osProfile"])
+    assert sorted(out["inventory"]["all"]["hosts"]) == ["gpu01", "gpu02", "gpu03", "gpu04", "head1"]
+    long = ClusterSpec.model_validate({**example(), "name": "a-very-long-cluster-name"})
+    assert len(compute_name_prefix(long)) == 15
+
+
+def test_computer_names_are_the_prefix_and_the_base36_instance_id() -> None:
+    """Azure's own example: prefix nsgvmss, instance 85 -> nsgvmss00002D."""
+    assert computer_name("nsgvmss", "85") == "nsgvmss00002D"
+    assert computer_name("ndv5-", "0") == "ndv5-000000"
+    assert computer_name("ndv5-", "36") == "ndv5-000010"
 
 
 def test_check_plan_lists_infiniband_sm_nccl_and_slurm_topology() -> None:
@@ -299,11 +419,32 @@ def test_check_plan_lists_infiniband_sm_nccl_and_slurm_topology() -> None:
     assert "external" in json.dumps(sm)
     # IPoIB only where declared: no HCA names a netdev, so no MTU path family runs
     assert "not_generated" in families["netdev_mtu"] and "not_generated" in families["path_mtu"]
-    # Azure lays out the fabric: no declared tree for Slurm's, and no provider placement
-    assert "fat tree" in families["slurm_topology"]["not_generated"]
-    assert "not_generated" in families["slurm_provider_topology"]
+    # Azure lays out the fabric: no declared tree; Slurm's topology is the provider's placement
+    assert "slurm_provider_topology" in families["slurm_topology"]["not_generated"]
+    (placed,) = families["slurm_provider_topology"]["parameters"]
+    assert placed == {
+        "provider": "azure",
+        "controller": "head1",
+        "nodes": ["gpu01", "gpu02", "gpu03", "gpu04"],
+        "region": "eastus",
+    }
+    for family in ("azure_sriov", "azure_nccl_topology"):
+        assert [p["host"] for p in families[family]["parameters"]] == plan.slurm_nodes
     assert plan.slurm_nodes == ["gpu01", "gpu02", "gpu03", "gpu04"]
     assert plan.slurm_controller == "head1"
+
+
+def test_check_plan_command_on_the_example(capsys: pytest.CaptureFixture[str]) -> None:
+    """``railyard check --plan --spec Pulumi.azure-ndv5.example.yaml`` lists the InfiniBand,
+    SM, NCCL and Slurm-topology families with parameters, and Azure's own."""
+    from fabric.cli import main
+
+    assert main(["check", "--plan", "--spec", str(EXAMPLE), "--json"]) == 0
+    families = json.loads(capsys.readouterr().out)["families"]
+    generated = {name for name, family in families.items() if "parameters" in family}
+    assert {"ports", "ib", "phy", "sm", "ib_pairs", "nccl", "gpudirect", "slurm"} <= generated
+    assert {"slurm_provider_topology", "azure_sriov", "azure_nccl_topology"} <= generated
+    assert "slurm_topology" not in generated  # Azure's fabric has no declared tree
 
 
 def test_jobs_get_the_nd_v5_nccl_environment() -> None:
@@ -357,28 +498,23 @@ def test_stack_config_must_name_the_location_and_a_key() -> None:
 
 # --- which instance is which host --------------------------------------------------------------
 
-#: The shape ``az vmss nic list`` prints (properties flattened), two instances.
-CLI_NICS = [
-    {
-        "name": "eth0",
-        "virtualMachine": {
-            "id": "/subscriptions/0/resourceGroups/rg/providers/Microsoft.Compute/"
-            "virtualMachineScaleSets/ndv5-compute/virtualMachines/3"
-        },
-        "ipConfigurations": [{"name": "ipconfig", "primary": True, "privateIPAddress": "10.0.0.7"}],
-    },
-    {
-        "properties": {  # the REST shape
-            "virtualMachine": {"id": ".../virtualMachineScaleSets/ndv5-compute/virtualMachines/1"},
-            "ipConfigurations": [{"properties": {"privateIPAddress": "10.0.0.5"}}],
-        }
-    },
-]
+#: The REST API's documented response of "Network Interfaces - List Virtual Machine Scale Set
+#: Network Interfaces" (tests/fixtures/SOURCES.md): instances 0 and 1 of vmss1.
+NIC_LIST = json.loads((FIXTURES / "azure_vmss_nic_list__restspecs__example.json").read_text())
+VMSS_ID = "/subscriptions/subid/resourceGroups/rg1/providers/Microsoft.Compute/virtualMachineScaleSets/vmss1"
 
 
-def test_scale_set_addresses_read_both_shapes() -> None:
-    assert scale_set_addresses(CLI_NICS) == {"3": "10.0.0.7", "1": "10.0.0.5"}
-    assert scale_set_addresses({"value": CLI_NICS[1:]}) == {"1": "10.0.0.5"}
+def test_scale_set_addresses_read_the_documented_response() -> None:
+    assert scale_set_addresses(NIC_LIST) == {"0": "10.0.0.4", "1": "10.0.0.5"}
+
+
+@pytest.mark.parametrize(
+    ("page", "message"),
+    [([], "no 'value' array"), ({"value": [{"name": "nic1"}]}, "value[0] has no 'properties'")],
+)
+def test_a_page_that_is_no_rest_list_is_named(page: Any, message: str) -> None:
+    with pytest.raises(ValueError, match=re.escape(message)):
+        scale_set_addresses(page)
 
 
 def test_hosts_take_instances_in_id_order_and_keep_them() -> None:
@@ -396,18 +532,129 @@ def test_hosts_take_instances_in_id_order_and_keep_them() -> None:
         assign({}, {"1": "10.0.0.5", "3": "10.0.0.7"}, ["gpu01", "gpu02", "gpu03"])
 
 
-def test_members_are_polled_until_every_host_has_an_address() -> None:
-    answers = [json.dumps(CLI_NICS[:1]), json.dumps(CLI_NICS)]
-    calls: list[list[str]] = []
+def _rest(*bodies: Any) -> tuple[Any, list[tuple[list[str], float]]]:
+    """A runner answering ``az rest`` with ``bodies`` in turn, and the calls it saw."""
+    calls: list[tuple[list[str], float]] = []
 
     def run(argv: Any, timeout: float) -> subprocess.CompletedProcess[str]:
-        calls.append(list(argv))
-        return subprocess.CompletedProcess(argv, 0, answers[len(calls) - 1], "")
+        calls.append((list(argv), timeout))
+        return subprocess.CompletedProcess(argv, 0, json.dumps(bodies[len(calls) - 1]), "")
 
-    props = {"resource_group": "rg", "scale_set": "ndv5-compute", "hosts": ["a", "b"]}
+    return run, calls
+
+
+def test_members_are_polled_and_paged_until_every_host_has_an_address() -> None:
+    """The first read finds one instance; the second follows nextLink to the second page."""
+    first, second = NIC_LIST["value"]
+    run, calls = _rest(
+        {"value": [second]},
+        {"value": [second], "nextLink": "https://example.invalid/next"},
+        {"value": [first]},
+    )
+    props = {"scale_set_id": VMSS_ID, "hosts": ["a", "b"], "computer_name_prefix": "ndv5-"}
     members = read_members(props, {}, run=run, sleep=lambda _: None)
     assert members == {
-        "a": {"instance_id": "1", "private_ip": "10.0.0.5"},
-        "b": {"instance_id": "3", "private_ip": "10.0.0.7"},
+        "a": {"instance_id": "0", "private_ip": "10.0.0.4", "computer_name": "ndv5-000000"},
+        "b": {"instance_id": "1", "private_ip": "10.0.0.5", "computer_name": "ndv5-000001"},
     }
-    assert calls[0][:3] == ["az", "vmss", "nic"] and "ndv5-compute" in calls[0]
+    argv, timeout = calls[0]
+    assert argv[:4] == ["az", "rest", "--method", "get"]
+    assert argv[argv.index("--url") + 1] == nic_list_url(VMSS_ID)
+    assert nic_list_url(VMSS_ID).startswith(f"{VMSS_ID}/networkInterfaces?api-version=")
+    assert calls[2][0][calls[2][0].index("--url") + 1] == "https://example.invalid/next"
+    assert all(t <= 120 for _, t in calls)
+
+
+@pytest.mark.parametrize(
+    ("answer", "message"),
+    [
+        (FileNotFoundError(), "az not found"),
+        (subprocess.TimeoutExpired(["az"], 120), "no answer within 120 s"),
+        (subprocess.CompletedProcess([], 1, "", "ERROR: (AuthorizationFailed) denied\n"), "exit 1"),
+        (subprocess.CompletedProcess([], 0, "<html>", ""), "printed no JSON"),
+    ],
+)
+def test_an_az_failure_is_one_line(answer: Any, message: str) -> None:
+    def run(argv: Any, timeout: float) -> subprocess.CompletedProcess[str]:
+        if isinstance(answer, BaseException):
+            raise answer
+        return answer
+
+    props = {"scale_set_id": VMSS_ID, "hosts": ["a"], "computer_name_prefix": "p"}
+    with pytest.raises(RuntimeError, match=message) as error:
+        read_members(props, {}, run=run, sleep=lambda _: None)
+    assert "\n" not in str(error.value)
+
+
+# --- where Azure places the compute nodes -------------------------------------------------------
+
+IMDS_IN_SCALE_SET = (FIXTURES / "azure_imds_instance__azuredocs__1.json").read_text()
+IMDS_NO_SCALE_SET = (FIXTURES / "azure_imds_instance__azuredocs__2.json").read_text()
+
+
+def test_placement_is_the_scale_sets_placement_group() -> None:
+    """Documented IMDS responses: two VMs of one placement group under one switch; a VM of no
+    scale set is left out and named."""
+    from fabric.targets.azure.placement import graph
+    from fabric.topology.render import slurm_switch_view
+
+    readings = {
+        "gpu01": (IMDS_IN_SCALE_SET, 0, ""),
+        "gpu02": (IMDS_IN_SCALE_SET, 0, ""),
+        "gpu03": (IMDS_NO_SCALE_SET, 0, ""),
+    }
+    placed = graph(readings, "eastus")
+    view = slurm_switch_view(placed, ["gpu01", "gpu02", "gpu03"])
+    assert view == {"pg-f67c14ab-e92c-408c-ae2d-da15866ec79a": (["gpu01", "gpu02"], [])}
+    (warning,) = placed.warnings
+    assert warning.startswith("gpu03: no placement group")
+
+
+def test_the_placement_command_reads_instance_metadata_without_a_proxy() -> None:
+    from fabric.targets.azure.model import PLACEMENT_COMMAND
+
+    assert "--noproxy '*'" in PLACEMENT_COMMAND and "-H Metadata:true" in PLACEMENT_COMMAND
+    assert "http://169.254.169.254/metadata/instance?api-version=" in PLACEMENT_COMMAND
+    assert "-m 5" in PLACEMENT_COMMAND  # every call has a timeout
+
+
+@pytest.mark.parametrize(
+    ("reading", "message"),
+    [
+        (("", 7, "curl: (7) Failed to connect"), "did not answer \\(exit 7\\)"),
+        (("<html>", 0, ""), "not JSON"),
+        (('{"network": {}}', 0, ""), "no compute.placementGroupId"),
+    ],
+)
+def test_an_unreadable_placement_is_a_harness_error(
+    reading: tuple[str, int, str], message: str
+) -> None:
+    from fabric.targets.azure.placement import graph
+    from fabric.verify.harness import HarnessError
+
+    with pytest.raises(HarnessError, match=f"gpu01: .*{message}"):
+        graph({"gpu01": reading}, "")
+
+
+def test_the_hand_off_renders_slurms_topology_from_the_placement_groups(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The hand-off's variables name Azure's placement command; ``railyard topology
+    --from-placement --provider azure`` (what site.yml runs on the nodes' readings) writes one
+    switch per placement group."""
+    from fabric.cli import main
+    from fabric.handoff.vars import role_vars_from_spec
+    from fabric.spec import load_spec
+    from fabric.targets.azure.model import PLACEMENT_COMMAND
+
+    got = role_vars_from_spec(load_spec(EXAMPLE))
+    assert got["railyard_topology_provider"] == "azure"
+    assert got["railyard_placement_command"] == PLACEMENT_COMMAND
+    assert got["railyard_topology_nodes"] == "gpu[01-04]"
+    readings = tmp_path / "placement.json"
+    reading = {"stdout": IMDS_IN_SCALE_SET, "rc": 0, "stderr": ""}
+    readings.write_text(json.dumps({h: reading for h in ("gpu01", "gpu02")}))
+    argv = ["topology", "--from-placement", str(readings), "--provider", "azure"]
+    assert main([*argv, "--nodes", "gpu[01-02]"]) == 0
+    out = capsys.readouterr().out
+    assert "SwitchName=pg-f67c14ab-e92c-408c-ae2d-da15866ec79a Nodes=gpu[01-02]" in out

@@ -24,6 +24,32 @@ NETWORK = "gcp:compute/network:Network"
 SUBNET = "gcp:compute/subnetwork:Subnetwork"
 
 
+def cloud_outputs(self: Mocks, args: pulumi.runtime.MockResourceArgs, count: int) -> dict[str, Any]:
+    """Mocks' outputs plus what Filestore, Managed Lustre and a service account report once
+    made: an address, a mount point (as the API writes it), an email."""
+    outs = _MOCK_OUTPUTS(self, args, count)
+    if args.typ == "gcp:filestore/instance:Instance":
+        outs["networks"] = [{**n, "ipAddresses": [f"10.0.{count}.2"]} for n in outs["networks"]]
+    elif args.typ == "gcp:lustre/instance:Instance":
+        outs["mountPoint"] = f"10.0.{count}.3@tcp:/{args.inputs['filesystem']}"
+    elif args.typ == "gcp:serviceaccount/account:Account":
+        outs["email"] = (
+            f"{args.inputs['accountId']}@{args.inputs['project']}.iam.gserviceaccount.com"
+        )
+    return outs
+
+
+_MOCK_OUTPUTS = Mocks.outputs
+
+
+@pytest.fixture(scope="module", autouse=True)
+def gcp_outputs() -> Any:
+    """Every test of the module sees the outputs of :func:`cloud_outputs`."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(Mocks, "outputs", cloud_outputs)
+        yield
+
+
 def example() -> dict[str, Any]:
     return yaml.safe_load(EXAMPLE.read_text())["config"]["railyard:cluster"]
 
@@ -157,6 +183,7 @@ def test_compute_nodes_are_reached_through_the_head_node(
         "ansible_host": private,
         "slurm_node_addr": private,
         "cluster_hosts_address_var": "slurm_node_addr",
+        "storage_shared": inventory["hosts"]["head1"]["storage_shared"],
     }
     assert inventory["hosts"]["head1"]["ansible_host"] == head_public
 
@@ -497,7 +524,7 @@ def test_a3_ultra_as_its_blueprint() -> None:
     assert rdma["mtu"] == 8896 and rdma["routingMode"] == "REGIONAL"
     assert rdma["networkProfile"] == (
         "https://www.googleapis.com/compute/beta/projects/my-gpu-project/global/"
-        "networkProfiles/us-central1-a-vpc-roce"
+        "networkProfiles/europe-west1-b-vpc-roce"
     )
     rdma_subnets = [s.inputs for s in mocks.of(SUBNET) if s.inputs["network"] == "c-rdma-id"]
     assert [s["ipCidrRange"] for s in rdma_subnets] == [

@@ -341,6 +341,8 @@ def test_gcp_a3_mega_and_ultra():
             nodes__0__instance_type="a3-ultragpu-8g",
             nodes__0__gpu_type="h200",
             gcp__gpu_subnet_cidrs=[],
+            gcp__region="europe-west1",  # the zones the catalog knows offer A3 Ultra
+            gcp__zone="europe-west1-b",
         )
     )
     assert ultra["railyard_roce_hosts"] == ["a3-01", "a3-02"]

@@ -43,8 +43,14 @@ def test_gpu_nodes_get_their_declared_gpu_count_and_lab_nodes_none() -> None:
     assert aws["gpu01"]["gpu"] == {"gpus": 8}  # p5.48xlarge
     dgx = load_spec(REPO_ROOT / "examples/dgx-h100-ib.yaml")
     configs = health_configs(ClusterModel(dgx))
-    declared = {h: dgx.hosts[h].gpus for h in configs}
-    assert configs and all(c["gpu"] == {"gpus": declared[h]} for h, c in configs.items())
+    assert configs
+    for host, config in configs.items():  # the GPU count, the HCAs' PCIe links, ACS and IOMMU
+        group = dgx.hosts[host]
+        assert config["gpu"] == {
+            "gpus": group.gpus,
+            "hcas": [hca.device for hca in group.hcas],
+            "gpudirect_pcie": True,
+        }
     lab = health_configs(ClusterModel(load_spec(REPO_ROOT / "Pulumi.lab.yaml")))
     assert lab and not any("gpu" in c for c in lab.values())
 

@@ -99,7 +99,7 @@ def test_a_switch_only_fabric_is_refused_and_says_why() -> None:
     only = spec.model_copy(
         update={"fabric": spec.fabric.model_copy(update={"cabling": switch_cables})}
     )
-    # families one by one: the slurm family's tree refuses a switch-only fabric (it raises)
+    # families one by one: the slurm family refuses a switch-only fabric with a reason
     plan = CheckPlan(spec=only, hosts=list(only.hosts))
     families = {f.name: f for f in TABLE.families}
     assert len(families["sweep"].values(plan)) == len(switch_cables)

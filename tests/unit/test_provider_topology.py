@@ -211,7 +211,7 @@ def test_cli_renders_the_placement_readings(
     assert "SwitchName=europe-west1-cluster-jfhb-3e3056e23cf91a5cb4a8621b6a52c100-1fc1" in out.out
     assert "vm-03: no physical placement" in out.err
     assert main(["topology", "--from-placement", str(readings), "--provider", "aws"]) == 2
-    assert "needs --provider aws|gcp (and --region on aws)" in capsys.readouterr().err
+    assert "needs --provider aws|gcp|azure (and --region on aws)" in capsys.readouterr().err
     readings.write_text(json.dumps({"vm-02": {"stdout": "", "rc": 6, "stderr": "no host"}}))
     assert main(["topology", "--from-placement", str(readings), "--provider", "gcp"]) == 2
     assert "placement not read: vm-02: the metadata server did not answer" in (

@@ -82,6 +82,8 @@ def test_a3_ultra_has_no_gvnic_or_rxdm_checks() -> None:
             nodes__0__instance_type="a3-ultragpu-8g",
             nodes__0__gpu_type="h200",
             gcp__gpu_subnet_cidrs=[],
+            gcp__region="europe-west1",  # the zones the catalog knows offer A3 Ultra
+            gcp__zone="europe-west1-b",
         )
     )
     reasons = plan.not_generated()

@@ -93,7 +93,9 @@ def test_master_sm_is_named_by_the_host_owning_its_port_guid(plan: CheckPlan) ->
 
 def test_scrape_errors_are_their_own_metric_never_a_cable_down(plan: CheckPlan) -> None:
     snap = collect(plan, replay({"sminfo": fixture("sminfo__ibsimparse__3.txt")}), None)
-    assert set(snap.errors) == {"ibnetdiscover", "sminfo"}
+    assert set(snap.errors) == {"ibnetdiscover", "sminfo", "slurm"}
+    assert "no capture for 'scontrol show node -o'" in snap.errors["slurm"]
+    assert snap.nodes == []
     assert "no capture" in snap.errors["ibnetdiscover"]
     assert "iberror: failed: query" in snap.errors["sminfo"]
     assert snap.cables == [] and snap.master is None
@@ -102,6 +104,8 @@ def test_scrape_errors_are_their_own_metric_never_a_cable_down(plan: CheckPlan) 
     assert "railyard_cable_up" not in text.replace("# HELP railyard_cable_up", "").replace(
         "# TYPE railyard_cable_up", ""
     )
+    assert "railyard_node_drained" not in text  # unread is not "none drained"
+    assert set(collect(plan, replay({}), None, slurm=False).sources) == {"ibnetdiscover", "sminfo"}
 
 
 def exposition(snap) -> str:  # type: ignore[no-untyped-def]
@@ -130,6 +134,7 @@ def test_exposition_of_a_scrape_with_a_pulled_cable(plan: CheckPlan, tmp_path: P
         {
             "ibnetdiscover": fixture("ibnetdiscover__ibsim_lab__2.txt"),
             "sminfo": fixture("sminfo__ibsimparse__1.txt"),
+            "scontrol show node -o": fixture("scontrol_show_node__railyard_drain__1.txt"),
         }
     )
     snap = collect(plan, run, junit)
@@ -153,6 +158,83 @@ def test_exposition_of_a_scrape_with_a_pulled_cable(plan: CheckPlan, tmp_path: P
         (("family", "sm"), ("stack", "lab")): 1.0,
     }
     assert got[("railyard_watch_scrape_error", (("source", "checks"), ("stack", "lab")))] == 0.0
+    # Slurm's drains (a real slurmctld's scontrol show node -o, SOURCES.md): all three nodes,
+    # railyard's own drain with its reason, the operator's drain not railyard's
+    drained = {dict(k[1])["node"]: v for k, v in got.items() if k[0] == "railyard_node_drained"}
+    assert drained == {"gpu01": 0.0, "gpu02": 1.0, "gpu03": 1.0}
+    ours = [dict(k[1]) for k, v in got.items() if k[0] == "railyard_node_drained_by_railyard"]
+    assert ours == [
+        {"node": "gpu02", "reason": "railyard: mlx5_0/1 Down (leaf01 p2)", "stack": "lab"}
+    ]
+
+
+def test_scontrol_output_that_is_not_a_node_line_is_refused_naming_the_line() -> None:
+    from fabric.watch.slurm import parse_nodes
+
+    text = fixture("scontrol_show_node__railyard_drain__1.txt")
+    nodes = parse_nodes(text)
+    assert [(n.node, n.state, n.drained, n.by_railyard) for n in nodes] == [
+        ("gpu01", "UNKNOWN", False, False),
+        ("gpu02", "UNKNOWN+DRAIN", True, True),
+        ("gpu03", "UNKNOWN+DRAIN", True, False),
+    ]
+    assert nodes[2].reason == "operator maintenance"
+    cut = text.splitlines()[1][:40]  # a line cut before its State
+    with pytest.raises(ValueError, match="line 2 is not a node's"):
+        parse_nodes(text.splitlines()[0] + "\n" + cut)
+
+
+def test_raw_counters_are_monotonic_total_series_per_cable_end() -> None:
+    """Real perfquery readings (ibsim, SOURCES.md) of both ends of one cable as ``_total``
+    counters labelled with the HCA port and its switch port; the rises are left to PromQL."""
+    from fabric.parsers.perfquery import parse as parse_perfquery
+    from fabric.verify.counters import thresholds
+    from fabric.watch.collect import Snapshot
+    from fabric.watch.counters import PortReading
+
+    def reading(name: str) -> dict[str, int]:
+        return dict(parse_perfquery(fixture(name)).blocks[0].counters)
+
+    switch = reading("perfquery__ibsimparse__2.txt") | reading("perfquery__ibsimparse__3.txt")
+    hca = reading("perfquery__ibsimparse__1.txt")
+    ends = {"host": "gpu01", "device": "mlx5_0", "port": 1, "switch": "leaf01", "switch_port": 4}
+    snap = Snapshot(
+        taken=0.0,
+        sources=["perfquery"],
+        port_counters=[
+            PortReading(**ends, end="switch", values=switch, allowed=thresholds(200)),
+            PortReading(**ends, end="hca", values=hca, allowed=thresholds(200)),
+        ],
+    )
+    text = exposition(snap)
+    assert "# TYPE railyard_port_symbol_errors_total counter" in text
+    got = values(text)
+    labels = (("device", "mlx5_0"), ("host", "gpu01"), ("port", "1"), ("stack", "lab"),
+              ("switch", "leaf01"), ("switch_port", "4"))  # fmt: skip
+    at = {end: tuple(sorted((*labels, ("end", end)))) for end in ("switch", "hca")}
+    assert got[("railyard_port_symbol_errors_total", at["switch"])] == 37.0
+    assert got[("railyard_port_link_downed_total", at["switch"])] == 2.0
+    assert got[("railyard_port_port_rcv_errors_total", at["switch"])] == 5.0
+    assert got[("railyard_port_symbol_errors_total", at["hca"])] == 0.0
+    # traffic: the extended reading's 576 words are 2,304 octets
+    assert got[("railyard_port_xmit_data_bytes_total", at["switch"])] == 576 * 4
+    assert got[("railyard_port_xmit_packets_total", at["switch"])] == 8.0
+    names = {k[0] for k in got}
+    assert {
+        "railyard_port_port_xmit_discards_total",
+        "railyard_port_port_xmit_wait_total",
+        "railyard_port_link_error_recovery_total",
+    } <= names
+    assert not any(n.startswith("railyard_cable_counter_increase") for n in names)
+    # the spec's thresholds beside them, for the alert rules (HDR: 12 symbol errors a minute)
+    allowed = {
+        (dict(k[1])["end"], dict(k[1])["counter"]): v
+        for k, v in got.items()
+        if k[0] == "railyard_port_counter_allowed_per_minute"
+    }
+    assert allowed[("switch", "symbol_errors")] == allowed[("hca", "symbol_errors")] == 12.0
+    assert allowed[("switch", "link_downed")] == 0.0
+    assert ("switch", "port_xmit_wait") not in allowed  # congestion: not judged by default
 
 
 def test_counter_rises_between_two_real_readings_are_judged_per_end() -> None:
@@ -296,7 +378,13 @@ def test_served_unreachable_hosts_are_scrape_errors_and_a_signal_ends_it(
         rc = proc.wait(timeout=30)
     assert rc == code, proc.stderr.read() if proc.stderr else ""
     err = {dict(k[1])["source"]: v for k, v in got.items() if k[0] == "railyard_watch_scrape_error"}
-    assert err == {"ibnetdiscover": 1.0, "sminfo": 1.0, "perfquery": 1.0, "checks": 0.0}
+    assert err == {
+        "ibnetdiscover": 1.0,
+        "sminfo": 1.0,
+        "perfquery": 1.0,
+        "slurm": 1.0,
+        "checks": 0.0,
+    }
     assert not any(k[0] == "railyard_cable_up" for k in got)
 
 
@@ -310,8 +398,8 @@ def test_textfile_once(tmp_path: Path) -> None:
 
 def test_once_without_textfile_prints_the_metrics_and_serves_nothing(tmp_path: Path) -> None:
     """``watch --once`` alone prints the one reading's metrics on stdout (the text format the
-    endpoint serves), exit 0, and opens no port."""
-    proc, port = start(tmp_path, "--once")
+    endpoint serves), exit 0, and opens no port; ``--no-slurm`` leaves Slurm unread."""
+    proc, port = start(tmp_path, "--once", "--no-slurm")
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 0, err
     got = values(out)

@@ -15,6 +15,13 @@ with its source. Sources (public documentation):
   GPUDirect RDMA" — aws/aws-ofi-nccl doc/efa-env-var.md (section "Sample Presets", commit
   2daf7d303aa139a03140aa530957d10521e4478d), which also gives the job environment
   (``FI_PROVIDER=efa``, ``FI_EFA_USE_DEVICE_RDMA=1``; harmless with libfabric >= 1.18).
+- Instance store (local NVMe count x size, GB): EC2 User Guide, "Instance store volume limits
+  for EC2 instances" (instance-store-volumes.html) and the accelerated computing specifications
+  (ac.html): p5.48xlarge, p5e.48xlarge and p5en.48xlarge 8 x 3840 GB NVMe SSD; p4d.24xlarge and
+  p4de.24xlarge 8 x 1000 GB; trn1.32xlarge and trn1n.32xlarge 4 x 1900 GB; g5.xlarge 1 x 250 GB;
+  c6i.2xlarge and m5.large none (EBS only).
+- Zones: not listed. Which zones offer a type changes; ``aws ec2 describe-instance-type-offerings
+  --location-type availability-zone --filters Name=instance-type,Values=TYPE`` is the source.
 """
 
 from __future__ import annotations
@@ -31,6 +38,8 @@ class AwsInstanceType:
     gpu_type: str | None
     efa_interfaces: int
     gpudirect_rdma: bool = False
+    local_nvme: int = 0
+    local_nvme_gb: int = 0
 
     @property
     def efa(self) -> bool:
@@ -39,23 +48,39 @@ class AwsInstanceType:
 
 
 _AWS: tuple[AwsInstanceType, ...] = (
-    AwsInstanceType("p5.48xlarge", gpus=8, gpu_type="h100", efa_interfaces=32, gpudirect_rdma=True),
     AwsInstanceType(
-        "p5e.48xlarge", gpus=8, gpu_type="h200", efa_interfaces=32, gpudirect_rdma=True
+        "p5.48xlarge", gpus=8, gpu_type="h100", efa_interfaces=32, gpudirect_rdma=True,
+        local_nvme=8, local_nvme_gb=3840,
     ),
     AwsInstanceType(
-        "p5en.48xlarge", gpus=8, gpu_type="h200", efa_interfaces=16, gpudirect_rdma=True
+        "p5e.48xlarge", gpus=8, gpu_type="h200", efa_interfaces=32, gpudirect_rdma=True,
+        local_nvme=8, local_nvme_gb=3840,
     ),
-    AwsInstanceType("p4d.24xlarge", gpus=8, gpu_type="a100", efa_interfaces=4, gpudirect_rdma=True),
     AwsInstanceType(
-        "p4de.24xlarge", gpus=8, gpu_type="a100", efa_interfaces=4, gpudirect_rdma=True
+        "p5en.48xlarge", gpus=8, gpu_type="h200", efa_interfaces=16, gpudirect_rdma=True,
+        local_nvme=8, local_nvme_gb=3840,
     ),
-    AwsInstanceType("trn1.32xlarge", gpus=0, gpu_type=None, efa_interfaces=8),
-    AwsInstanceType("trn1n.32xlarge", gpus=0, gpu_type=None, efa_interfaces=16),
-    AwsInstanceType("g5.xlarge", gpus=1, gpu_type="a10g", efa_interfaces=0),
+    AwsInstanceType(
+        "p4d.24xlarge", gpus=8, gpu_type="a100", efa_interfaces=4, gpudirect_rdma=True,
+        local_nvme=8, local_nvme_gb=1000,
+    ),
+    AwsInstanceType(
+        "p4de.24xlarge", gpus=8, gpu_type="a100", efa_interfaces=4, gpudirect_rdma=True,
+        local_nvme=8, local_nvme_gb=1000,
+    ),
+    AwsInstanceType(
+        "trn1.32xlarge", gpus=0, gpu_type=None, efa_interfaces=8, local_nvme=4, local_nvme_gb=1900
+    ),
+    AwsInstanceType(
+        "trn1n.32xlarge", gpus=0, gpu_type=None, efa_interfaces=16, local_nvme=4,
+        local_nvme_gb=1900,
+    ),
+    AwsInstanceType(
+        "g5.xlarge", gpus=1, gpu_type="a10g", efa_interfaces=0, local_nvme=1, local_nvme_gb=250
+    ),
     AwsInstanceType("c6i.2xlarge", gpus=0, gpu_type=None, efa_interfaces=0),
     AwsInstanceType("m5.large", gpus=0, gpu_type=None, efa_interfaces=0),
-)
+)  # fmt: skip
 
 
 def aws_instance(instance_type: str) -> AwsInstanceType | None:
@@ -103,3 +128,27 @@ machine = aws_instance
 
 #: Fabric kind -> the environment nccl-tests runs get on it (the nccl checks, ``fabric.verify.nccl_run``).
 NCCL_ENV: dict[str, dict[str, str]] = {"efa": efa_job_env(device_rdma=True)}
+
+
+#: The vendor-maintained images each machine kind boots by default, resolved at ``pulumi up``
+#: from their public SSM parameters (``aws ssm get-parameter --name NAME``); an explicit
+#: ``aws.ami`` wins. GPU machines: AWS's Deep Learning Base OSS Nvidia Driver GPU AMI (Ubuntu
+#: 22.04), which carries the NVIDIA open kernel module (the dma-buf path of GPUDirect RDMA),
+#: GDRCopy, EFA and aws-ofi-nccl (DLAMI developer guide, the release notes
+#: of "Deep Learning Base OSS Nvidia Driver GPU AMI (Ubuntu 22.04)": efa_version,
+#: ofi_nccl_version, gdr_copy; its SSM parameter as the guide's "Query AMI ID with SSM" names it).
+#: Machines without a GPU (the head node): Canonical's Ubuntu 22.04 server image, the same OS.
+IMAGE_PARAMETERS: dict[str, str] = {
+    "gpu": "/aws/service/deeplearning/ami/x86_64/base-oss-nvidia-driver-gpu-ubuntu-22.04/latest/ami-id",
+    "cpu": "/aws/service/canonical/ubuntu/server/22.04/stable/current/amd64/hvm/ebs-gp2/ami-id",
+}
+
+#: The root volume type the DLAMI is published for (its release notes: ebs_volume_type gp3),
+#: the default of ``aws.root_volume_type``.
+ROOT_VOLUME_TYPE = "gp3"
+
+
+def image_kind(instance_type: str) -> str:
+    """``gpu`` for a catalogued type with GPUs, else ``cpu``: the key of IMAGE_PARAMETERS."""
+    known = aws_instance(instance_type)
+    return "gpu" if known is not None and known.gpus > 0 else "cpu"

@@ -6,10 +6,18 @@ directions (EFA's OS-bypass traffic needs a self-referencing ingress *and*
 egress rule), one launch template per compute node group carrying every EFA
 interface of the instance type (counts from :mod:`fabric.targets.aws.catalog`), and one
 instance per host. Non-compute nodes (login, controller) become plain instances
-in the same subnet and security group: the head node. Each instance's host key is
-pinned from its console output's SSH HOST KEY block (else at first contact), through
-``access.bastion`` when set (``fabric.components.access``). Outputs: every target's
-(``TargetCluster``; no switches, no BMCs).
+in the same subnet and security group: the head node.
+
+As AWS ParallelCluster does it (issue 40): an existing placement group is reused by id or
+name; every node boots its machine kind's vendor image (the DLAMI's public SSM parameter,
+catalog ``IMAGE_PARAMETERS``) unless ``aws.ami`` names one, from a gp3 root volume, with an
+instance profile (:mod:`.identity`); the shared file systems (:mod:`.storage`) reach every node
+as the host var ``storage_shared``, the instance store as ``storage_scratch_layout``; a launch
+without capacity says so once (:mod:`.capacity`).
+
+Each instance's host key is pinned from its console output's SSH HOST KEY block (else at first
+contact), through ``access.bastion`` when set (``fabric.components.access``). Outputs: every
+target's (``TargetCluster``; no switches, no BMCs).
 """
 
 from __future__ import annotations
@@ -22,8 +30,12 @@ import pulumi_aws as aws
 from fabric.components.cloud import CloudCluster
 from fabric.components.cloudinit import boot_cloud_config
 from fabric.spec import ClusterSpec, NodeGroup
-from fabric.targets.aws.catalog import aws_efa_only, aws_instance
+from fabric.targets.aws.capacity import capacity_hook, error_hooks_available
+from fabric.targets.aws.catalog import IMAGE_PARAMETERS, aws_efa_only, aws_instance, image_kind
+from fabric.targets.aws.identity import NodeIdentity, NodeIdentityArgs
+from fabric.targets.aws.rules import PG_ID, placement_group_is_existing
 from fabric.targets.aws.section import AwsSpec
+from fabric.targets.aws.storage import SharedStorage, SharedStorageArgs, scratch_layout
 
 #: EC2 tag keys railyard sets on everything it creates.
 TAG_CLUSTER = "railyard:cluster"
@@ -118,7 +130,8 @@ class AwsCluster(CloudCluster):
         vpc_id, subnet_id, head_subnet_id, public = self._network()
         sg = self._security_group(vpc_id)
         head_sgs = [sg.id, *self._head_ssh(vpc_id, self._config.get("sshIngressCidr"))]
-        # none with a Capacity Block, which places its instances itself
+        # none with a Capacity Block, which places its instances itself; none for a group
+        # that exists (a reservation's), which the launch template names
         self.placement_group = (
             aws.ec2.PlacementGroup(
                 f"{name}-pg",
@@ -127,9 +140,19 @@ class AwsCluster(CloudCluster):
                 tags=self._tags,
                 opts=self._child,
             )
-            if self._aws.placement_group
+            if self._aws.placement_group and not placement_group_is_existing(self._aws)
             else None
         )
+        self._images: dict[str, pulumi.Input[str]] = {}
+        self._profile: pulumi.Input[str] = (
+            self._aws.instance_profile
+            or NodeIdentity(
+                f"{name}-nodes",
+                NodeIdentityArgs(policies=list(self._aws.iam_policies), tags=self._tags),
+                opts=self._child,
+            ).profile_name
+        )
+        storage_vars = self._storage(vpc_id, subnet_id, sg.id)
 
         instances: dict[str, aws.ec2.Instance] = {}
         facts: dict[str, dict[str, Any]] = {}
@@ -168,6 +191,9 @@ class AwsCluster(CloudCluster):
                 )
                 for h, i in instances.items()
             },
+        )
+        inventory = pulumi.Output.all(inventory, storage_vars).apply(
+            lambda v: with_host_vars(v[0], v[1])
         )
         self.export(spec, inventory=inventory, hosts=hosts)
 
@@ -329,14 +355,11 @@ class AwsCluster(CloudCluster):
         )
         return aws.ec2.LaunchTemplate(
             f"{self._name}-lt-{index}",
-            image_id=settings.ami,
+            image_id=self._image(group.instance_type or ""),
             instance_type=group.instance_type,
             key_name=settings.key_name,
             network_interfaces=launch_interfaces(group, settings, subnet_id, sg_id),
-            placement=aws.ec2.LaunchTemplatePlacementArgs(
-                group_name=self.placement_group.name if self.placement_group else None,
-                availability_zone=settings.availability_zone,
-            ),
+            placement=self._placement(),
             capacity_reservation_specification=reservation,
             instance_market_options=market,
             metadata_options=aws.ec2.LaunchTemplateMetadataOptionsArgs(
@@ -346,18 +369,106 @@ class AwsCluster(CloudCluster):
             opts=self._child,
         )
 
+    def _placement(self) -> aws.ec2.LaunchTemplatePlacementArgs:
+        """The compute nodes' zone and placement group: the one railyard made, or an existing
+        one by id (``pg-...``) or by name."""
+        settings = self._aws
+        group_id = group_name = None
+        if self.placement_group is not None:
+            group_name = self.placement_group.name
+        elif placement_group_is_existing(settings):
+            group = settings.placement_group or ""
+            if PG_ID.fullmatch(group):
+                group_id = group
+            else:
+                group_name = group
+        return aws.ec2.LaunchTemplatePlacementArgs(
+            group_id=group_id, group_name=group_name, availability_zone=settings.availability_zone
+        )
+
+    def _image(self, instance_type: str) -> pulumi.Input[str]:
+        """``aws.ami``, else the machine kind's vendor image from its public SSM parameter,
+        read once per kind at ``pulumi up``."""
+        if self._aws.ami:
+            return self._aws.ami
+        kind = image_kind(instance_type)
+        if kind not in self._images:
+            self._images[kind] = aws.ssm.get_parameter_output(
+                name=IMAGE_PARAMETERS[kind], opts=pulumi.InvokeOutputOptions(parent=self)
+            ).value
+        return self._images[kind]
+
+    def _root_volume(self) -> aws.ec2.InstanceRootBlockDeviceArgs:
+        """The root EBS volume: the spec's size and type (gp3, as the DLAMI is published)."""
+        return aws.ec2.InstanceRootBlockDeviceArgs(
+            volume_size=self._aws.root_volume_gib,
+            volume_type=self._aws.root_volume_type,
+            encrypted=True,
+            delete_on_termination=True,
+        )
+
+    def _storage(
+        self, vpc_id: pulumi.Input[str], subnet_id: pulumi.Input[str], sg_id: pulumi.Input[str]
+    ) -> pulumi.Output[dict[str, dict[str, Any]]]:
+        """Host vars per host: ``storage_shared`` (the file systems made here, and nfs) and
+        ``storage_scratch_layout`` (the instance store), each only where the spec has it."""
+        spec = self._spec
+        storage = spec.storage
+        entries: pulumi.Input[list[dict[str, str]]] = []
+        if storage is not None and storage.shared:
+            entries = SharedStorage(
+                f"{self._name}-storage",
+                SharedStorageArgs(
+                    shared=list(storage.shared),
+                    vpc_id=vpc_id,
+                    vpc_cidr=None if self._aws.vpc_id else str(self._aws.vpc_cidr),
+                    subnet_id=subnet_id,
+                    cluster_sg_id=sg_id,
+                    tags=self._tags,
+                ),
+                opts=self._child,
+            ).entries
+
+        def per_host(shared: list[dict[str, str]]) -> dict[str, dict[str, Any]]:
+            out: dict[str, dict[str, Any]] = {}
+            for host, group in spec.hosts.items():
+                vars_: dict[str, Any] = {"storage_shared": shared} if shared else {}
+                layout = scratch_layout(
+                    storage, group.instance_type or self._aws.head_instance_type
+                )
+                if layout is not None:
+                    vars_["storage_scratch_layout"] = layout
+                out[host] = vars_
+            return out
+
+        return pulumi.Output.from_input(entries).apply(per_host)
+
     def _compute(
         self, host: str, group: NodeGroup, template: aws.ec2.LaunchTemplate
     ) -> aws.ec2.Instance:
-        """One GPU instance from its group's launch template."""
+        """One GPU instance from its group's launch template; a launch without capacity says
+        so once (:func:`fabric.targets.aws.capacity.capacity_hook`)."""
+        opts = self._child
+        if error_hooks_available():
+            hook = pulumi.ErrorHook(
+                f"{self._name}-{host}-capacity",
+                capacity_hook(
+                    host, group.instance_type or "", self._aws.availability_zone, group.hosts
+                ),
+            )
+            opts = pulumi.ResourceOptions(
+                parent=self, hooks=pulumi.ResourceHookBinding(on_error=[hook])
+            )
         return aws.ec2.Instance(
             f"{self._name}-{host}",
             launch_template=aws.ec2.InstanceLaunchTemplateArgs(
                 id=template.id, version=template.latest_version.apply(str)
             ),
+            root_block_device=self._root_volume(),
+            iam_instance_profile=self._profile,
             user_data=boot_cloud_config(host, self._aws.egress),
             tags={**self._tags, TAG_ROLE: group.role, "Name": host},
-            opts=self._child,
+            opts=opts,
         )
 
     def _head(
@@ -371,8 +482,10 @@ class AwsCluster(CloudCluster):
         """A head (login / controller) instance: no EFA, same subnet and security group."""
         return aws.ec2.Instance(
             f"{self._name}-{host}",
-            ami=self._aws.ami,
+            ami=self._image(group.instance_type or self._aws.head_instance_type),
             instance_type=group.instance_type or self._aws.head_instance_type,
+            root_block_device=self._root_volume(),
+            iam_instance_profile=self._profile,
             key_name=self._aws.key_name,
             subnet_id=subnet_id,
             vpc_security_group_ids=security_groups,
@@ -384,3 +497,14 @@ class AwsCluster(CloudCluster):
             tags={**self._tags, TAG_ROLE: group.role, "Name": host},
             opts=self._child,
         )
+
+
+def with_host_vars(
+    inventory: dict[str, Any], host_vars: dict[str, dict[str, Any]]
+) -> dict[str, Any]:
+    """``inventory`` with each host's vars added (the shared file systems, the scratch)."""
+    hosts = inventory["all"]["hosts"]
+    for host, vars_ in host_vars.items():
+        if host in hosts:
+            hosts[host] = {**hosts[host], **vars_}
+    return inventory

@@ -1,5 +1,7 @@
 """The AWS target's hand-off variables: the efa role on EFA instances and the job environment
-EFA needs (found by ``fabric.handoff.vars`` through the registry)."""
+EFA needs (found by ``fabric.handoff.vars`` through the registry). The shared file systems'
+addresses are known only once made: the component puts them in the inventory as host vars
+(``storage_shared``, ``storage_scratch_layout``; ``fabric.targets.aws.storage``)."""
 
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ if TYPE_CHECKING:
 
 def role_vars(spec: ClusterSpec) -> dict[str, Any]:
     """The efa role on EFA instances (``kind: efa``): installer from the spec, GPUDirect RDMA
-    (peer memory) when ``aws.gpudirect_rdma``, ptrace for the shared-memory path; the EFA
+    (its dma-buf path checked, never nvidia_peermem) when ``aws.gpudirect_rdma``, ptrace for the shared-memory path; the EFA
     devices each host must show, from the instance catalog (``railyard_efa_hosts``, host ->
     device count: site.yml runs the role on these hosts only)."""
     aws = spec.aws

@@ -1,5 +1,6 @@
-"""The AWS target's spec rules: EFA, placement, Capacity Blocks, EC2 ids and catalogued
-instance types; and the stack config's ``aws:region`` (:func:`config_problems`)."""
+"""The AWS target's spec rules: EFA, placement (a created or an existing group, a reservation's
+group), Capacity Blocks, EC2 ids, catalogued instance types and their GPU and EFA counts, the
+shared file systems AWS makes; and the stack config's ``aws:region`` (:func:`config_problems`)."""
 
 from __future__ import annotations
 
@@ -58,11 +59,12 @@ def check_aws(c: Checker) -> None:
             reads=["aws.capacity_block"],
         )
     if aws.efa and aws.placement_group is None and not aws.capacity_block:
-        c.add(
-            "aws.placement_group",
-            "EFA clusters need a cluster placement group name, e.g. railyard-pg",
-            reads=efa,
-        )
+        if not aws.capacity_reservation_id:  # a reservation outside any group places them
+            c.add(
+                "aws.placement_group",
+                "EFA clusters need a cluster placement group name, e.g. railyard-pg",
+                reads=efa,
+            )
     if aws.efa_installer_url and not aws.efa_installer_checksum:
         c.add(
             "aws.efa_installer_checksum",
@@ -128,6 +130,14 @@ def check_aws_instance_types(c: Checker) -> None:
                 reads=["aws.efa"],
             )
         check_machine(c, index, known)
+        group = c.spec.nodes[index]
+        if aws.efa and group.hcas and len(group.hcas) != known.efa_interfaces:
+            c.add(
+                f"nodes[{index}].hcas",
+                f"{len(group.hcas)} EFA devices declared, but {known.name} has"
+                f" {known.efa_interfaces}; declare {known.efa_interfaces} or none",
+                reads=[f"nodes[{index}].instance_type"],
+            )
 
 
 def config_problems(config: Mapping[str, Any], spec: ClusterSpec) -> list[Problem]:
@@ -147,7 +157,123 @@ def config_problems(config: Mapping[str, Any], spec: ClusterSpec) -> list[Proble
     return differing(config, [("aws:region", "aws.region", region)])
 
 
-#: The AWS rules, in the order their problems are reported.
+#: An existing placement group's id: ``pg-`` and 17 hex digits.
+PG_ID = re.compile(r"pg-[0-9a-f]{17}")
+
+
+def placement_group_is_existing(aws: Any) -> bool:
+    """Whether ``aws.placement_group`` names a group that exists: an id, or a name marked
+    ``placement_group_existing`` (ParallelCluster's ``PlacementGroup`` ``Id``/``Name``)."""
+    group = aws.placement_group
+    return group is not None and (aws.placement_group_existing or bool(PG_ID.fullmatch(group)))
+
+
+def _group_name(group: str) -> str:
+    """A placement group's name from its name or ARN (``...:placement-group/NAME``)."""
+    return group.rsplit("placement-group/", 1)[-1]
+
+
+def check_aws_capacity(c: Checker) -> None:
+    """A reservation's instances launch into the reservation's own placement group: railyard
+    reuses that group, and refuses another one (ParallelCluster's
+    PlacementGroupCapacityReservationValidator warns of exactly this)."""
+    aws = c.spec.aws
+    if aws is None or c.spec.target != "aws" or not c.known("target"):
+        return
+    if aws.placement_group_existing and aws.placement_group is None:
+        c.add(
+            "aws.placement_group_existing",
+            "true but no aws.placement_group: name the existing group, or drop it",
+        )
+    if aws.capacity_block or not aws.capacity_reservation_id:
+        if aws.capacity_reservation_placement_group and not aws.capacity_reservation_id:
+            c.add(
+                "aws.capacity_reservation_placement_group",
+                "set without aws.capacity_reservation_id: name the reservation, or drop it",
+            )
+        return
+    reads = ["aws.capacity_reservation_id"]
+    theirs = aws.capacity_reservation_placement_group
+    ours = aws.placement_group
+    if ours is not None and not placement_group_is_existing(aws):
+        c.add(
+            "aws.placement_group",
+            f"railyard would create {ours!r}, which is not reservation"
+            f" {aws.capacity_reservation_id}'s group: launches there find no reserved capacity."
+            " Name the reservation's group and set placement_group_existing: true (and"
+            " capacity_reservation_placement_group), or drop placement_group",
+            reads=reads,
+        )
+        return
+    if theirs is None or ours is None:
+        return
+    if PG_ID.fullmatch(ours):
+        c.add(
+            "aws.placement_group",
+            f"{ours!r} is an id, the reservation's group {theirs!r} a name: write"
+            f" placement_group: {_group_name(theirs)} with placement_group_existing: true",
+            reads=["aws.capacity_reservation_placement_group"],
+        )
+    elif _group_name(ours) != _group_name(theirs):
+        c.add(
+            "aws.placement_group",
+            f"{ours!r} is not {_group_name(theirs)!r}, the group reservation"
+            f" {aws.capacity_reservation_id} sits in (aws.capacity_reservation_placement_group):"
+            " instances outside it get no reserved capacity; name the same group",
+            reads=["aws.capacity_reservation_placement_group", *reads],
+        )
+
+
+#: The shared file systems AWS creates (``storage.shared[].kind``) and their tiers: EFS
+#: performance modes, FSx for Lustre deployment types (FSx API ``DeploymentType``).
+AWS_STORAGE_TIERS: dict[str, tuple[str, ...]] = {
+    "efs": ("GENERAL_PURPOSE", "MAX_IO"),
+    "fsx_lustre": ("SCRATCH_1", "SCRATCH_2", "PERSISTENT_1", "PERSISTENT_2"),
+}
+#: FSx for Lustre capacity: 1200 GiB, 2400 GiB, then steps of 2400 GiB (SSD; FSx API
+#: ``StorageCapacity``).
+FSX_MIN_GIB, FSX_STEP_GIB = 1200, 2400
+
+
+def check_aws_storage(c: Checker) -> None:
+    """AWS makes EFS and FSx for Lustre (and mounts an existing nfs); each in one zone with
+    the nodes, at a size and tier the service takes."""
+    storage, aws = c.spec.storage, c.spec.aws
+    if storage is None or aws is None or c.spec.target != "aws" or not c.known("target"):
+        return
+    for index, fs in enumerate(storage.shared):
+        at = f"storage.shared[{index}]"
+        if fs.kind in ("filestore", "managed_lustre"):
+            c.add(
+                f"{at}.kind",
+                f"{fs.kind} is Google Cloud's; on AWS use efs or fsx_lustre (or nfs for a"
+                " server that exists)",
+            )
+            continue
+        if fs.kind not in AWS_STORAGE_TIERS:
+            continue
+        if aws.subnet_id is None and aws.availability_zone is None:
+            c.add(
+                "aws.availability_zone",
+                f"{at} ({fs.kind}) is mounted through one zone's mount target: set the zone"
+                f" the nodes and it share, e.g. {aws.region}a",
+                reads=[f"{at}.kind"],
+            )
+        tiers = AWS_STORAGE_TIERS[fs.kind]
+        if fs.tier is not None and fs.tier not in tiers:
+            c.add(f"{at}.tier", f"{fs.tier!r} is no {fs.kind} tier; use one of {', '.join(tiers)}")
+        if fs.kind == "efs" and fs.size_gib is not None:
+            c.add(f"{at}.size_gib", "EFS grows as it is written and takes no size: drop size_gib")
+        if fs.kind == "fsx_lustre":
+            size = fs.size_gib
+            if size is None or (size != FSX_MIN_GIB and size % FSX_STEP_GIB):
+                c.add(
+                    f"{at}.size_gib",
+                    f"{size}: FSx for Lustre takes {FSX_MIN_GIB}, {FSX_STEP_GIB} or a multiple"
+                    f" of {FSX_STEP_GIB} GiB, e.g. size_gib: {FSX_MIN_GIB}",
+                )
+
+
 def check_aws_networks(c: Checker) -> None:
     """The subnets lie in the VPC, the head node's public subnet apart from the compute nodes'
     private one; management is the instances' subnet, which carries SSH."""
@@ -213,13 +339,16 @@ def check_aws_offline_installer(c: Checker) -> None:
         )
 
 
+#: The AWS rules, in the order their problems are reported.
 RULES: tuple[Rule, ...] = (
     check_aws,
+    check_aws_capacity,
     check_aws_ids,
     check_aws_instance_types,
     check_aws_networks,
     check_aws_bastion,
     check_aws_offline_installer,
+    check_aws_storage,
 )
 
 #: Stack config keys the spec must agree with (``config_problems``), read by the program.

@@ -9,8 +9,14 @@ from typing import Any, Literal
 from pydantic import Field
 
 from fabric.spec.blocks import EgressSpec, Model
+from fabric.targets.aws.catalog import ROOT_VOLUME_TYPE
 
-__all__ = ["MODEL", "AwsSpec"]
+__all__ = ["DEFAULT_IAM_POLICIES", "MODEL", "AwsSpec"]
+
+#: The nodes' role's managed policies by default: the SSM agent the DLAMI ships (its release
+#: notes' ssm_agent_version) registers the node for Session Manager, a way in when SSH is down.
+#: The nodes call no AWS API for railyard; ``iam_policies: []`` leaves the role bare.
+DEFAULT_IAM_POLICIES = ("arn:aws:iam::aws:policy/AmazonSSMManagedInstanceCore",)
 
 
 class AwsSpec(Model):
@@ -22,9 +28,40 @@ class AwsSpec(Model):
     vpc_cidr: ipaddress.IPv4Network = ipaddress.IPv4Network("10.0.0.0/16")
     subnet_id: str | None = None
     subnet_cidr: ipaddress.IPv4Network = ipaddress.IPv4Network("10.0.0.0/20")
-    placement_group: str | None = Field(default=None, description="cluster placement group name")
+    placement_group: str | None = Field(
+        default=None,
+        description="cluster placement group: a name railyard creates, or an existing group's "
+        "id (pg-...) or, with placement_group_existing, its name (reused, none created)",
+    )
+    placement_group_existing: bool = Field(
+        default=False,
+        description="placement_group names a group that exists (e.g. a reservation's); no new one",
+    )
     placement_strategy: Literal["cluster", "spread", "partition"] = "cluster"
-    ami: str
+    ami: str | None = Field(
+        default=None,
+        description="an AMI id for every node; unset: each machine kind's vendor image, "
+        "resolved from its public SSM parameter at pulumi up (catalog IMAGE_PARAMETERS)",
+    )
+    root_volume_gib: int = Field(
+        default=200, strict=True, ge=8, le=16384, description="each node's root EBS volume"
+    )
+    root_volume_type: Literal["gp3", "gp2", "io1", "io2"] = Field(
+        default=ROOT_VOLUME_TYPE,
+        description="the root volume's EBS type (one an instance boots from: not st1, sc1); "
+        "the DLAMI is published for gp3",
+    )
+    instance_profile: str | None = Field(
+        default=None,
+        pattern=r"^[\w+=,.@-]{1,128}$",
+        description="an existing IAM instance profile's name; unset: railyard creates a role "
+        "and profile with iam_policies",
+    )
+    iam_policies: list[str] = Field(
+        default_factory=lambda: list(DEFAULT_IAM_POLICIES),
+        description="managed policy ARNs on the nodes' role (default: SSM core, for Session "
+        "Manager); add CloudWatchAgentServerPolicy when you run the CloudWatch agent",
+    )
     key_name: str
     efa: bool = True
     gpudirect_rdma: bool = True
@@ -50,6 +87,11 @@ class AwsSpec(Model):
         "must load that plugin (its log's NET/OFI Initializing aws-ofi-nccl line, nccl checks)",
     )
     capacity_reservation_id: str | None = None
+    capacity_reservation_placement_group: str | None = Field(
+        default=None,
+        description="the cluster placement group the reservation sits in, as EC2 describes it "
+        "(its name, or the ARN's name part): placement_group must name the same group",
+    )
     capacity_block: bool = False
     head_instance_type: str = "c6i.2xlarge"
     public_subnet_cidr: ipaddress.IPv4Network = Field(

@@ -9,15 +9,20 @@ SlurmctldHost needs); and the compute nodes in ONE Uniform scale set with
 inside one placement group: fabric/targets/azure/rules.py cites Azure's docs), overprovisioning
 off (no extra VMs join the fabric), fault domain count 1, accelerated networking on its Ethernet
 NIC, Spot or a capacity reservation group as declared, Azure's Ubuntu-HPC image by default.
-Which instance is which declared compute node, and its address, are read after creation
-(:mod:`fabric.targets.azure.dynamic_members`). Host keys are recorded at first contact through
-the bastion (``fabric.components.access``): Azure offers nothing the controller could poll
-without credentials on each VM's boot diagnostics, which railyard does not enable. Outputs:
-every target's (``TargetCluster``; no switches, no BMCs).
+Which instance is which declared compute node, its address and its computer name are read
+after creation (:mod:`fabric.targets.azure.dynamic_members`). Host keys are made by railyard
+and pinned before the first connection (:mod:`fabric.targets.azure.dynamic_hostkeys`): the
+head node's own, one shared by the scale set's instances (one customData boots them all).
+Outputs: every target's (``TargetCluster``; no switches, no BMCs).
 
-Compute nodes keep the host names Azure gives scale set instances (``<prefix><instance id>``):
-a Uniform scale set has one cloud-config for all. Slurm names them as declared (``NodeName``,
-``NodeAddr`` = the private address, ``slurmd -N <name>``), as the slurm role does everywhere.
+Host names: the head node gets its declared name at boot (cloud-init), which slurmctld needs
+(SlurmctldHost). A Uniform scale set boots every instance with one cloud-config, and which
+instance is which declared node is known only after Azure created them, so the compute nodes
+keep the computer names Azure gives them, ``{computerNamePrefix}{instance id in base 36, six
+digits}`` (``ndv5-000000``...); each host's ``computer_name`` is in the ``hosts`` output.
+Slurm needs no more: nodes are named as declared (``NodeName=gpu01``, ``NodeAddr`` = the private
+address, ``slurmd -N gpu01``) and every node resolves the declared names (/etc/hosts, the
+cluster_hosts role), as on every target.
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ import yaml
 from fabric.components.cloud import CloudCluster
 from fabric.components.cloudinit import boot_cloud_config
 from fabric.spec import ClusterSpec, EgressSpec, NodeGroup
+from fabric.targets.azure.dynamic_hostkeys import HostKeyPair, ssh_keys_config
 from fabric.targets.azure.dynamic_members import ScaleSetMembers
 from fabric.targets.azure.section import AzureSpec
 
@@ -57,6 +63,23 @@ def scale_set_cloud_config(egress: EgressSpec) -> str:
     return "#cloud-config\n" + (yaml.safe_dump(kept, sort_keys=False) if kept else "{}\n")
 
 
+def with_host_key(cloud_config: str, pair: HostKeyPair) -> pulumi.Output[str]:
+    """``cloud_config`` with the host key of ``pair`` (cloud-init ``ssh_keys``), base64 as
+    customData takes it; a secret, as the private key is."""
+    data = yaml.safe_load(cloud_config.split("\n", 1)[1]) or {}
+
+    def render(keys: list[str]) -> str:
+        merged = {**data, **ssh_keys_config(keys[0], keys[1])}
+        return _b64("#cloud-config\n" + yaml.safe_dump(merged, sort_keys=False))
+
+    return pulumi.Output.secret(pulumi.Output.all(pair.private_key, pair.public_key).apply(render))
+
+
+def declared_key(pair: HostKeyPair) -> pulumi.Output[dict[str, Any]]:
+    """The host-key source that pins ``pair``'s public key (``fabric.components.access``)."""
+    return pair.public_key.apply(lambda key: {"declared": True, "keys": [key]})
+
+
 def image_reference(settings: AzureSpec) -> compute.ImageReferenceArgs:
     """The marketplace image (default: microsoft-dsvm:ubuntu-hpc:2204:latest)."""
     image = settings.image
@@ -80,9 +103,10 @@ def linux_configuration(settings: AzureSpec, key: str) -> compute.LinuxConfigura
 
 
 def compute_name_prefix(spec: ClusterSpec) -> str:
-    """The scale set's computer name prefix: the cluster's name (Linux allows 58 characters
-    with the 6-character instance suffix)."""
-    return f"{spec.name[:40]}-"
+    """The scale set's computer name prefix: the cluster's name and a hyphen, at most 15
+    characters (Azure's REST reference: "Computer name prefixes must be 1 to 15 characters
+    long")."""
+    return f"{spec.name[:14]}-"
 
 
 class AzureCluster(CloudCluster):
@@ -113,11 +137,14 @@ class AzureCluster(CloudCluster):
         private: dict[str, pulumi.Input[str]] = {}
         public: dict[str, pulumi.Input[str | None]] = {}
         facts: dict[str, pulumi.Input[dict[str, Any]]] = {}
+        sources: dict[str, pulumi.Input[dict[str, Any]] | None] = {}
         for group_spec in spec.nodes:
             if group_spec.role == "compute":
                 continue
             for host in group_spec.hosts:
-                nic, address = self._head(host, group_spec, public_subnet, head_nsg)
+                pair = HostKeyPair(f"{name}-{host}-hostkey", opts=self._child)
+                sources[host] = declared_key(pair)
+                nic, address = self._head(host, group_spec, public_subnet, head_nsg, pair)
                 private[host] = nic.ip_configurations.apply(_private_address)
                 public[host] = address.ip_address
                 facts[host] = pulumi.Output.all(
@@ -130,7 +157,8 @@ class AzureCluster(CloudCluster):
                     }
                 )
 
-        members = self._scale_set(spec, compute_subnet)
+        compute_key = HostKeyPair(f"{name}-compute-hostkey", opts=self._child)
+        members = self._scale_set(spec, compute_subnet, compute_key)
         for group_spec in spec.nodes:
             if group_spec.role != "compute":
                 continue
@@ -138,20 +166,20 @@ class AzureCluster(CloudCluster):
                 member = members.members.apply(lambda m, h=host: (m or {})[h])
                 private[host] = member.apply(lambda m: m["private_ip"])
                 public[host] = None
+                sources[host] = declared_key(compute_key)
                 facts[host] = member.apply(
                     lambda m, g=group_spec: {
                         "role": g.role,
                         "vm_size": g.instance_type,
                         "scale_set": self._scale_set_name,
                         "instance_id": m["instance_id"],
+                        "computer_name": m["computer_name"],
                         "private_ip": m["private_ip"],
                         "public_ip": None,
                     }
                 )
 
-        inventory = self._inventory(
-            private=private, public=public, sources=dict.fromkeys(spec.hosts)
-        )
+        inventory = self._inventory(private=private, public=public, sources=sources)
         self.export(spec, inventory=inventory, hosts=pulumi.Output.all(**facts))
 
     def _network(self) -> tuple[network.Subnet, network.Subnet]:
@@ -246,8 +274,10 @@ class AzureCluster(CloudCluster):
         group: NodeGroup,
         subnet: network.Subnet,
         nsg: network.NetworkSecurityGroup,
+        key: HostKeyPair,
     ) -> tuple[network.NetworkInterface, network.PublicIPAddress]:
-        """A head (login / controller) VM: a public address, its declared host name at boot."""
+        """A head (login / controller) VM: a public address, its declared host name and its
+        host key at boot."""
         settings = self._azure
         address = self._public_ip(f"{self._name}-{host}-ip")
         nic = network.NetworkInterface(
@@ -278,7 +308,7 @@ class AzureCluster(CloudCluster):
             os_profile=compute.OSProfileArgs(
                 computer_name=host,
                 admin_username=settings.admin_user,
-                custom_data=_b64(boot_cloud_config(host, settings.egress)),
+                custom_data=with_host_key(boot_cloud_config(host, settings.egress), key),
                 linux_configuration=linux_configuration(settings, self._key),
             ),
             storage_profile=compute.StorageProfileArgs(
@@ -299,8 +329,11 @@ class AzureCluster(CloudCluster):
         )
         return nic, address
 
-    def _scale_set(self, spec: ClusterSpec, subnet: network.Subnet) -> ScaleSetMembers:
-        """The compute nodes' one scale set, and which instance is which host."""
+    def _scale_set(
+        self, spec: ClusterSpec, subnet: network.Subnet, key: HostKeyPair
+    ) -> ScaleSetMembers:
+        """The compute nodes' one scale set (one host key for all its instances), and which
+        instance is which host."""
         settings = self._azure
         hosts = spec.hosts_with_role("compute")
         size = next(g.instance_type for g in spec.nodes if g.role == "compute")
@@ -330,7 +363,7 @@ class AzureCluster(CloudCluster):
                 os_profile=compute.VirtualMachineScaleSetOSProfileArgs(
                     computer_name_prefix=compute_name_prefix(spec),
                     admin_username=settings.admin_user,
-                    custom_data=_b64(scale_set_cloud_config(settings.egress)),
+                    custom_data=with_host_key(scale_set_cloud_config(settings.egress), key),
                     linux_configuration=linux_configuration(settings, self._key),
                 ),
                 storage_profile=compute.VirtualMachineScaleSetStorageProfileArgs(
@@ -370,6 +403,7 @@ class AzureCluster(CloudCluster):
             scale_set_id=scale_set.id,
             capacity=len(hosts),
             hosts=hosts,
+            computer_name_prefix=compute_name_prefix(spec),
             timeout=self._config.get_float("hostKeyTimeout") or 900.0,
             opts=self._child,
         )

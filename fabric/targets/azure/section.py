@@ -75,6 +75,12 @@ class AzureSpec(Model):
     )
     egress: EgressSpec = Field(default_factory=EgressSpec)
 
+    @property
+    def region(self) -> str:
+        """The location, under the name the shared steps read a cloud's region by (the hand-off
+        renders Slurm's topology from the provider's placement where a section has one)."""
+        return self.location
+
 
 MODEL = AzureSpec
 

@@ -16,6 +16,29 @@ Sources (public documentation):
   ``NCCL_SOCKET_IFNAME=enp0s12``, GPU NICs ``enp6s0,enp12s0,enp134s0,enp140s0`` (A3 High) and
   ``enp6s0,enp7s0,enp13s0,enp14s0,enp134s0,enp135s0,enp141s0,enp142s0`` (A3 Mega); the blueprints
   set ``bandwidth_tier: gvnic_enabled`` (gVNIC, kernel driver ``gve``).
+- Boot disk types (issue 40), the first the default: the types Cluster Toolkit's A3 Slurm
+  blueprints give each machine (commit 1047080375afbb44da4b596be314634e7486af4a,
+  examples/machine-learning/: a3high-slurm-blueprint.yaml and a3mega-slurm-blueprint.yaml
+  ``disk_type: pd-ssd``; a3ultra-slurm-blueprint.yaml ``disk_type: hyperdisk-balanced``; their
+  login and controller nodes ``pd-balanced``), then the others Compute Engine lists for the
+  series (https://cloud.google.com/compute/docs/accelerator-optimized-machines, "Supported
+  disk types"; https://cloud.google.com/compute/docs/disks/hyperdisks). Compute Engine's own
+  default, pd-standard, is not among A3's.
+- Images: the base images the blueprints build from, by family (a3high: ``ubuntu-os-cloud``
+  ``ubuntu-2204-lts``; a3mega and a3ultra: ``ubuntu-os-accelerator-images``
+  ``ubuntu-accelerator-2404-amd64-with-nvidia-580-v20260522``, of the family named without the
+  date).
+- Local SSD: 16 (A3 High, A3 Mega) and 32 (A3 Ultra) NVMe disks of 375 GiB, bundled with the
+  machine: modules/compute/gke-node-pool/disk_definitions.tf (``local_ssd_count_*``) and
+  https://cloud.google.com/compute/docs/gpus ("Bundled (6000 GB)" for a3-highgpu-8g).
+- Zones: https://cloud.google.com/compute/docs/gpus/gpu-regions-zones is the authority; listed
+  here are only the zones a public Google file runs the machine type in:
+  cluster-toolkit tools/cloud-build/daily-tests/builds/ml-a3-highgpu-slurm.yaml (us-west1-a),
+  examples/gke-a3-highgpu/gke-a3-highgpu.yaml (us-central1-c),
+  daily-tests/builds/ml-a3-megagpu-slurm-ubuntu.yaml (us-west4-a),
+  daily-tests/builds/ml-a3-ultragpu-slurm.yaml (europe-west1-b); and
+  GoogleCloudPlatform/ai-infra-cluster-provisioning test/pr/a3/ and test/pr/a3-mega/
+  terraform/modules/cluster/mig/input/multi.tfvars (us-central1-a). Add a zone with its source.
 """
 
 from __future__ import annotations
@@ -37,12 +60,24 @@ class GcpMachineType:
     control_nic: str | None = None
     gpu_nic_names: tuple[str, ...] = ()
     gpu_nic_driver: str | None = None
+    boot_disk_types: tuple[str, ...] = ()
+    image: str = ""
+    local_ssds: int = 0
+    local_ssd_gib: int = 375
+    zones: tuple[str, ...] = ()
 
     @property
     def rxdm(self) -> bool:
         """True when GPUDirect-TCPX(O) needs the receive-data-path manager (A3 High, A3 Mega)."""
         return self.transport in ("gpudirect-tcpx", "gpudirect-tcpxo")
 
+
+#: Google's base images the A3 blueprints build from, by family (see the module's sources).
+_UBUNTU_2204 = "projects/ubuntu-os-cloud/global/images/family/ubuntu-2204-lts"
+_ACCELERATOR_2404 = (
+    "projects/ubuntu-os-accelerator-images/global/images/family/"
+    "ubuntu-accelerator-2404-amd64-with-nvidia-580"
+)
 
 _GCP: tuple[GcpMachineType, ...] = (
     GcpMachineType(
@@ -55,6 +90,10 @@ _GCP: tuple[GcpMachineType, ...] = (
         control_nic="enp0s12",
         gpu_nic_names=("enp6s0", "enp12s0", "enp134s0", "enp140s0"),
         gpu_nic_driver="gve",
+        boot_disk_types=("pd-ssd", "pd-balanced", "hyperdisk-balanced"),
+        image=_UBUNTU_2204,
+        local_ssds=16,
+        zones=("us-central1-a", "us-central1-c", "us-west1-a"),
     ),
     GcpMachineType(
         "a3-megagpu-8g",
@@ -75,6 +114,10 @@ _GCP: tuple[GcpMachineType, ...] = (
             "enp142s0",
         ),
         gpu_nic_driver="gve",
+        boot_disk_types=("pd-ssd", "pd-balanced", "hyperdisk-balanced"),
+        image=_ACCELERATOR_2404,
+        local_ssds=16,
+        zones=("us-central1-a", "us-west4-a"),
     ),
     GcpMachineType(
         "a3-ultragpu-8g",
@@ -83,6 +126,10 @@ _GCP: tuple[GcpMachineType, ...] = (
         gpu_nics=8,
         gpu_nic_mtu=8896,
         transport="rdma-roce",
+        boot_disk_types=("hyperdisk-balanced", "hyperdisk-extreme"),
+        image=_ACCELERATOR_2404,
+        local_ssds=32,
+        zones=("europe-west1-b",),
     ),
 )
 
@@ -95,6 +142,44 @@ def gcp_machine(machine_type: str) -> GcpMachineType | None:
 def gcp_gpu_machine_types() -> list[str]:
     """Names of the listed Compute Engine GPU machine types, for error messages."""
     return [t.name for t in _GCP]
+
+
+#: Boot disk types of the head node series (login, controller, bastion), the first the
+#: default: the a3high and a3mega blueprints' login and controller nodes (c2-standard-4,
+#: c2-standard-8) boot from pd-balanced; N4 and C4 take Hyperdisk only
+#: (https://cloud.google.com/compute/docs/general-purpose-machines, "Supported disk types").
+_HEAD_SERIES: dict[str, tuple[str, ...]] = {
+    series: ("pd-balanced", "pd-ssd", "pd-standard")
+    for series in ("e2", "n1", "n2", "n2d", "c2", "c2d")
+} | {
+    "c3": ("pd-balanced", "pd-ssd", "hyperdisk-balanced"),
+    "n4": ("hyperdisk-balanced",),
+    "c4": ("hyperdisk-balanced",),
+}
+
+
+def boot_disk_types(machine_type: str) -> tuple[str, ...]:
+    """The boot disk types a machine type supports, its default first; () when not listed."""
+    known = gcp_machine(machine_type)
+    if known is not None:
+        return known.boot_disk_types
+    return _HEAD_SERIES.get(machine_type.split("-", 1)[0], ())
+
+
+def head_series() -> list[str]:
+    """The head node series the catalog lists boot disk types for, for error messages."""
+    return sorted(_HEAD_SERIES)
+
+
+def gcp_zones(machine_type: str) -> tuple[str, ...]:
+    """The catalogued zones that offer a GPU machine type."""
+    known = gcp_machine(machine_type)
+    return known.zones if known is not None else ()
+
+
+def gcp_regions() -> list[str]:
+    """Every region of a catalogued zone."""
+    return sorted({zone.rsplit("-", 1)[0] for t in _GCP for zone in t.zones})
 
 
 @dataclass(frozen=True)

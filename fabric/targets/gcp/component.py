@@ -9,10 +9,19 @@ Each instance's host key is pinned from its ``hostkeys/`` guest attributes (else
 contact), through ``access.bastion`` when set (``fabric.components.access``).
 GPU NIC counts come from :mod:`fabric.targets.gcp.catalog`. Outputs: every target's (``TargetCluster``;
 ``fabric`` carries the VPCs, also exported as ``networks``; no switches, no BMCs).
+
+As Cluster Toolkit's A3 blueprints deploy (issue 40): each node boots from a disk type its
+machine supports and from Google's base image for its A3 kind (catalog); every node runs as
+one service account with the least roles (log and metric writers) or ``gcp.service_account``;
+``gcp.access: os_login`` turns on OS Login instead of ``ssh-keys`` metadata; ``storage.shared``
+Filestore and Managed Lustre instances are created on the system VPC and handed to the
+``storage`` role as the host var ``storage_shared``; an A3's bundled local SSDs are declared
+as NVMe scratch disks (``storage.scratch`` assembles them).
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pulumi
@@ -21,12 +30,97 @@ import pulumi_gcp as gcp
 from fabric.components.cloud import CloudCluster
 from fabric.components.cloudinit import boot_cloud_config
 from fabric.spec import ClusterSpec, NodeGroup
-from fabric.targets.gcp.catalog import GcpA3Blueprint, gcp_blueprint
+from fabric.spec.storage import SharedFileSystem
+from fabric.spec.storage_rules import min_size_gib
+from fabric.targets.gcp.catalog import GcpA3Blueprint, boot_disk_types, gcp_blueprint, gcp_machine
 from fabric.targets.gcp.model import gpu_nic_count, gpu_subnet_cidrs
 from fabric.targets.gcp.section import GcpSpec
 
 #: Network tag of head nodes (the SSH firewall rule targets it).
 HEAD_TAG = "railyard-head"
+#: The nodes' service account's project roles: what the Ops Agent and DCGM exporter write.
+#: Cluster Toolkit's a3high blueprint grants logging.logWriter, monitoring.metricWriter and
+#: storage.objectAdmin (the last for its Cloud Storage mounts, which railyard does not make).
+COMPUTE_ROLES = ("logging.logWriter", "monitoring.metricWriter")
+#: Access scopes: the whole API, limited by the account's roles (the toolkit nodeset's default).
+COMPUTE_SCOPES = ["https://www.googleapis.com/auth/cloud-platform"]
+#: Mount options of created file systems (Cluster Toolkit's filestore and managed-lustre
+#: modules' default ``mount_options``).
+MOUNT_OPTIONS = "defaults,_netdev"
+
+
+def cluster_image(spec: ClusterSpec) -> str:
+    """``gcp.image``, else Google's base image for the compute nodes' A3 kind (catalog): one
+    operating system on every node, so the Slurm packages match."""
+    assert spec.gcp is not None
+    if spec.gcp.image:
+        return spec.gcp.image
+    for group in spec.nodes:
+        known = gcp_machine(group.instance_type or "") if group.role == "compute" else None
+        if known is not None and known.image:
+            return known.image
+    raise ValueError("gcp.image: no compute node has a catalogued A3 kind; set an image")
+
+
+def boot_disk_type(settings: GcpSpec, group: NodeGroup) -> str:
+    """A node's boot disk type: ``gcp.boot_disk_type`` for compute nodes, else the catalog's
+    default for its machine type (the spec rules refuse a type the machine lacks)."""
+    supported = boot_disk_types(group.instance_type or "")
+    if group.role == "compute" and settings.boot_disk_type:
+        return settings.boot_disk_type
+    if not supported:
+        raise ValueError(f"{group.instance_type}: no boot disk type in the catalog")
+    return supported[0]
+
+
+def scratch_disks(group: NodeGroup) -> list[gcp.compute.InstanceScratchDiskArgs] | None:
+    """An A3's bundled local SSDs as NVMe scratch disks: Compute Engine attaches them to the
+    machine type anyway, and naming them keeps a later ``pulumi up`` from replacing the VM."""
+    known = gcp_machine(group.instance_type or "")
+    if group.role != "compute" or known is None or not known.local_ssds:
+        return None
+    return [
+        gcp.compute.InstanceScratchDiskArgs(interface="NVME", size=known.local_ssd_gib)
+        for _ in range(known.local_ssds)
+    ]
+
+
+def lustre_mount(fs: SharedFileSystem, mount_point: str | None) -> dict[str, Any]:
+    """The ``storage_shared`` entry of a Managed Lustre instance from its ``mount_point``
+    (``10.90.1.4@tcp:/lustrefs``), split as Cluster Toolkit's managed-lustre module does."""
+    if not mount_point or ":/" not in mount_point:
+        raise ValueError(f"Managed Lustre {fs.name}: no mount point reported ({mount_point!r})")
+    server, export = mount_point.split(":", 1)
+    return _shared(fs, server, export)
+
+
+def filestore_mount(fs: SharedFileSystem, networks: Any, share: str) -> dict[str, Any]:
+    """The ``storage_shared`` entry of a Filestore instance: its first address, ``/<share>``."""
+    addresses = ((networks or [{}])[0] or {}).get("ip_addresses") or []
+    if not addresses:
+        raise ValueError(f"Filestore {fs.name}: no address reported")
+    return _shared(fs, addresses[0], f"/{share}")
+
+
+def _shared(fs: SharedFileSystem, server: str, export: str) -> dict[str, Any]:
+    """One ``storage_shared`` entry (the storage role's input)."""
+    return {
+        "name": fs.name,
+        "kind": fs.kind,
+        "server": server,
+        "export": export,
+        "mount": fs.mount,
+        "options": fs.options or MOUNT_OPTIONS,
+    }
+
+
+def with_host_vars(inventory: dict[str, Any], host_vars: dict[str, Any]) -> dict[str, Any]:
+    """``inventory`` with ``host_vars`` added to every host."""
+    hosts = inventory["all"]["hosts"]
+    return {
+        **inventory,
+        "all": {**inventory["all"], "hosts": {h: {**v, **host_vars} for h, v in hosts.items()}},
+    }
 
 
 def compute_scheduling(settings: GcpSpec) -> gcp.compute.InstanceSchedulingArgs:
@@ -122,6 +216,9 @@ class GcpCluster(CloudCluster):
         self._ssh_rule(system[0], config.get("sshIngressCidr"))
         self._cloud_nat(system[0])
         policy = self._placement_policy()
+        self._image = cluster_image(spec)
+        self._account, grants = self._service_account()
+        shared = self._shared_file_systems(system[0])
 
         instances: dict[str, gcp.compute.Instance] = {}
         facts: dict[str, dict[str, Any]] = {}
@@ -130,7 +227,7 @@ class GcpCluster(CloudCluster):
             extra = second if count else []
             for host in group.hosts:
                 instances[host] = self._instance(
-                    host, group, system[1], gpus[:count], policy, config, second=extra
+                    host, group, system[1], gpus[:count], policy, config, extra, grants
                 )
                 facts[host] = {
                     "role": group.role,
@@ -170,6 +267,10 @@ class GcpCluster(CloudCluster):
                 for h in instances
             },
         )
+        if shared is not None:
+            inventory = pulumi.Output.all(inventory, shared).apply(
+                lambda v: with_host_vars(v[0], {"storage_shared": v[1]})
+            )
         self.export(
             spec,
             inventory=inventory,
@@ -315,11 +416,12 @@ class GcpCluster(CloudCluster):
         gpu_networks: list[tuple[gcp.compute.Network, gcp.compute.Subnetwork]],
         policy: gcp.compute.ResourcePolicy | None,
         config: pulumi.Config,
-        second: list[tuple[gcp.compute.Network, gcp.compute.Subnetwork]] | None = None,
+        second: list[tuple[gcp.compute.Network, gcp.compute.Subnetwork]],
+        grants: list[pulumi.Resource],
     ) -> gcp.compute.Instance:
         """One VM: system NIC first, A3 Ultra's second gVNIC, then one NIC per GPU network
-        (gVNIC; MRDMA on A3 Ultra)."""
-        second = second or []
+        (gVNIC; MRDMA on A3 Ultra); its boot disk, image, service account, login mode and
+        local SSDs as the module docstring says."""
         compute = group.role == "compute"
         interfaces = [
             gcp.compute.InstanceNetworkInterfaceArgs(
@@ -346,7 +448,9 @@ class GcpCluster(CloudCluster):
             # the proxy of egress.mode proxy
             "user-data": boot_cloud_config(host, self._gcp.egress),
         }
-        if key := config.get("sshPublicKey"):
+        if self._gcp.access == "os_login":
+            metadata["enable-oslogin"] = "TRUE"  # keys come from the users' OS Login profiles
+        elif key := config.get("sshPublicKey"):
             metadata["ssh-keys"] = f"{self._spec.management.ssh_user}:{key}"
         return gcp.compute.Instance(
             f"{self._name}-{host}",
@@ -356,10 +460,14 @@ class GcpCluster(CloudCluster):
             machine_type=group.instance_type,
             boot_disk=gcp.compute.InstanceBootDiskArgs(
                 initialize_params=gcp.compute.InstanceBootDiskInitializeParamsArgs(
-                    image=self._gcp.image,
+                    image=self._image,
                     size=config.get_int("bootDiskSizeGb") or 200,
-                    type=config.get("bootDiskType"),
+                    type=boot_disk_type(self._gcp, group),
                 )
+            ),
+            scratch_disks=scratch_disks(group),
+            service_account=gcp.compute.InstanceServiceAccountArgs(
+                email=self._account, scopes=COMPUTE_SCOPES
             ),
             network_interfaces=interfaces,
             scheduling=compute_scheduling(self._gcp) if compute else None,
@@ -368,8 +476,126 @@ class GcpCluster(CloudCluster):
             tags=None if compute else [HEAD_TAG],
             metadata=metadata,
             labels={"railyard-cluster": self._spec.name, "railyard-role": group.role},
+            opts=pulumi.ResourceOptions(parent=self, depends_on=grants),
+        )
+
+    def _service_account(self) -> tuple[pulumi.Input[str], list[pulumi.Resource]]:
+        """The nodes' service account: ``gcp.service_account``, or one created with
+        COMPUTE_ROLES on the project (Cluster Toolkit's ``compute_sa``,
+        modules/project/service-account); its email and the role grants."""
+        settings = self._gcp
+        if settings.service_account:
+            return settings.service_account, []
+        account = gcp.serviceaccount.Account(
+            f"{self._name}-nodes",
+            account_id=f"{settings.network_prefix[:24].rstrip('-')}-nodes",
+            project=settings.project,
+            display_name=f"railyard {self._spec.name} nodes",
             opts=self._child,
         )
+        member = account.email.apply(lambda email: f"serviceAccount:{email}")
+        grants: list[pulumi.Resource] = [
+            gcp.projects.IAMMember(
+                f"{self._name}-nodes-{role.split('.')[-1]}",
+                project=settings.project,
+                role=f"roles/{role}",
+                member=member,
+                opts=self._child,
+            )
+            for role in COMPUTE_ROLES
+        ]
+        return account.email, grants
+
+    def _shared_file_systems(
+        self, network: gcp.compute.Network
+    ) -> pulumi.Output[list[dict[str, Any]]] | None:
+        """Each ``storage.shared`` entry as the storage role mounts it: Filestore and Managed
+        Lustre created on the system VPC, an NFS server as declared; None without any."""
+        storage = self._spec.storage
+        if storage is None or not storage.shared:
+            return None
+        entries: list[pulumi.Input[dict[str, Any]]] = []
+        access: gcp.servicenetworking.Connection | None = None
+        for fs in storage.shared:
+            if fs.kind == "filestore":
+                entries.append(self._filestore(fs, network))
+            elif fs.kind == "managed_lustre":
+                access = access or self._private_service_access(network)
+                entries.append(self._lustre(fs, network, access))
+            else:  # nfs (the spec rules refuse efs and fsx_lustre on GCP)
+                entries.append(_shared(fs, fs.server or "", fs.export))
+        return pulumi.Output.all(*entries).apply(list)
+
+    def _filestore(self, fs: SharedFileSystem, network: gcp.compute.Network) -> Any:
+        """A Filestore instance as Cluster Toolkit's filestore module makes it: one share,
+        direct peering with the VPC, IPv4; zonal, or regional for REGIONAL and ENTERPRISE."""
+        settings = self._gcp
+        tier = fs.tier or "BASIC_HDD"  # the filestore module's default tier
+        share = fs.name.replace("-", "_")[:16]
+        instance = gcp.filestore.Instance(
+            f"{self._name}-fs-{fs.name}",
+            name=f"{settings.network_prefix}-{fs.name}",
+            project=settings.project,
+            location=settings.region if tier in ("REGIONAL", "ENTERPRISE") else settings.zone,
+            tier=tier,
+            file_shares=gcp.filestore.InstanceFileSharesArgs(
+                name=share, capacity_gb=fs.size_gib or min_size_gib("filestore", tier)
+            ),
+            networks=[
+                gcp.filestore.InstanceNetworkArgs(
+                    network=network.name, modes=["MODE_IPV4"], connect_mode="DIRECT_PEERING"
+                )
+            ],
+            labels={"railyard-cluster": self._spec.name},
+            opts=self._child,
+        )
+        return instance.networks.apply(lambda n: filestore_mount(fs, n, share))
+
+    def _private_service_access(
+        self, network: gcp.compute.Network
+    ) -> gcp.servicenetworking.Connection:
+        """Private service access on the system VPC, which Managed Lustre needs (Cluster
+        Toolkit's private-service-access module): a reserved range and the peering."""
+        settings = self._gcp
+        reserved = gcp.compute.GlobalAddress(
+            f"{self._name}-psa",
+            name=f"{settings.network_prefix}-psa",
+            project=settings.project,
+            purpose="VPC_PEERING",
+            address_type="INTERNAL",
+            prefix_length=20,
+            network=network.id,
+            opts=self._child,
+        )
+        return gcp.servicenetworking.Connection(
+            f"{self._name}-psa",
+            network=network.id,
+            service="servicenetworking.googleapis.com",
+            reserved_peering_ranges=[reserved.name],
+            opts=self._child,
+        )
+
+    def _lustre(
+        self,
+        fs: SharedFileSystem,
+        network: gcp.compute.Network,
+        access: gcp.servicenetworking.Connection,
+    ) -> Any:
+        """A Managed Lustre instance as Cluster Toolkit's managed-lustre module makes it."""
+        settings = self._gcp
+        instance = gcp.lustre.Instance(
+            f"{self._name}-lustre-{fs.name}",
+            instance_id=f"{settings.network_prefix}-{fs.name}",
+            project=settings.project,
+            location=settings.zone,
+            network=network.id,
+            filesystem=re.sub(r"[^a-z0-9]", "", fs.name)[:8],
+            capacity_gib=str(fs.size_gib or 36000),
+            per_unit_storage_throughput=fs.tier or "500",
+            labels={"railyard-cluster": self._spec.name},
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[access]),
+        )
+        return instance.mount_point.apply(lambda m: lustre_mount(fs, m))
 
 
 def _addresses(interfaces: list[dict[str, Any]] | None) -> dict[str, str | None]:

@@ -1,6 +1,8 @@
-"""The GCP target's spec rules: region and zone, one provisioning model, catalogued A3
-machine types whose GPU NICs match the GPU subnets, Compute Engine names; and the stack
-config's ``gcp:project``, ``gcp:region``, ``gcp:zone`` (:func:`config_problems`)."""
+"""The GCP target's spec rules: region and zone (and the zones the catalog knows for the machine
+type), one provisioning model, catalogued A3 machine types whose GPU NICs match the GPU
+subnets, boot disk types the machines support, the file systems GCP offers, Compute Engine
+names; and the stack config's ``gcp:project``, ``gcp:region``, ``gcp:zone``
+(:func:`config_problems`)."""
 
 from __future__ import annotations
 
@@ -13,7 +15,16 @@ from fabric.spec.common import catalogued_compute, check_head_node, check_machin
 from fabric.spec.constants import GCP_REGION_PATTERN
 from fabric.spec.networks import overlaps
 from fabric.spec.problems import Problem
-from fabric.targets.gcp.catalog import gcp_blueprint, gcp_gpu_machine_types, gcp_machine
+from fabric.spec.storage_rules import check_storage_kinds
+from fabric.targets.gcp.catalog import (
+    boot_disk_types,
+    gcp_blueprint,
+    gcp_gpu_machine_types,
+    gcp_machine,
+    gcp_regions,
+    gcp_zones,
+    head_series,
+)
 
 if TYPE_CHECKING:
     from fabric.spec.models import ClusterSpec
@@ -39,6 +50,8 @@ def check_gcp(c: Checker) -> None:
             f" a letter, e.g. {gcp.region}-a, or fix gcp.region",
             reads=["gcp.region"],
         )
+    else:
+        _check_gcp_zone(c)
     _check_gcp_capacity(c)
     if gcp.gpu_nic_mtu != c.spec.fabric.mtu:
         c.add(
@@ -68,6 +81,110 @@ def check_gcp(c: Checker) -> None:
     check_head_node(
         c, "{names: head1, role: login, instance_type: n2-standard-8}", "external address"
     )
+
+
+def _check_gcp_zone(c: Checker) -> None:
+    """The region is one the catalog knows, and its zone offers every compute machine type."""
+    gcp = c.spec.gcp
+    assert gcp is not None
+    if gcp.region not in gcp_regions():
+        c.add(
+            "gcp.region",
+            f"{gcp.region!r} is not a region the catalog knows A3 machines in; use one of "
+            f"{', '.join(gcp_regions())}, or add its zones to fabric/targets/gcp/catalog.py "
+            "with their source",
+        )
+        return
+    for index, group in enumerate(c.spec.nodes):
+        zones = gcp_zones(group.instance_type or "") if group.role == "compute" else ()
+        if zones and gcp.zone not in zones:
+            c.add(
+                "gcp.zone",
+                f"{gcp.zone!r} does not offer {group.instance_type} (nodes[{index}]); known "
+                f"zones: {', '.join(zones)}; pick one (and its region), or add the zone to "
+                "fabric/targets/gcp/catalog.py with its source",
+                reads=[f"nodes[{index}].instance_type", "gcp.region"],
+            )
+            return
+
+
+def check_gcp_boot_disks(c: Checker) -> None:
+    """Every node boots from a disk type its machine supports (Compute Engine's default,
+    pd-standard, is not one of A3's); ``gcp.boot_disk_type`` overrides the compute nodes'."""
+    gcp = c.spec.gcp
+    if gcp is None or c.spec.target != "gcp" or not c.known("target"):
+        return
+    for index, group in enumerate(c.spec.nodes):
+        path = f"nodes[{index}]"
+        if not group.instance_type or not c.known(f"{path}.role", f"{path}.instance_type"):
+            continue
+        supported = boot_disk_types(group.instance_type)
+        if not supported and group.role != "compute":
+            c.add(
+                f"{path}.instance_type",
+                f"{group.instance_type!r}: the catalog lists no boot disk type for its series; "
+                f"use a machine of {', '.join(head_series())} (e.g. n2-standard-8), or add the "
+                "series to fabric/targets/gcp/catalog.py with its source",
+            )
+        elif group.role == "compute" and gcp.boot_disk_type and supported:
+            if gcp.boot_disk_type not in supported:
+                c.add(
+                    "gcp.boot_disk_type",
+                    f"{gcp.boot_disk_type!r} is not a boot disk type {group.instance_type} "
+                    f"supports ({path}); use one of {', '.join(supported)}, or drop it for "
+                    f"the default {supported[0]}",
+                    reads=[f"{path}.instance_type"],
+                )
+
+
+#: Filestore's tiers (https://cloud.google.com/filestore/docs/service-tiers); their smallest
+#: capacities are the shared storage rules' (fabric.spec.storage_rules.min_size_gib).
+FILESTORE_TIERS = ("BASIC_HDD", "BASIC_SSD", "HIGH_SCALE_SSD", "ZONAL", "REGIONAL", "ENTERPRISE")
+#: Managed Lustre's throughput tiers (MB/s per TiB) and its smallest capacity in GiB
+#: (pulumi_gcp.lustre.Instance: ``capacity_gib`` from 9000; Cluster Toolkit's managed-lustre
+#: module: ``per_unit_storage_throughput`` 125, 250, 500 or 1000, default 500).
+LUSTRE_TIERS = ("125", "250", "500", "1000")
+LUSTRE_MIN_GIB = 9000
+#: The shared file system kinds target gcp offers: Filestore, Managed Lustre, an NFS server.
+OFFERED = ("filestore", "managed_lustre", "nfs")
+
+
+def check_gcp_storage(c: Checker) -> None:
+    """The shared file systems are ones GCP offers (not EFS or FSx for Lustre), at a tier and
+    capacity the service takes, and their instance names fit (the shared storage rules check
+    servers, mount points and Filestore's sizes)."""
+    storage = c.spec.storage
+    if c.spec.gcp is None or c.spec.target != "gcp" or storage is None:
+        return
+    check_storage_kinds(c, "gcp", OFFERED)
+    for index, fs in enumerate(storage.shared):
+        path = f"storage.shared[{index}]"
+        if fs.kind == "filestore" and fs.tier is not None and fs.tier not in FILESTORE_TIERS:
+            c.add(
+                f"{path}.tier",
+                f"{fs.tier!r} is not a Filestore tier; use one of {', '.join(FILESTORE_TIERS)}",
+            )
+        if fs.kind == "managed_lustre":
+            if fs.tier is not None and fs.tier not in LUSTRE_TIERS:
+                c.add(
+                    f"{path}.tier",
+                    f"{fs.tier!r} is not a Managed Lustre throughput (MB/s per TiB); use one of "
+                    f"{', '.join(LUSTRE_TIERS)}",
+                )
+            if fs.size_gib is not None and fs.size_gib < LUSTRE_MIN_GIB:
+                c.add(
+                    f"{path}.size_gib",
+                    f"{fs.size_gib} GiB is below Managed Lustre's {LUSTRE_MIN_GIB} GiB; set at "
+                    f"least {LUSTRE_MIN_GIB}",
+                )
+        longest = 63 - len(c.spec.gcp.network_prefix) - 1
+        if fs.kind in ("filestore", "managed_lustre") and len(fs.name) > longest:
+            c.add(
+                f"{path}.name",
+                f"{fs.name!r} after gcp.network_prefix makes an instance name over 63 "
+                f"characters; use at most {longest}",
+                reads=["gcp.network_prefix"],
+            )
 
 
 def _check_gcp_capacity(c: Checker) -> None:
@@ -128,11 +245,21 @@ def check_gcp_names(c: Checker) -> None:
 
 
 def config_problems(config: Mapping[str, Any], spec: ClusterSpec) -> list[Problem]:
-    """The GCP provider's project, region and zone equal the spec's."""
+    """The GCP provider's project, region and zone equal the spec's; the boot disk type is
+    the spec's (``gcp.boot_disk_type``, checked against the machine types), not the config's."""
     gcp = spec.gcp
     if gcp is None:
         return []
-    return differing(
+    moved = [
+        Problem(
+            "config railyard:bootDiskType",
+            "the boot disk type is now gcp.boot_disk_type in railyard:cluster (checked against "
+            "each machine type); move it there, or drop it for the catalog's default",
+        )
+        for key in ("railyard:bootDiskType",)
+        if key in config
+    ]
+    return moved + differing(
         config,
         [
             ("gcp:project", "gcp.project", gcp.project),
@@ -182,7 +309,13 @@ def _has_second_gvnic(spec: ClusterSpec) -> bool:
     return any(k is not None and k.gvnic_networks > 1 for k in kinds)
 
 
-RULES: tuple[Rule, ...] = (check_gcp, check_gcp_names, check_gcp_networks)
+RULES: tuple[Rule, ...] = (
+    check_gcp,
+    check_gcp_boot_disks,
+    check_gcp_storage,
+    check_gcp_names,
+    check_gcp_networks,
+)
 
 #: Stack config keys the spec must agree with (``config_problems``), read by the program.
-CONFIG_KEYS: tuple[str, ...] = ("gcp:project", "gcp:region", "gcp:zone")
+CONFIG_KEYS: tuple[str, ...] = ("gcp:project", "gcp:region", "gcp:zone", "railyard:bootDiskType")

@@ -20,7 +20,28 @@ class GcpSpec(Model):
     project: str
     region: str
     zone: str
-    image: str = Field(description="boot image, e.g. a COS or Debian image for A3")
+    image: str | None = Field(
+        default=None,
+        description="boot image of every node; default Google's base image family for the "
+        "compute nodes' A3 kind (fabric/targets/gcp/catalog.py)",
+    )
+    boot_disk_type: str | None = Field(
+        default=None,
+        pattern=r"^[a-z][a-z-]{1,30}$",
+        description="the compute nodes' boot disk type; default the catalog's for the machine "
+        "type (A3 High and Mega: pd-ssd, A3 Ultra: hyperdisk-balanced)",
+    )
+    access: Literal["metadata_keys", "os_login"] = Field(
+        default="metadata_keys",
+        description="how SSH logins are granted: metadata_keys (the ssh-keys metadata of "
+        "config sshPublicKey) or os_login (enable-oslogin; the IAM role compute.osAdminLogin)",
+    )
+    service_account: str | None = Field(
+        default=None,
+        pattern=r"^[a-z][a-z0-9-]{4,28}[a-z0-9]@[a-z0-9.-]+\.iam\.gserviceaccount\.com$",
+        description="an existing service account for every node; default one railyard creates "
+        "with the roles logging.logWriter and monitoring.metricWriter",
+    )
     network_prefix: str = "railyard"
     gpu_nic_mtu: int = 8244
     gpu_subnet_cidrs: list[ipaddress.IPv4Network] = Field(default_factory=list)

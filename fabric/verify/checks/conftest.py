@@ -22,8 +22,9 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -34,9 +35,11 @@ from fabric.state import StateLayout
 from fabric.topology.ibsim_clients import bound_udp_ports
 from fabric.topology.ibsim_console import IbsimConsole
 from fabric.verify import context
+from fabric.verify.bandwidth import Exclusive, HostsBusy, host_locks
 from fabric.verify.facts import Facts
 from fabric.verify.families.base import Fixture
 from fabric.verify.harness import (
+    HarnessError,
     pytest_runtest_makereport,  # noqa: F401  (the hook, registered here)
     run_dir,
     xdist_worker,
@@ -336,6 +339,28 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     with ThreadPoolExecutor(CONNECT_AHEAD) as pool:  # as many at once as were opened
         list(pool.map(close, list(control_dir.iterdir())))
     shutil.rmtree(control_dir, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def exclusive(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Exclusive:
+    """Hold hosts for one bandwidth test (``ib_write_bw`` servers, a GPUDirect pair, an NCCL
+    run): a lock file per host in the run's directory, shared by every xdist worker
+    (:func:`fabric.verify.bandwidth.host_locks`). xdist's groups do not hold (:func:`_group`),
+    so this, not the grouping, keeps two bandwidth tests off one host; a wait past the lock's
+    timeout is a harness error."""
+    folder = run_dir(tmp_path_factory, request.config) / "bandwidth-locks"
+
+    @contextmanager
+    def hold(hosts: Iterable[str]) -> Iterator[None]:
+        try:
+            with host_locks(folder, hosts):
+                yield
+        except HostsBusy as err:
+            raise HarnessError(str(err)) from err
+
+    return hold
 
 
 @pytest.fixture(scope="session")

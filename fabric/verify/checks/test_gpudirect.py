@@ -21,7 +21,7 @@ from fabric.model.gpus import gpus_of
 from fabric.parsers import PARSERS, ParseError
 from fabric.parsers.nvidia_smi_topo import NvidiaSmiTopo
 from fabric.parsers.perftest import cuda_unsupported, usage_has_cuda
-from fabric.verify.bandwidth import min_write_bw
+from fabric.verify.bandwidth import Exclusive, min_write_bw
 from fabric.verify.checks.test_reachability import _address, _serve
 from fabric.verify.facts import Facts
 from fabric.verify.gids import roce_gid_index
@@ -86,17 +86,21 @@ def _cuda_perftest(facts: Facts, host: str) -> None:
 
 
 @pytest.fixture
-def gpudirect_server(facts: Facts, plan: CheckPlan, rail_pair: RailPair) -> Iterator[Served]:
-    """The rail's ``ib_write_bw --use_cuda`` server on the pair's target."""
-    _cuda_perftest(facts, rail_pair.target)
-    gpu = _gpu(facts, rail_pair.target, rail_pair.target_device, rail_pair.target_gpu)
-    roce = rail_pair.link_layer == "Ethernet"
-    yield from _serve(
-        facts,
-        plan,
-        rail_pair.target,
-        _write_bw(facts, rail_pair.target, rail_pair.target_device, gpu, roce, rail_pair.rail),
-    )
+def gpudirect_server(
+    facts: Facts, plan: CheckPlan, rail_pair: RailPair, exclusive: Exclusive
+) -> Iterator[Served]:
+    """The rail's ``ib_write_bw --use_cuda`` server on the pair's target, both hosts held for
+    the test: no other rail's server, pair or NCCL run on either meanwhile."""
+    with exclusive((rail_pair.source, rail_pair.target)):
+        _cuda_perftest(facts, rail_pair.target)
+        gpu = _gpu(facts, rail_pair.target, rail_pair.target_device, rail_pair.target_gpu)
+        roce = rail_pair.link_layer == "Ethernet"
+        yield from _serve(
+            facts,
+            plan,
+            rail_pair.target,
+            _write_bw(facts, rail_pair.target, rail_pair.target_device, gpu, roce, rail_pair.rail),
+        )
 
 
 @pytest.mark.family("gpudirect")

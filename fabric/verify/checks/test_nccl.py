@@ -1,7 +1,8 @@
 """What training sees: an NCCL all-reduce over the declared network at the expected bandwidth.
 
 Each GPU node's all-reduce (NVLink), then the nodes below each leaf group and across the
-spines, through Slurm's ``srun`` from the controller where the cluster has Slurm. The harness
+spines, through Slurm's ``srun`` from the controller where the cluster has Slurm (in the image
+``slurm.nccl_container`` names, through pyxis/enroot, where set). The harness
 is :mod:`fabric.verify.nccl_run` (the same one ``python -m fabric.verify.nccl_local`` runs);
 the judging, :mod:`fabric.verify.nccl`: NCCL must use the declared network (IB or RoCE with
 GPUDirect RDMA, Libfabric/efa, the A3 plugin) and reach the catalog's bus bandwidth. A failing
@@ -19,6 +20,7 @@ import pytest
 from fabric.catalog import multi_node_allreduce, single_node_allreduce
 from fabric.model.gpus import NODE_BIN_DIR
 from fabric.targets import hook
+from fabric.verify.bandwidth import Exclusive
 from fabric.verify.facts import Facts
 from fabric.verify.gids import roce_gid_index
 from fabric.verify.harness import HarnessError
@@ -85,21 +87,43 @@ def _multi(plan: CheckPlan, facts: Facts, host: Any, run: NcclRun, hosts: Sequen
     inner = build_command(
         NcclTest(gpus=1, begin="1G", end="8G"), env, f"{NODE_BIN_DIR}/all_reduce_perf"
     )
-    command = srun_wrap(inner, hosts, run.gpus_per_node, run.gpus_per_node, RUN_SECONDS)
+    command = srun_wrap(
+        inner,
+        hosts,
+        run.gpus_per_node,
+        run.gpus_per_node,
+        RUN_SECONDS,
+        container=plan.spec.slurm.nccl_container,
+    )
     target = multi_node_allreduce(run.rate_gbps or 0, len(run.hcas)) if run.hcas else None
     shape = RunShape(len(hosts), len(hosts) * run.gpus_per_node)
     return execute(command, expect, target, RUN_SECONDS, _runner(host), shape)
 
 
 @pytest.mark.family("nccl")
-def test_nccl_allreduce(host, facts: Facts, plan: CheckPlan, nccl_run: NcclRun) -> None:
-    """nccl-tests all_reduce_perf: NCCL's network as declared, bus bandwidth at its floor."""
+def test_nccl_allreduce(
+    host, facts: Facts, plan: CheckPlan, nccl_run: NcclRun, exclusive: Exclusive
+) -> None:
+    """nccl-tests all_reduce_perf: NCCL's network as declared, bus bandwidth at its floor;
+    every host of the run held meanwhile (no GPUDirect pair or other run on them)."""
+    with exclusive(nccl_run.hosts):
+        _allreduce(host, facts, plan, nccl_run)
+
+
+def _allreduce(host: Any, facts: Facts, plan: CheckPlan, nccl_run: NcclRun) -> None:
     try:
         if nccl_run.scope == "node":
             test = NcclTest(gpus=nccl_run.gpus_per_node, begin="1G", end="16G")
             command = build_command(test, nccl_env(), f"{NODE_BIN_DIR}/all_reduce_perf")
             if plan.slurm_controller:
-                command = srun_wrap(command, nccl_run.hosts, 1, nccl_run.gpus_per_node, RUN_SECONDS)
+                command = srun_wrap(
+                    command,
+                    nccl_run.hosts,
+                    1,
+                    nccl_run.gpus_per_node,
+                    RUN_SECONDS,
+                    container=plan.spec.slurm.nccl_container,
+                )
             target = single_node_allreduce(nccl_run.gpu_type, nccl_run.gpus_per_node)
             shape = RunShape(1, nccl_run.gpus_per_node)
             outcome = execute(command, None, target, RUN_SECONDS, _runner(host), shape)

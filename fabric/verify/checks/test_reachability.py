@@ -15,7 +15,7 @@ import pytest
 
 from fabric.parsers import PARSERS
 from fabric.topology.ibsim_console import IbsimConsole
-from fabric.verify.bandwidth import min_write_bw
+from fabric.verify.bandwidth import Exclusive, min_write_bw
 from fabric.verify.facts import Facts
 from fabric.verify.gids import roce_gid_index
 from fabric.verify.harness import (
@@ -225,25 +225,33 @@ def test_ibtracert_declared_path(host, facts: Facts, plan: CheckPlan, ib_pair: P
 
 
 @pytest.fixture
-def pingpong_server(facts: Facts, plan: CheckPlan, verbs_pair: Pair) -> Iterator[Served]:
-    """``ibv_rc_pingpong`` server on the target."""
-    yield from _serve(
-        facts,
-        plan,
-        verbs_pair.target,
-        _verbs_args(plan, facts, verbs_pair.target, "ibv_rc_pingpong"),
-    )
+def pingpong_server(
+    facts: Facts, plan: CheckPlan, verbs_pair: Pair, exclusive: Exclusive
+) -> Iterator[Served]:
+    """``ibv_rc_pingpong`` server on the target, both hosts held (its port, 18515, is
+    ib_write_bw's too)."""
+    with exclusive((verbs_pair.source, verbs_pair.target)):
+        yield from _serve(
+            facts,
+            plan,
+            verbs_pair.target,
+            _verbs_args(plan, facts, verbs_pair.target, "ibv_rc_pingpong"),
+        )
 
 
 @pytest.fixture
-def write_bw_server(facts: Facts, plan: CheckPlan, verbs_pair: Pair) -> Iterator[Served]:
-    """``ib_write_bw`` server on the target."""
-    yield from _serve(
-        facts,
-        plan,
-        verbs_pair.target,
-        _verbs_args(plan, facts, verbs_pair.target, "ib_write_bw --report_gbits"),
-    )
+def write_bw_server(
+    facts: Facts, plan: CheckPlan, verbs_pair: Pair, exclusive: Exclusive
+) -> Iterator[Served]:
+    """``ib_write_bw`` server on the target, both hosts held for the test (no other
+    bandwidth test on either meanwhile)."""
+    with exclusive((verbs_pair.source, verbs_pair.target)):
+        yield from _serve(
+            facts,
+            plan,
+            verbs_pair.target,
+            _verbs_args(plan, facts, verbs_pair.target, "ib_write_bw --report_gbits"),
+        )
 
 
 def _verbs_args(plan: CheckPlan, facts: Facts, host_name: str, tool: str) -> str:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from fabric.graph import GraphError
 from fabric.hostlist import expand
 from fabric.targets import hook, hooks
 from fabric.verify.families.base import Family, Fixture, Source
@@ -38,6 +39,15 @@ def _slurm_switches(plan: CheckPlan) -> dict[str, tuple[list[str], list[str]]]:
     compute hosts, as the hand-off writes topology.conf, whether or not a partition lists
     them yet). The hand-off writes it from the discovered fabric, so a difference is a
     fabric that is not as declared, or a topology.conf that Slurm did not load."""
+    try:
+        return _switch_view(plan)
+    except GraphError:
+        return {}  # _topology_why says why
+
+
+def _switch_view(plan: CheckPlan) -> dict[str, tuple[list[str], list[str]]]:
+    """``_slurm_switches``, raising ``GraphError`` where the declared fabric gives Slurm no
+    tree (a switch-only cabling: no switch is cabled to a host's HCA)."""
     graph = plan.declared_graph
     if graph is None:
         return {}
@@ -80,6 +90,10 @@ def _placed(plan: CheckPlan) -> bool:
 def _topology_why(plan: CheckPlan) -> str | None:
     if plan.slurm_switches and plan.slurm_controller is not None:
         return None
+    try:
+        _switch_view(plan)
+    except GraphError as exc:
+        return f"the declared fabric gives Slurm no topology tree: {exc}"
     if not _placed(plan):
         return "no declared fat tree or no Slurm controller selected"
     return (

@@ -1,4 +1,5 @@
-"""What the nccl_tests role leaves: the declared binaries linked, a refused tarball unused."""
+"""What the nccl_tests role leaves: the declared binaries linked, a refused tarball unused, a
+build with no MPI prefix stopped before it downloaded anything."""
 
 from __future__ import annotations
 
@@ -26,3 +27,8 @@ def test_refused_tarball_was_neither_unpacked_nor_built(host) -> None:
     assert not host.file("/var/tmp/refused/src/nccl-tests").exists
     assert not host.file("/var/tmp/refused/nccl-tests.tar.gz").exists
     assert not host.file("/opt/refused/bin/all_reduce_perf").exists
+
+
+def test_a_build_without_mpi_stopped_before_the_download(host) -> None:
+    assert not host.file("/var/tmp/no-mpi").exists
+    assert not host.file("/opt/no-mpi/bin/all_reduce_perf").exists
