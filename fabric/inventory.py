@@ -15,6 +15,7 @@ import yaml
 
 from fabric.hostkeys import JumpHost, ssh_common_args
 from fabric.spec import ClusterSpec, Switch
+from fabric.spec.egress import egress_of, image_needs
 from fabric.state import StateLayout
 
 ROLE_GROUPS = ("compute", "controller", "login", "sm")
@@ -105,10 +106,69 @@ def build_inventory(
                 "ansible_ssh_common_args": common,
                 "railyard_cluster": spec.name,
                 "railyard_target": spec.target,
+                **storage_vars(spec),
+                **preflight_vars(spec),
             },
             "hosts": hosts,
             "children": children,
         }
+    }
+
+
+def storage_shared_entries(
+    spec: ClusterSpec, servers: Mapping[str, str] | None = None
+) -> list[dict[str, str]]:
+    """The ``storage`` role's ``storage_shared``: each of ``spec.storage.shared`` whose server is
+    known, in spec order. ``nfs`` names its own; a kind the target creates takes its address from
+    ``servers`` (name -> address: a cloud's handoff passes what it created) and is left out
+    without one (the role then fails naming it: ``storage_declared``)."""
+    out: list[dict[str, str]] = []
+    for fs in spec.storage.shared if spec.storage else []:
+        server = fs.server if fs.kind == "nfs" else (servers or {}).get(fs.name)
+        if server is None:
+            continue
+        out.append(
+            {
+                "name": fs.name,
+                "kind": fs.kind,
+                "server": server,
+                "export": fs.export,
+                "mount": fs.mount,
+                "options": fs.options or "",
+            }
+        )
+    return out
+
+
+def storage_vars(spec: ClusterSpec) -> dict[str, Any]:
+    """The ``storage`` role's variables when the spec has ``storage:``: the shared file systems
+    whose server the spec names, every declared name, and the scratch layout; none without."""
+    storage = spec.storage
+    if storage is None:
+        return {}
+    scratch = storage.scratch
+    return {
+        "storage_shared": storage_shared_entries(spec),
+        "storage_declared": [fs.name for fs in storage.shared],
+        "storage_scratch": (
+            {"mount": scratch.mount, "devices": scratch.devices, "filesystem": scratch.filesystem}
+            if scratch is not None
+            else {}
+        ),
+    }
+
+
+def preflight_vars(spec: ClusterSpec) -> dict[str, Any]:
+    """The ``preflight`` role's variables where nodes boot a vendor image (the target's section
+    has an ``egress`` block: the clouds): per host, what its image must carry (the names of
+    :func:`fabric.spec.egress.needs`), and whether egress is offline (then every need is the
+    image's, else only those no role installs). Other targets: none, the play skips."""
+    egress = egress_of(spec)
+    if egress is None:
+        return {}
+    return {
+        "preflight_needs": {h: n for h, n in image_needs(spec).items() if n},
+        "preflight_offline": egress.mode == "offline",
     }
 
 

@@ -186,8 +186,11 @@ def gpu_rails(spec: ClusterSpec, hosts: Sequence[str]) -> list[GpuRail]:
 def rail_pairs(rails: Sequence[GpuRail]) -> list[RailPair]:
     """Per rail, a ring over the nodes that have it: every HCA once as the client."""
     out = []
-    for rail in sorted({r.rail for r in rails}):
-        on_rail = {r.host: r for r in rails if r.rail == rail}
+    by_rail: dict[int, dict[str, GpuRail]] = {}
+    for r in rails:
+        by_rail.setdefault(r.rail, {})[r.host] = r
+    for rail in sorted(by_rail):
+        on_rail = by_rail[rail]
         for source, target in ring_pairs(list(on_rail)):
             a, b = on_rail[source], on_rail[target]
             out.append(

@@ -29,6 +29,8 @@ def ring_pairs(
         return ring_pairs_reference(hosts, responders)
     allowed = set(hosts if responders is None else responders)
     shift = max(1, n // 2)
+    if allowed.issuperset(hosts):  # every host answers: each takes its shifted peer
+        return [(source, hosts[(i + shift) % n]) for i, source in enumerate(hosts)]
     ordered = [i for i, host in enumerate(hosts) if host in allowed]  # positions, ring order
     load = [0] * n
     count = {0: len(ordered)}  # how many responders carry each load
@@ -110,6 +112,8 @@ def ring_pairs_reference(
         return []
     allowed = set(hosts if responders is None else responders)
     shift = max(1, n // 2)
+    if allowed.issuperset(hosts):  # every host answers: each takes its shifted peer
+        return [(source, hosts[(i + shift) % n]) for i, source in enumerate(hosts)]
     pairs: list[tuple[str, str]] = []
     load = {h: 0 for h in hosts}
     for i, source in enumerate(hosts):

@@ -79,12 +79,18 @@ def ca_links(graph: FabricGraph | None) -> dict[tuple[str, str, int], tuple[str,
     out: dict[tuple[str, str, int], tuple[str, Link, str, int]] = {}
     if graph is None:
         return out
-    for link in graph.links:
-        for ca_end, sw_end in ((link.a, link.b), (link.b, link.a)):
-            ca = graph.cas.get(ca_end.guid)
-            sw = graph.switches.get(sw_end.guid)
-            if ca and sw and ca.host and ca.device:
-                out[(ca.host, ca.device, ca_end.port)] = (ca.guid, link, sw.name, sw_end.port)
+    cas, switches = graph.cas, graph.switches
+    for link in graph.links:  # a link's fields, not its PortRef properties: 16,384 hosts' worth
+        for ca_guid, ca_port, sw_guid, sw_port in (
+            (link.a_guid, link.a_port, link.b_guid, link.b_port),
+            (link.b_guid, link.b_port, link.a_guid, link.a_port),
+        ):
+            ca = cas.get(ca_guid)
+            if ca is None or not ca.host or not ca.device:
+                continue
+            sw = switches.get(sw_guid)
+            if sw is not None:
+                out[(ca.host, ca.device, ca_port)] = (ca.guid, link, sw.name, sw_port)
     return out
 
 
@@ -106,7 +112,7 @@ def hca_ports(spec: ClusterSpec, hosts: list[str], graph: FabricGraph | None) ->
                         device=hca.device,
                         port=port,
                         link_layer=hca.link_layer,
-                        rate_gbps=link.rate_gbps if link else hca.rate_gbps,
+                        rate_gbps=float(link.rate_gbps if link else hca.rate_gbps),
                         width=link.width if link else hca.width,
                         node_guid=guid,
                         switch=switch,

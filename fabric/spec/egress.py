@@ -28,7 +28,12 @@ NEEDS: dict[str, str] = {
     "slurmctld": "the slurmctld and slurm-client packages (slurm role, the controller)",
     "slurmd": "the slurmd and slurm-client packages (slurm role, compute nodes)",
     "nvidia-driver": "the NVIDIA driver (GPU compute nodes)",
+    "nfs-client": "the NFS client, nfs-common (storage role: a shared nfs, efs or filestore)",
+    "scratch-tools": "mdadm, xfsprogs and e2fsprogs (storage role: the local NVMe scratch)",
 }
+
+#: Shared file system kinds mounted over NFS (the storage role's client package).
+_NFS_KINDS = {"nfs", "efs", "filestore"}
 
 
 def needs() -> dict[str, str]:
@@ -61,8 +66,17 @@ def image_needs(spec: ClusterSpec) -> dict[str, list[str]]:
                     wanted.append("nvidia-driver")
                 if own is not None:
                     wanted += [n for n in own(spec, group) if n not in wanted]
-            out[host] = wanted
+            out[host] = wanted + _storage_needs(spec)
     return out
+
+
+def _storage_needs(spec: ClusterSpec) -> list[str]:
+    """What the storage role installs on every node for the spec's ``storage`` block."""
+    storage = spec.storage
+    if storage is None:
+        return []
+    wanted = ["nfs-client"] if any(fs.kind in _NFS_KINDS for fs in storage.shared) else []
+    return wanted + (["scratch-tools"] if storage.scratch is not None else [])
 
 
 def offline_image_lacks(spec: ClusterSpec) -> dict[str, list[str]]:

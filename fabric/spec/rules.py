@@ -41,6 +41,7 @@ from fabric.spec.kubernetes import KUBERNETES_RULES
 from fabric.spec.networks import NETWORK_RULES
 from fabric.spec.problems import Problem
 from fabric.spec.sm import expected_master
+from fabric.spec.storage_rules import STORAGE_RULES
 from fabric.spec.targets import target_rules
 from fabric.targets import TARGETS, hook, hooks, line_of
 
@@ -918,6 +919,29 @@ def check_slurm(c: Checker) -> None:
             "block_size applies only to topology_plugin block, not 'tree' (yaml takes it too)",
             reads=plugin,
         )
+    elif slurm.block_size is not None:
+        check_block_size(c, slurm.block_size)
+
+
+def check_block_size(c: Checker, size: int) -> None:
+    """A block is a leaf's hosts (fabric.topology.slurm): Slurm needs every block to hold at
+    least the block size, so it can be no more than the compute hosts, nor a leaf's hosts."""
+    compute = sum(1 for _, group in c.host_groups() if group.role == "compute")
+    tree = c.spec.fabric.topology
+    if compute and size > compute:
+        c.add(
+            "slurm.block_size",
+            f"{size} is more than the {compute} compute hosts; a block holds at least "
+            f"block_size hosts: use {compute} or less",
+            reads=[HOST_NAMES, "slurm.block_size"],
+        )
+    elif tree is not None and size > tree.nodes_per_leaf:
+        c.add(
+            "slurm.block_size",
+            f"{size} is more than fabric.topology.nodes_per_leaf ({tree.nodes_per_leaf}); a "
+            f"block is one leaf's hosts: use {tree.nodes_per_leaf} or less",
+            reads=["fabric.topology.nodes_per_leaf", "slurm.block_size"],
+        )
 
 
 def check_slurm_partitions(c: Checker) -> None:
@@ -1063,6 +1087,7 @@ GENERAL_RULES: tuple[Rule, ...] = (
     check_slurm,
     check_slurm_partitions,
     *KUBERNETES_RULES,
+    *STORAGE_RULES,
     check_management,
     *NETWORK_RULES,
     *CONSISTENCY_RULES,

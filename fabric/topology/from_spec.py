@@ -129,6 +129,7 @@ def graph_from_spec(spec: ClusterSpec) -> FabricGraph:
     links: list[Link] = []
     next_port = [1] * topo.leaves
     first_uplink = nports - topo.uplinks_per_leaf + 1
+    speeds: dict[tuple[str, int], tuple[str, float]] = {}
     for n, (leaf_index, host, hca) in enumerate(_placements(spec, topo)):
         guid = guid_str(CA_GUID_BASE + 4 * n)
         cas[guid] = Ca(
@@ -138,7 +139,11 @@ def graph_from_spec(spec: ClusterSpec) -> FabricGraph:
             description=f"{host} {hca.device}",
             ports=hca.ports,
         )
-        speed = speed_for(hca.width, hca.rate_gbps)
+        shape = (hca.width, hca.rate_gbps)
+        if shape not in speeds:  # a few HCA shapes over thousands of HCAs
+            speed = speed_for(hca.width, hca.rate_gbps)
+            speeds[shape] = (speed, link_rate(hca.width, speed))
+        speed, rate = speeds[shape]
         for ca_port in range(1, hca.ports + 1):
             leaf_port = next_port[leaf_index]
             if leaf_port >= first_uplink:
@@ -156,7 +161,7 @@ def graph_from_spec(spec: ClusterSpec) -> FabricGraph:
                     ca_port,
                     hca.width,
                     speed,
-                    link_rate(hca.width, speed),
+                    rate,
                 )
             )
     supers = [

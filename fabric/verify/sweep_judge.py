@@ -144,24 +144,30 @@ class _Cable:
         return f"{kind}:{self.hca_port}"
 
 
+def _names(declared: FabricGraph, link: Link) -> tuple[str, str, str, str | None]:
+    """A cable's ends' names, its id (both ends) and its HCA port (None between switches)."""
+    a, b = declared.node_name(link.a_guid), declared.node_name(link.b_guid)
+    cas = declared.cas
+    hca = (
+        f"{a}/{link.a_port}"
+        if link.a_guid in cas
+        else f"{b}/{link.b_port}"
+        if link.b_guid in cas
+        else None
+    )
+    return a, b, f"{a}/{link.a_port}-{b}/{link.b_port}", hca
+
+
 def _cables(declared: FabricGraph) -> list[_Cable]:
     out = []
+    switches = declared.switches
     for link in declared.links:
-        a, b = declared.node_name(link.a_guid), declared.node_name(link.b_guid)
-        ends = [(a, link.a_port, link.a_guid), (b, link.b_port, link.b_guid)]
-        hca = next((f"{n}/{p}" for n, p, g in ends if g in declared.cas), None)
-        ends.sort(key=lambda e: e[2] not in declared.switches)  # the switch end first
-        label = " ↔ ".join(f"{n.replace('/', ' ', 1)} port {p}" for n, p, _ in ends)
-        out.append(
-            _Cable(
-                link,
-                f"{a}/{link.a_port}-{b}/{link.b_port}",
-                (a, link.a_port),
-                (b, link.b_port),
-                hca,
-                label,
-            )
-        )
+        a, b, cable_id, hca = _names(declared, link)
+        a_end = f"{a.replace('/', ' ', 1)} port {link.a_port}"
+        b_end = f"{b.replace('/', ' ', 1)} port {link.b_port}"
+        switch_first = link.a_guid in switches or link.b_guid not in switches
+        label = f"{a_end} ↔ {b_end}" if switch_first else f"{b_end} ↔ {a_end}"
+        out.append(_Cable(link, cable_id, (a, link.a_port), (b, link.b_port), hca, label))
     return out
 
 
@@ -178,10 +184,11 @@ class CableId:
 
 def cable_ids(declared: FabricGraph) -> list[CableId]:
     """Every declared cable as the sweep's results name it, in the graph's order."""
-    return [
-        CableId(c.id, c.param, c.hca_port.split("/", 1)[0] if c.hca_port else None)
-        for c in _cables(declared)
-    ]
+    out = []
+    for link in declared.links:
+        _, _, cable_id, hca = _names(declared, link)
+        out.append(CableId(cable_id, hca or cable_id, hca.split("/", 1)[0] if hca else None))
+    return out
 
 
 def _group(cables: list[_Cable], found: list[Discrepancy]) -> dict[str, list[Discrepancy]]:

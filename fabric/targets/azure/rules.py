@@ -33,6 +33,7 @@ from fabric.spec.checker import Checker, Rule
 from fabric.spec.common import catalogued_compute, check_head_node, check_machine, differing
 from fabric.spec.networks import overlaps
 from fabric.spec.problems import Problem
+from fabric.spec.storage_rules import check_storage_kinds
 from fabric.targets.azure.catalog import azure_ib_sizes, azure_size
 
 if TYPE_CHECKING:
@@ -252,7 +253,18 @@ def config_problems(config: Mapping[str, Any], spec: ClusterSpec) -> list[Proble
 
 
 #: The Azure rules, in the order their problems are reported.
-RULES: tuple[Rule, ...] = (check_azure, check_azure_fabric, check_azure_sizes, check_azure_networks)
+def check_azure_storage(c: Checker) -> None:
+    """railyard creates no Azure file system yet: an existing NFS server only."""
+    check_storage_kinds(c, "azure", ("nfs",))
+
+
+RULES: tuple[Rule, ...] = (
+    check_azure,
+    check_azure_fabric,
+    check_azure_sizes,
+    check_azure_networks,
+    check_azure_storage,
+)
 
 #: Stack config keys the spec must agree with (``config_problems``), read by the program.
 CONFIG_KEYS: tuple[str, ...] = ("azure-native:location", "railyard:sshPublicKey")

@@ -12,6 +12,7 @@ from fabric.spec.checker import Checker, Rule
 from fabric.spec.common import missing_per_host
 from fabric.spec.constants import BOOT_TARGETS
 from fabric.spec.problems import Problem
+from fabric.spec.storage_rules import check_storage_kinds
 
 if TYPE_CHECKING:
     from fabric.spec.models import ClusterSpec
@@ -114,8 +115,13 @@ def config_problems(config: Mapping[str, Any], spec: ClusterSpec) -> list[Proble
     return problems
 
 
+def check_baremetal_storage(c: Checker) -> None:
+    """Target baremetal creates no file system: it mounts existing NFS servers only."""
+    check_storage_kinds(c, "baremetal", ("nfs",))
+
+
 #: The bare-metal rules, in the order their problems are reported.
-RULES: tuple[Rule, ...] = (check_baremetal,)
+RULES: tuple[Rule, ...] = (check_baremetal, check_baremetal_storage)
 
 #: Stack config keys the spec must agree with (``config_problems``), read by the program.
 CONFIG_KEYS: tuple[str, ...] = ("railyard:bootTarget", "railyard:settleBootTarget")

@@ -11,6 +11,7 @@ from fabric.spec.checker import Checker, Rule
 from fabric.spec.common import missing_per_host
 from fabric.spec.constants import SSH_PLACEHOLDER
 from fabric.spec.problems import Problem
+from fabric.spec.storage_rules import check_storage_kinds
 
 if TYPE_CHECKING:
     from fabric.spec.models import ClusterSpec
@@ -196,5 +197,10 @@ def existing_placeholder_problems(spec: ClusterSpec) -> list[Problem]:
     ]
 
 
+def check_existing_storage(c: Checker) -> None:
+    """Target existing creates no file system: it mounts existing NFS servers only."""
+    check_storage_kinds(c, "existing", ("nfs",))
+
+
 #: The existing target's rules, in the order their problems are reported.
-RULES: tuple[Rule, ...] = (check_existing,)
+RULES: tuple[Rule, ...] = (check_existing, check_existing_storage)

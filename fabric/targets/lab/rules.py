@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from fabric.spec.checker import Checker, Rule
 from fabric.spec.constants import IBSIM_PORT_SPAN
+from fabric.spec.storage_rules import check_storage_kinds
 
 
 def check_lab(c: Checker) -> None:
@@ -54,5 +55,10 @@ def check_lab(c: Checker) -> None:
             )
 
 
+def check_lab_storage(c: Checker) -> None:
+    """Target lab creates no file system: it mounts existing NFS servers only."""
+    check_storage_kinds(c, "lab", ("nfs",))
+
+
 #: The lab's rules, in the order their problems are reported.
-RULES: tuple[Rule, ...] = (check_lab,)
+RULES: tuple[Rule, ...] = (check_lab, check_lab_storage)
