@@ -9,7 +9,17 @@ shapes are replaced by a fixed marker with their kind and length, the field arou
 - a base64 blob of key length (32 or more characters of the base64 alphabet, lines joined,
   upper and lower case mixed as in random data: a munge key, a private key's body);
 - a hex string of key length (32 or more hex digits);
-- the password of ``user:password@host`` (the user and the host are kept).
+- the password of ``user:password@host`` (the user and the host are kept);
+- a token with a known prefix (chat, code-hosting and API tokens: ``xoxb-``, ``ghp_``,
+  ``github_pat_``, ``glpat-``, ``sk-``, ...), an AWS access key ID (``AKIA``/``ASIA``...), a
+  JSON web token, the token after ``Bearer``/``Basic``;
+- a cloud credential file's JSON (a GCP service-account key: ``"private_key"``,
+  ``service_account``), whole;
+- a long high-entropy word (20 or more letters and digits, upper, lower and digits mixed as
+  in random data).
+
+Fields go further (:func:`text_problem`, :func:`shown`): a value is shown only when it is made
+of the characters names, addresses and numbers use; any other is named by its length only.
 
 Standard library only: the spec package, the CLI and the parsers' error paths use it.
 :func:`shown` is the bounded ``repr`` every message uses to quote a value: it is cut before
@@ -38,6 +48,34 @@ _USERINFO = re.compile(
     r"(?<![^\s/'\"\\=,;(\[{<>])(?P<user>[A-Za-z0-9_.%+~-]{1,64}):"
     r"(?P<password>[^\s/'\"\\]{1,256})@(?=[\w\[])"
 )
+
+#: Tokens whose prefix names them: chat (Slack), code hosting (GitHub, GitLab), API keys
+#: (OpenAI-style ``sk-``, Stripe, Google ``AIza``/``ya29.``, Hugging Face, npm), AWS key IDs.
+_TOKEN = re.compile(
+    r"(?<![A-Za-z0-9_])(?:"
+    r"xox[abposre]-[A-Za-z0-9-]{8,}|xapp-[A-Za-z0-9-]{8,}"
+    r"|gh[pousr]_[A-Za-z0-9]{16,}|github_pat_[A-Za-z0-9_]{16,}|glpat-[A-Za-z0-9_-]{16,}"
+    r"|sk-[A-Za-z0-9_-]{16,}|[sr]k_(?:live|test)_[A-Za-z0-9]{16,}"
+    r"|AIza[A-Za-z0-9_-]{30,}|ya29\.[A-Za-z0-9_-]{16,}|hf_[A-Za-z0-9]{16,}|npm_[A-Za-z0-9]{16,}"
+    r"|(?:AKIA|ASIA|AGPA|AIDA|AROA|AIPA|ANPA|ANVA|APKA|ABIA|ACCA)[A-Z0-9]{16}"
+    r")(?![A-Za-z0-9_])"
+)
+#: A JSON web token: base64url header (``{"`` is ``eyJ``), payload and signature.
+_JWT = re.compile(r"eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}(?:\.[A-Za-z0-9_-]*)?")
+#: The credential after an HTTP authorization scheme.
+_SCHEME = re.compile(
+    r"\b(?P<scheme>Bearer|bearer|BEARER|Basic|basic)(?P<gap>\s+)"
+    r"(?P<token>(?=[A-Za-z._~+/=-]*[0-9+/=._~-])[A-Za-z0-9._~+/=-]{8,})"
+)
+#: A credential file's JSON object (a GCP service-account key), to its closing brace or the end.
+_CREDENTIAL_JSON = re.compile(
+    r"\{[^{}]{0,4096}?(?:service_account|private_key|client_secret|refresh_token)[^{}]*(?:\}|\Z)"
+)
+#: A word that may be random: letters and digits (base64url's ``-``/``_`` split words).
+_WORD = re.compile(r"(?<![A-Za-z0-9])[A-Za-z0-9]{20,}(?![A-Za-z0-9])")
+#: The shortest word taken as random data, and the share of kind changes it must have.
+WORD_CHARS = 20
+_RANDOM_CHANGES = 0.45
 
 #: The shortest base64 text taken for a key: a 192-bit key is 32 characters of base64.
 KEY_CHARS = 32
@@ -69,13 +107,33 @@ def _changes(body: str) -> int:
     return sum(a != b for a, b in zip(kinds, kinds[1:], strict=False))
 
 
+def _word(match: re.Match[str]) -> str:
+    word = match.group(0)
+    if (
+        re.search(r"[a-z]", word)
+        and re.search(r"[A-Z]", word)
+        and re.search(r"[0-9]", word)
+        and _changes(word) >= _RANDOM_CHANGES * len(word)
+    ):
+        return marker("random token", len(word))
+    return word
+
+
 def redact(text: str) -> str:
     """``text`` with every secret-shaped part replaced by its marker (see the module)."""
     if not text:
         return text
     text = _PEM.sub(lambda m: marker("PEM block", len(m.group(0))), text)
+    text = _CREDENTIAL_JSON.sub(lambda m: marker("credential JSON", len(m.group(0))), text)
+    text = _JWT.sub(lambda m: marker("web token", len(m.group(0))), text)
+    text = _SCHEME.sub(
+        lambda m: m.group("scheme") + m.group("gap") + marker("token", len(m.group("token"))),
+        text,
+    )
+    text = _TOKEN.sub(lambda m: marker("token", len(m.group(0))), text)
     text = _BASE64.sub(_base64, text)
     text = _HEX.sub(lambda m: marker("hex key", len(m.group(0))), text)
+    text = _WORD.sub(_word, text)
     return _USERINFO.sub(
         lambda m: f"{m.group('user')}:{marker('password', len(m.group('password')))}@", text
     )
@@ -86,6 +144,63 @@ def has_secret(text: str) -> bool:
     return redact(text) != text
 
 
+#: The characters of public data: names, host lists, addresses, URLs, versions and numbers.
+PUBLIC_CHARS = frozenset(
+    "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._:/@[],=+~%- "
+)
+
+
+#: Text no secret shape can match (all need 16 or more characters, or upper case, or ``:``
+#: and ``@``), except a chat token's ``xoxb-``: host names and addresses, checked in bulk.
+_PLAIN = re.compile(r"[a-z0-9.-]{0,15}")
+
+
+def first_bad_char(value: str, extra: str = "") -> int | None:
+    """The 1-based position of the first character of ``value`` that public data (plus
+    ``extra``) does not use, or None."""
+    for index, char in enumerate(value, 1):
+        if char not in PUBLIC_CHARS and char not in extra:
+            return index
+    return None
+
+
+def secret_kind(text: str) -> str | None:
+    """The kind of the first secret shape in ``text`` (``base64 key``, ``token``...), or None."""
+    found = redact(text)
+    if found == text:
+        return None
+    start = found.index(MARKER) + len(MARKER) + 1
+    return found[start : found.index(",", start)]
+
+
+def text_problem(value: str, extra: str = "", limit: int = 1 << 16) -> str | None:
+    """Why ``value`` cannot stand in a field holding public data (``extra``: the further
+    characters the field allows), in words that never quote it; None when it can."""
+    if _PLAIN.fullmatch(value) and not value.startswith(("xox", "xapp")):
+        return None  # a short host name or address: too short for every shape but a chat token
+    head = value[:limit]
+    kind = secret_kind(head)
+    if kind is not None:
+        return (
+            f"holds what looks like a secret ({kind}, {len(value)} characters; not shown): a "
+            "secret is never written in the spec; keep it in Pulumi config (pulumi config set "
+            "--secret NAME ...) and leave this field a name or an address"
+        )
+    bad = first_bad_char(head, extra)
+    if bad is not None:
+        return (
+            f"character {bad} of {len(value)} is one no name, address or number in this field "
+            "uses (value not shown); write the value with letters, digits, blanks and "
+            ". _ : / @ [ ] , = + ~ % -"
+        )
+    return None
+
+
+def public(value: str) -> bool:
+    """Whether ``value`` may be quoted: no secret shape, only characters public data uses."""
+    return first_bad_char(value[: 1 << 16]) is None and not has_secret(value[: 1 << 16])
+
+
 #: The longest quoted value in a message.
 SHOWN_CHARS = 60
 
@@ -93,7 +208,8 @@ SHOWN_CHARS = 60
 def shown(value: Any, limit: int = SHOWN_CHARS) -> str:
     """``repr(value)`` cut to ``limit`` characters, secrets redacted; built piece by piece, so
     a list of a billion entries (YAML aliases) or a 60 MiB string costs what the cut costs.
-    A string holding a secret is shown as its marker alone."""
+    A string holding a secret is shown as its marker alone, any other string that public data
+    would not be (:func:`public`) as its length alone."""
     text = _bounded_repr(value, limit + 1, 0)
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
@@ -108,6 +224,8 @@ def _bounded_repr(value: Any, budget: int, depth: int) -> str:
     if isinstance(value, str):
         if has_secret(value[: 1 << 16]):  # what is shown lies in this prefix
             return marker("secret", len(value))
+        if not public(value):
+            return f"<text of {len(value)} characters, not shown>"
         return redact(repr(value[:budget]))
     if isinstance(value, (bool, float)) or value is None:
         return repr(value)

@@ -26,9 +26,10 @@ from fabric.cli.errors import (
     emit_json,
     positive_mib,
     read_input,
+    require_stack,
     seconds,
 )
-from fabric.cli.options import add_json
+from fabric.cli.options import add_json, add_stack
 
 _FIX = "pass ibnetdiscover's plain output (a file, or '-' for stdin)"
 #: Seconds allowed for each command run over SSH.
@@ -44,7 +45,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "from a host over SSH, where sminfo also names the master subnet manager. What the "
         "capture cannot tell is marked PLACEHOLDER and listed on stderr. Exit 0, or 2 on "
         "unreadable, binary or cut-off input, input over --max-mb (default 64 MiB, as parse: "
-        "a larger capture is refused at once), a capture naming no host, or an SSH failure.",
+        "a larger capture is refused at once), a capture naming no host, or an SSH failure. "
+        "--ssh checks the host key against your own ~/.ssh/known_hosts and logs in with your "
+        "keys; with --stack NAME, against state/NAME/known_hosts with the stack's key, as "
+        "every other command does.",
     )
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument(
@@ -62,6 +66,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="railyard takes over the master SM found on a host's HCA (mode managed: it "
         "then runs OpenSM there); without it the SM is written as external or switch",
     )
+    add_stack(parser, default=False)  # with --ssh: the stack's known_hosts and key
     parser.add_argument("--name", default="imported", help="the spec's cluster name")
     parser.add_argument("--output", metavar="FILE", help="write the spec here, not to stdout")
     parser.add_argument(
@@ -94,35 +99,50 @@ def note(text: str) -> None:
     print(f"railyard import: {redact(text)}", file=sys.stderr)
 
 
-def ssh_argv(host: str, command: str) -> list[str]:
+def ssh_argv(host: str, command: str, stack: str | None = None) -> list[str]:
     """``ssh`` running ``command`` on ``host``: no prompt, host key checked strictly against
-    the user's known_hosts (an unknown or changed key fails)."""
-    return [
-        "ssh",
-        "-o",
-        "BatchMode=yes",
-        "-o",
-        "StrictHostKeyChecking=yes",
-        "-o",
-        "ConnectTimeout=15",
-        "--",
-        host,
-        command,
-    ]
+    the user's known_hosts (an unknown or changed key fails), or with ``stack`` against the
+    stack's known_hosts, logging in with the stack's key (the lab's generated one, else the
+    provided ``state/<stack>/id_ed25519``) when it has one."""
+    options = ["-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=yes"]
+    if stack is not None:
+        from fabric.state import StateLayout
+
+        layout = StateLayout(stack)
+        options += ["-o", f"UserKnownHostsFile={layout.known_hosts}"]
+        key = next((k for k in (layout.ssh_key, layout.provided_ssh_key) if k.is_file()), None)
+        if key is not None:
+            options += ["-o", "IdentitiesOnly=yes", "-i", str(key)]
+    return ["ssh", *options, "-o", "ConnectTimeout=15", "--", host, command]
+
+
+def _scrubbed(line: str, host: str) -> str:
+    """ssh's own error line without the ``--ssh`` value in any case (ssh lowercases a host
+    name it cannot resolve), secrets redacted: the value is named by the prefix only."""
+    import re
+
+    from fabric.redact import redact
+
+    for part in sorted({host, *re.split(r"[@:]", host)}, key=len, reverse=True):
+        if len(part) >= 4:
+            line = re.sub(re.escape(part), "HOST", line, flags=re.IGNORECASE)
+    return redact(line)
 
 
 #: How much of an SSH command's stderr is kept (its last line is shown).
 _STDERR_KEPT = 64 * 1024
 
 
-def _ssh(host: str, command: str, timeout: int, limit_mib: int) -> subprocess.CompletedProcess[str]:
+def _ssh(
+    host: str, command: str, timeout: int, limit_mib: int, stack: str | None = None
+) -> subprocess.CompletedProcess[str]:
     """Run ``command`` on ``host``; its stdout read no further than ``limit_mib`` MiB (the
     command is stopped beyond it), text checked by the one decoder."""
     from fabric.parsers.text import MIB, InputError, decode
 
     try:
         proc = subprocess.Popen(  # noqa: S603 - a fixed argv, no shell
-            ssh_argv(host, command), stdout=subprocess.PIPE, stderr=subprocess.PIPE
+            ssh_argv(host, command, stack), stdout=subprocess.PIPE, stderr=subprocess.PIPE
         )
     except OSError as err:
         raise CommandError(f"--ssh: cannot run ssh: {err.strerror or err}") from err
@@ -169,20 +189,25 @@ def _ssh(host: str, command: str, timeout: int, limit_mib: int) -> subprocess.Co
     return subprocess.CompletedProcess(proc.args, code, text, err.decode("utf-8", errors="replace"))
 
 
-def _remote(host: str, timeout: int, limit_mib: int) -> tuple[str, str | None]:
+def _remote(
+    host: str, timeout: int, limit_mib: int, stack: str | None = None
+) -> tuple[str, str | None]:
     """(ibnetdiscover output, sminfo output or None) from ``host``."""
-    run = _ssh(host, "ibnetdiscover", timeout, limit_mib)
+    run = _ssh(host, "ibnetdiscover", timeout, limit_mib, stack)
     if run.returncode != 0 or not run.stdout.strip():
-        last = (run.stderr.strip().splitlines() or ["no output"])[-1]
+        last = _scrubbed((run.stderr.strip().splitlines() or ["no output"])[-1], host)
+        known = f"state/{stack}/known_hosts" if stack else "~/.ssh/known_hosts, or pass --stack"
         raise CommandError(
             f"--ssh {host}: ibnetdiscover failed (exit {run.returncode}): {last}; check the "
-            "host key (ssh-keyscan, known_hosts), the login and infiniband-diags there"
+            f"host key ({known}), the login and infiniband-diags there"
         )
-    sm = _ssh(host, "sminfo", timeout, limit_mib)
+    sm = _ssh(host, "sminfo", timeout, limit_mib, stack)
     return run.stdout, sm.stdout if sm.returncode == 0 else None
 
 
-def _sm_identity(host: str, lid: int, timeout: int, limit_mib: int) -> object | None:
+def _sm_identity(
+    host: str, lid: int, timeout: int, limit_mib: int, stack: str | None = None
+) -> object | None:
     """What ``smpquery nodeinfo``/``nodedesc`` on ``host`` say about the node at ``lid``
     (a ``fabric.topology.importer.SmIdentity``), or None when neither answers."""
     from fabric.parsers.common import ParseError
@@ -191,7 +216,7 @@ def _sm_identity(host: str, lid: int, timeout: int, limit_mib: int) -> object | 
 
     node_type = description = None
     for query in ("nodeinfo", "nodedesc"):
-        run = _ssh(host, f"smpquery {query} {lid}", timeout, limit_mib)
+        run = _ssh(host, f"smpquery {query} {lid}", timeout, limit_mib, stack)
         try:
             report = parse(run.stdout + run.stderr)
         except ParseError as err:
@@ -204,6 +229,40 @@ def _sm_identity(host: str, lid: int, timeout: int, limit_mib: int) -> object | 
     if node_type is None and description is None:
         return None
     return SmIdentity(node_type=node_type, description=description)
+
+
+def _check_ssh_target(target: str) -> None:
+    """Refuse an ``--ssh`` value that is not ``[USER@]HOST`` of public characters (a password
+    or a key pasted there), naming it only as the secret filter shows it."""
+    import re
+
+    from fabric.redact import first_bad_char, redact, text_problem
+
+    why = text_problem(target)
+    if why is not None:
+        named = redact(target)  # a password in USER:PASSWORD@HOST: its marker, the rest kept
+        if first_bad_char(re.sub(r"<redacted [^>]*>", "", named)) is not None:
+            named = "(not shown)"
+        raise CommandError(f"--ssh {named}: {why}; --ssh takes [USER@]HOST, the login by key")
+
+
+def _check_output(output: str, *inputs: str | None) -> None:
+    """Refuse ``--output`` naming an input file, before anything is read or written."""
+    import os
+
+    for given in inputs:
+        if not given or given == "-":
+            continue
+        same = os.path.abspath(given) == os.path.abspath(output)
+        try:
+            same = same or os.path.samefile(given, output)
+        except OSError:  # the output does not exist yet: no file to overwrite
+            pass
+        if same:
+            raise CommandError(
+                f"--output {output}: is the input {given}; writing the spec there would "
+                "overwrite the capture: pass another --output FILE"
+            )
 
 
 def cmd_import(args: argparse.Namespace) -> int:
@@ -223,14 +282,22 @@ def cmd_import(args: argparse.Namespace) -> int:
     limit_mib = args.max_mb or DEFAULT_LIMIT_MIB
     if args.ssh and args.sminfo:
         raise CommandError("--sminfo goes with a capture FILE; --ssh runs sminfo itself")
+    if args.stack:
+        require_stack(args.stack)  # an unknown stack: exit 2, naming the known ones
+        if not args.ssh:
+            raise CommandError("--stack goes with --ssh HOST (the stack's known_hosts and key)")
     if args.ssh:
-        text, sm_text = _remote(args.ssh, args.timeout, limit_mib)
+        _check_ssh_target(args.ssh)
+    if args.output:
+        _check_output(args.output, args.capture, args.sminfo)
+    if args.ssh:
+        text, sm_text = _remote(args.ssh, args.timeout, limit_mib, args.stack)
         try:
             sm = parse_sminfo(sm_text) if sm_text else None
         except ParseError as err:  # no SM answer is a placeholder, not a failed import
             note(f"sminfo on {args.ssh}: {err}")
         if sm is not None and sm.ok and sm.sm_lid is not None:
-            identity = _sm_identity(args.ssh, sm.sm_lid, args.timeout, limit_mib)
+            identity = _sm_identity(args.ssh, sm.sm_lid, args.timeout, limit_mib, args.stack)
         where = f"{args.ssh}: ibnetdiscover"
     else:
         if args.sminfo:

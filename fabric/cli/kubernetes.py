@@ -56,7 +56,7 @@ def cmd_kubernetes(args: argparse.Namespace) -> int:
     from fabric.spec import load_spec
     from fabric.topology.kubernetes import dump_yaml, kueue_topology, node_labels, node_patches
 
-    path = spec_path(args)
+    path = spec_path(args, only_one=True)
     spec = load_spec(path)
     if spec.kubernetes is None:
         raise CommandError(

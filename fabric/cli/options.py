@@ -15,7 +15,7 @@ import argparse
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from fabric.cli.errors import RetiredSpelling, require_stack, stack_name
+from fabric.cli.errors import CommandError, RetiredSpelling, require_stack, stack_name
 
 SPEC_HELP = "cluster spec YAML or Pulumi.<stack>.yaml stack file (default: the stack's)"
 JSON_HELP = "print the result as one JSON document on stdout (an error too)"
@@ -102,7 +102,29 @@ def add_stack(parser: _Parser, *, default: bool = True) -> None:
         from fabric.state import DEFAULT_STACK
 
         stack, help = DEFAULT_STACK, f"{help} (default {DEFAULT_STACK})"
-    parser.add_argument("--stack", type=stack_name, default=stack, metavar="NAME", help=help)
+    parser.add_argument(
+        "--stack",
+        type=stack_name,
+        default=stack,
+        metavar="NAME",
+        help=help,
+        action=_StackAction,
+    )
+
+
+class _StackAction(argparse.Action):
+    """Stores ``--stack`` and notes that it was given (``stack_given``), so a command whose
+    stack only names the spec can refuse ``--spec`` beside it (:func:`spec_path`)."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
+        setattr(namespace, self.dest, values)
+        namespace.stack_given = True
 
 
 def add_spec(parser: _Parser, help: str = SPEC_HELP) -> None:
@@ -120,12 +142,19 @@ def given_spec(args: argparse.Namespace) -> Path | None:
     return getattr(args, "spec", None)
 
 
-def spec_path(args: argparse.Namespace) -> Path:
+def spec_path(args: argparse.Namespace, *, only_one: bool = False) -> Path:
     """The spec file: the one named, else ``Pulumi.<stack>.yaml`` of a stack this checkout
-    knows (an unknown stack is bad usage, exit 2)."""
+    knows (an unknown stack is bad usage, exit 2). ``only_one``: the command's stack names
+    nothing but the spec, so ``--spec`` with ``--stack`` is bad usage (exit 2), not a silent
+    choice of one."""
     from fabric.state import DEFAULT_STACK, stack_file
 
     given = given_spec(args)
+    if given is not None and only_one and getattr(args, "stack_given", False):
+        raise CommandError(
+            "--spec FILE and --stack NAME both name the cluster; pass one of them (--stack "
+            "reads Pulumi.<stack>.yaml)"
+        )
     if given is not None:
         return Path(given)
     stack = getattr(args, "stack", None) or DEFAULT_STACK

@@ -143,8 +143,14 @@ def _cloud_graph(args: argparse.Namespace) -> FabricGraph:
         items = _json(
             args.from_gce_instances, "gcloud compute instances list --format=json", args.max_mb
         )
-        if not isinstance(items, list):
-            raise CommandError(f"{args.from_gce_instances}: not a list of instances")
+        if isinstance(items, dict) and isinstance(items.get("items"), list):
+            items = items["items"]  # the REST API's instances.list response: {"items": [...]}
+        if not isinstance(items, list) or not all(isinstance(i, dict) for i in items):
+            raise CommandError(
+                f"{args.from_gce_instances}: not a list of instances; pass gcloud compute "
+                "instances list --format=json, or the REST instances.list response ({items: "
+                "[...]})"
+            )
         graph = gce_topology_graph(items)
     else:
         if not args.hosts:

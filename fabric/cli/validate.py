@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 from typing import TYPE_CHECKING
 
-from fabric.cli.errors import Exit, check_readable, emit_json
+from fabric.cli.errors import CommandError, Exit, check_readable, emit_json
 from fabric.cli.options import add_json, add_retired, add_spec, add_stack, spec_path
 
 if TYPE_CHECKING:
@@ -71,7 +70,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
     from fabric.spec import SpecError, load_spec
 
-    path = spec_path(args)
+    path = spec_path(args, only_one=True)
     check_readable(path, "pass a spec YAML or Pulumi.<stack>.yaml")
     try:
         spec = load_spec(path)
@@ -84,10 +83,13 @@ def cmd_validate(args: argparse.Namespace) -> int:
             for path, message in error.problems:
                 print(f"  {path}: {message}")
         return Exit.FAILED
+    from fabric.redact import redact
+
+    line = redact(summary(spec))  # validated values only; the filter all the same
     if args.json:
-        print(json.dumps({"valid": True, "summary": summary(spec), "problems": []}, indent=2))
+        print(json.dumps({"valid": True, "summary": line, "problems": []}, indent=2))
     else:
-        print(summary(spec))
+        print(line)
     return Exit.OK
 
 
@@ -101,7 +103,14 @@ def cmd_schema(args: argparse.Namespace) -> int:
     if args.output is None:
         sys.stdout.write(text)  # JSON already, with or without --json
         return Exit.OK
-    Path(args.output).write_text(text, encoding="utf-8")
+    try:
+        with open(args.output, "w", encoding="utf-8") as out:
+            out.write(text)
+    except OSError as err:  # a full disk or /dev/full: name the file
+        raise CommandError(
+            f"cannot access {args.output} (--output): {err.strerror or err}; pass a writable "
+            "file on a disk with room, or leave --output out for stdout"
+        ) from None
     if args.json:
         emit_json({"output": str(args.output)})
     else:

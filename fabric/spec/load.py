@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import ipaddress
+import re
 import types
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -22,7 +23,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 from pydantic.fields import FieldInfo
 
-from fabric.redact import shown
+from fabric.redact import first_bad_char, public, secret_kind, shown, text_problem
 from fabric.spec.constants import SKIP_RULES
 from fabric.spec.models import ClusterSpec, SecretRef
 from fabric.spec.problems import Problem, SpecError
@@ -204,8 +205,128 @@ def _model_at(loc: Sequence[int | str]) -> type[BaseModel] | None:
 
 
 def _shown(value: Any) -> str:
-    """The value quoted in a message: cut to 60 characters before it is built, no secret."""
+    """The value quoted in a message: cut to 60 characters before it is built, no secret; a
+    text public data would not be (a password, a token) is named by its length and the
+    position of its first character no name uses, never shown."""
+    if isinstance(value, str) and not public(value):
+        bad = first_bad_char(value[: 1 << 16])
+        at = f"; character {bad} is not allowed" if bad is not None else ""
+        return f"text of {len(value)} characters (not shown{at})"
     return shown(value)
+
+
+# --- text in fields: secrets and characters public data never uses ------------------------
+
+#: What a text field may hold besides names' characters (fabric.redact.PUBLIC_CHARS), by the
+#: field's name: a node description (as a switch or HCA answers), a URL, an SSH key line.
+_URL_CHARS = "?&#!$'()*;"
+#: What a URL field holds: a scheme, then the rest.
+_URL = re.compile(r"[a-z][a-z0-9+.-]*://\S")
+_EXTRA_CHARS = {
+    "node_description": ";#()",
+    "url": _URL_CHARS,
+    "proxy": _URL_CHARS,
+    "api_server": _URL_CHARS,
+    # known_hosts host patterns (``10.20.0.*``, ``!gpu9?``) and hashed names (``|1|...``)
+    "known_hosts": "*?!|",
+    # enroot's image names: ``registry#image:tag`` (pyxis's --container-image)
+    "nccl_container": "#",
+}
+#: Fields of SSH key lines (``ssh-ed25519 AAAA...``): the key's body is public.
+_KEY_LINES = frozenset({"host_keys", "known_hosts"})
+#: The password of a URL's ``user:password@`` (its field's rule refuses it, never showing it).
+_USERINFO_PASSWORD = re.compile(r":[^\s/@]{1,256}@")
+
+
+def _extra_kind(loc: Sequence[int | str]) -> str:
+    return "ssh-key" if _KEY_LINES & {part for part in loc if isinstance(part, str)} else ""
+
+
+#: An SSH public key in a key line: its base64 body is public, and key-shaped.
+_SSH_KEY = re.compile(
+    r"(?:ssh-ed25519|ssh-rsa|ssh-dss|ecdsa-sha2-nistp(?:256|384|521)|"
+    r"sk-ssh-ed25519@openssh\.com|sk-ecdsa-sha2-nistp256@openssh\.com) AAAA[A-Za-z0-9+/]+={0,3}"
+)
+
+
+def _pattern(annotation: Any, field: FieldInfo | None) -> str | None:
+    """The pattern of the value's field, if it has one of its own."""
+    metadata = list(field.metadata) if field is not None else []
+    if get_origin(annotation) is Annotated:
+        metadata += list(get_args(annotation)[1:])
+    return next((item.pattern for item in metadata if getattr(item, "pattern", None)), None)
+
+
+def _extra(loc: Sequence[int | str]) -> str:
+    names = [part for part in loc if isinstance(part, str)]
+    for name in reversed(names):
+        if name in _EXTRA_CHARS:
+            return _EXTRA_CHARS[name]
+        if name.endswith("_url"):
+            return _EXTRA_CHARS["url"]
+    return ""
+
+
+@dataclass
+class _TextFinding:
+    """A text the spec must not hold: its problem, and where the value (or key) sits."""
+
+    problem: Problem
+    loc: tuple[int | str, ...]
+    key: bool = False
+
+
+def _text_findings(data: Any) -> list[_TextFinding]:
+    """Every text of ``data`` (values and keys) that is secret-shaped or uses a character its
+    field's public data never does; fields with a pattern of their own and secret fields
+    (SecretRef, reported by their own rule) are left to validation."""
+    found: list[_TextFinding] = []
+
+    def visit(value: Any, annotation: Any, field: FieldInfo | None, loc: tuple) -> None:
+        kind = _strip(annotation) if annotation is not None else None
+        if kind is SecretRef and not isinstance(value, Mapping):
+            return
+        if isinstance(value, str):
+            pattern = _pattern(annotation, field)
+            if get_origin(kind) is Literal or (pattern and not re.search(pattern, value)):
+                return  # validation refuses it, never showing it (_shown)
+            if pattern:  # well-formed for its field: a checksum's hex is no secret there
+                why = text_problem(value, _extra(loc))
+                if why is not None and secret_kind(value[: 1 << 16]) != "hex key":
+                    found.append(_TextFinding(Problem(format_path(loc), why), loc))
+                return
+            extra = _extra(loc)
+            if extra == _URL_CHARS and not _URL.match(value):
+                extra = ""  # a URL's characters only after its scheme
+            text = _SSH_KEY.sub("ssh-key", value) if "ssh-key" in _extra_kind(loc) else value
+            if extra == _URL_CHARS:  # a URL's user:password@: its own rule names it
+                text = _USERINFO_PASSWORD.sub("@", text)
+            why = text_problem(text, extra)
+            if why is not None:
+                found.append(_TextFinding(Problem(format_path(loc) or "(spec)", why), loc))
+        elif isinstance(value, Mapping):
+            model = kind if isinstance(kind, type) and issubclass(kind, BaseModel) else None
+            item = get_args(kind)[-1] if get_origin(kind) is dict else None
+            for index, (key, item_value) in enumerate(value.items()):
+                if isinstance(key, str) and (why := text_problem(key)) is not None:
+                    where = f"{format_path(loc) or '(spec)'} (key {index + 1})"
+                    found.append(_TextFinding(Problem(where, "its key " + why), (*loc, key), True))
+                    continue
+                info = model.model_fields.get(str(key)) if model is not None else None
+                inner = info.annotation if info is not None else item
+                visit(item_value, inner, info if info is not None else None, (*loc, key))
+        elif isinstance(value, list):
+            item = get_args(kind)[0] if get_origin(kind) in (list, tuple) else None
+            for index, entry in enumerate(value[:_MAX_WALKED]):
+                visit(entry, item, None, (*loc, index))
+
+    visit(data, ClusterSpec, None, ())
+    return found
+
+
+#: The most list entries the walk reads in one list (a host list is a text; the loaders
+#: bound the rest).
+_MAX_WALKED = 200_000
 
 
 #: The Pulumi config key each secret field's examples name.
@@ -283,7 +404,7 @@ def _expected(error: Mapping[str, Any], loc: Sequence[int | str]) -> str:
         model = _model_at(loc)
         keys = f" ({', '.join(model.model_fields)})" if model else ""
         return f"expected a mapping of keys{keys}; see railyard schema"
-    message = str(error["msg"])
+    message = str(error["msg"]).removeprefix("Value error, ")
     for phrase, plain in (("Input should be ", "expected "), ("Input is not ", "not ")):
         if message.startswith(phrase):
             return plain + message[len(phrase) :]
@@ -433,15 +554,18 @@ class _Repair:
 _REPAIR_ROUNDS = 4
 
 
-def _best_effort_rule_problems(data: Mapping[str, Any], error: ValidationError) -> list[Problem]:
+def _best_effort_rule_problems(
+    data: Mapping[str, Any], error: ValidationError, unknown: Sequence[str] = ()
+) -> list[Problem]:
     """The cross-field problems of ``data`` despite its field errors, best effort.
 
     Failing fields are dropped (when they have a default) or given placeholders, the
     result is validated without rules, and the rules then run skipping every finding
-    in or reading a failed field. Returns [] if no such spec can be built.
+    in or reading a failed field (or one of ``unknown``). Returns [] if no such spec can be
+    built.
     """
     try:
-        repair = _Repair(copy.deepcopy(dict(data)))
+        repair = _Repair(copy.deepcopy(dict(data)), set(unknown))
     except (TypeError, copy.Error):
         return []
     errors = error.errors()
@@ -485,11 +609,49 @@ def spec_from_mapping(data: Any, source: str | None = None) -> ClusterSpec:
             [Problem("(spec)", f"expected a mapping of spec keys; got {_shown(data)}")],
             source,
         )
+    findings = _text_findings(data)
+    if findings:
+        raise SpecError(_problems_beside(data, findings), source)
     try:
         return ClusterSpec.model_validate(data)
     except ValidationError as error:
         # Not chained: pydantic's own text repeats every input value, secrets included.
         raise SpecError(problems_of(error, data), source) from None
+
+
+def _under(path: str, paths: Sequence[str]) -> bool:
+    return any(path == p or path.startswith((f"{p}.", f"{p}[")) for p in paths)
+
+
+def _problems_beside(data: Mapping[str, Any], findings: list[_TextFinding]) -> list[Problem]:
+    """The text findings, then every other problem of ``data``: each finding's value is a
+    placeholder (its key's entry gone), and the rules skip what reads it."""
+    clean: Any = copy.deepcopy(dict(data))
+    repair = _Repair(clean)
+    unknown: list[str] = []
+    for finding in sorted(findings, key=lambda f: len(f.loc), reverse=True):
+        *parents, last = finding.loc
+        parent = clean
+        for part in parents:
+            parent = parent[part]
+        if finding.key:
+            parent.pop(last, None)
+            if _model_at(parents) is None:  # a mapping's entry (a host's), not a spec key
+                unknown.append(format_path(parents))
+        else:
+            parent[last] = repair.placeholder(_type_at(finding.loc) or str)
+            unknown.append(format_path(finding.loc))
+    problems = [finding.problem for finding in findings]
+    try:
+        spec = ClusterSpec.model_validate(clean, context={SKIP_RULES: True})
+    except ValidationError as error:
+        fields = [p for p in map(_field_problem, error.errors()) if not _under(p.path, unknown)]
+        rules = _best_effort_rule_problems(clean, error, unknown)
+        problems += fields
+    else:
+        rules = cross_field_problems(spec, unknown=unknown)
+    reported = {problem.path for problem in problems}
+    return problems + [rule for rule in rules if rule.path not in reported]
 
 
 #: The largest spec file read, sized to the 10 s a command may take (issue 44: a 60 MB spec

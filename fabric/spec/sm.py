@@ -56,3 +56,36 @@ def sm_placeholder_problems(spec: ClusterSpec) -> list[Problem]:
 
 
 __all__ = ["SM_PLACEHOLDER", "expected_master", "sm_placeholder_problems"]
+
+
+#: OpenSM's routing engines, as its ``static_routing_modules`` table names them
+#: (linux-rdma/opensm, opensm/osm_opensm.c); ``routing_engine`` takes one, or a chain
+#: ``ftree,updn`` that OpenSM tries in order until one routes the fabric.
+OPENSM_ROUTING_ENGINES = (
+    "minhop",
+    "updn",
+    "dnup",
+    "file",
+    "ftree",
+    "lash",
+    "dor",
+    "torus-2QoS",
+    "nue",
+    "dfsssp",
+    "sssp",
+)
+
+
+def routing_chain(value: str) -> str:
+    """``value`` if it is an OpenSM routing engine or a comma-separated chain of distinct
+    ones, else a ValueError naming the position of the first that is not (never its text)."""
+    names = value.split(",")
+    for index, name in enumerate(names, 1):
+        if name not in OPENSM_ROUTING_ENGINES:
+            raise ValueError(
+                f"engine {index} of {len(names)} is not one of OpenSM's: use "
+                f"{', '.join(OPENSM_ROUTING_ENGINES)}, or a chain of them such as ftree,updn"
+            )
+    if len(set(names)) != len(names):
+        raise ValueError("an engine is named twice in the chain; name each once")
+    return value

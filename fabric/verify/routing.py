@@ -559,7 +559,7 @@ def judge_engine(
                 f"no routing engine could configure the switches (log line {last.ended.line}): {why}",
                 source="log",
             )
-        if last.engine != declared:
+        if last.engine not in declared.split(","):  # a chain: OpenSM takes the first that routes
             where = f"(log line {last.ended.line}: {last.ended.message})"
             if last.failed_engines:
                 said = f"OpenSM fell back from {', '.join(last.failed_engines)} to {last.engine}"

@@ -163,7 +163,10 @@ def test_no_nat_without_egress_nat(mode: str) -> None:
     if mode == "proxy":
         egress["proxy"] = "http://proxy.example:3128"
     else:
-        egress["image_provides"] = ["munge", "slurmd", "slurmctld", "nvidia-driver", "efa"]
+        egress["image_provides"] = [
+            *("munge", "slurmd", "slurmctld", "nvidia-driver", "efa"),
+            *("nfs-client", "scratch-tools"),  # the example's storage block: EFS and scratch
+        ]
     mocks, _ = build(ClusterSpec.model_validate(example(egress=egress)))
     assert not mocks.of("aws:ec2/natGateway:NatGateway")
     tables = {r.name: r.inputs.get("routes") for r in mocks.of("aws:ec2/routeTable:RouteTable")}
@@ -512,8 +515,11 @@ def test_offline_image_lacks_names_each_need_and_its_hosts() -> None:
 
     data = example(egress={"mode": "offline", "image_provides": ["munge", "slurmd", "efa"]})
     spec = ClusterSpec.model_validate(data, context={SKIP_RULES: True})
-    assert offline_image_lacks(spec) == {
+    everyone = ["head1", "gpu01", "gpu02", "gpu03", "gpu04"]
+    assert {need: sorted(hosts) for need, hosts in offline_image_lacks(spec).items()} == {
         "nvidia-driver": ["gpu01", "gpu02", "gpu03", "gpu04"],
         "slurmctld": ["head1"],
+        "nfs-client": sorted(everyone),  # the storage role: EFS at /home, NVMe scratch
+        "scratch-tools": sorted(everyone),
     }
     assert offline_image_lacks(ClusterSpec.model_validate(example())) == {}  # mode nat

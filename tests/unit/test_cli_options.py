@@ -57,7 +57,7 @@ CONVENTION: dict[str, Rule] = {
     "lab status": Rule(["lab", "status"], spec=False, stack=True),  # the lab's state, no spec
     "run": Rule(["run", "site.yml"], spec=True, stack=True),
     "check": Rule(["check"], spec=True, stack=True),
-    "import": Rule(["import", CAPTURE], spec=False, stack=False),
+    "import": Rule(["import", CAPTURE], spec=False, stack=True, stack_default=None),
     "watch": Rule(["watch"], spec=True, stack=True),
 }
 STACK_COMMANDS = [name for name, rule in CONVENTION.items() if rule.stack]

@@ -562,7 +562,10 @@ def test_offline_a3_mega_image_must_carry_the_blueprint_helpers() -> None:
     data = mega()
     data["gcp"]["egress"] = {
         "mode": "offline",
-        "image_provides": ["munge", "slurmd", "slurmctld", "nvidia-driver", "docker"],
+        "image_provides": [
+            *("munge", "slurmd", "slurmctld", "nvidia-driver", "docker"),
+            *("nfs-client", "scratch-tools"),  # the example's storage: Filestore, local SSD
+        ],
     }
     spec = ClusterSpec.model_validate(data, context={SKIP_RULES: True})
     assert offline_image_lacks(spec) == {

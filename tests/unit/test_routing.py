@@ -180,3 +180,14 @@ def test_another_engine_without_a_failure_is_not_called_a_fallback(declared) -> 
     engine = judge_engine("updn", parse_log(read("opensm_log__ibsim_routing__1.txt")))
     assert not engine.ok
     assert engine.message.startswith("OpenSM routes with ftree, not the declared updn (log line")
+
+
+def test_a_declared_chain_takes_any_engine_of_it() -> None:
+    """OpenSM's ``routing_engine ftree,updn`` routes with the first engine that succeeds:
+    ftree in the capture is what the chain declares; a chain without it is not."""
+    log = parse_log(read("opensm_log__ibsim_routing__1.txt"))
+    assert judge_engine("ftree,updn", log).ok
+    assert judge_engine("updn,ftree", log).ok
+    other = judge_engine("updn,minhop", log)
+    assert not other.ok
+    assert "OpenSM routes with ftree, not the declared updn,minhop" in other.message

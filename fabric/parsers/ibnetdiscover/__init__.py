@@ -76,6 +76,9 @@ def parse(text: str) -> FabricGraph:
     """
     from fabric.parsers.ibnetdiscover.fast import _parse_fast
 
+    if "\r\n" in text:  # CRLF line endings (a capture saved on Windows), as every parser takes
+        text = text.replace("\r\n", "\n")
+    _check_ranges(text)
     enabled = gc.isenabled()
     gc.disable()  # the parse allocates ~1 M tuples and strings that all live on: no cycles to find
     try:
@@ -88,3 +91,39 @@ def parse(text: str) -> FabricGraph:
     finally:
         if enabled:
             gc.enable()
+
+
+#: The most a LID (unicast: 1 to 0xBFFF; multicast LIDs name no port), an LMC (3 bits) and a
+#: port number (an 8-bit NumPorts) may be, as the InfiniBand spec sizes them.
+MAX_UNICAST_LID = 0xBFFF
+MAX_LMC = 7
+MAX_PORT = 255
+
+
+def _check_ranges(text: str) -> None:
+    """Raise IbnetdiscoverError at the first LID, LMC or port number no fabric can have (LID
+    70000, port 999): only numbers of several digits are looked at, so a capture costs one scan."""
+    import re
+
+    from fabric.parsers.ibnetdiscover.common import IbnetdiscoverError
+
+    checks = (  # each starts with a literal, so the scan skips to it (no ^, no word boundary)
+        (r"lid[ \t]+(\d{5,})", MAX_UNICAST_LID, "a unicast LID, 1 to 49151 (0xBFFF)"),
+        (r"lmc[ \t]+(\d{2,}|[89])", MAX_LMC, "an LMC, 0 to 7"),
+        (r"\n\[(\d{3,})\]", MAX_PORT, "a port number, 1 to 255"),
+        (r'"\[(\d{3,})\]', MAX_PORT, "a remote port number, 1 to 255"),
+        *(
+            (rf"\n{kind}[ \t]+(\d{{3,}})[ \t]", MAX_PORT, "a port count, 1 to 255")
+            for kind in ("Switch", "Ca", "Rt")
+        ),
+    )
+    found: list[tuple[int, str, str]] = []
+    for pattern, most, what in checks:
+        for match in re.finditer(pattern, text):
+            if int(match.group(1)[:12]) > most:  # the first beyond its bound
+                found.append((match.start(1), what, match.group(1)[:12]))
+                break
+    if found:
+        start, what, number = min(found)
+        line = text.count("\n", 0, start) + 1
+        raise IbnetdiscoverError(line, what, number)
