@@ -86,9 +86,15 @@ def windows(secret: str) -> set[str]:
 PUBLIC_TEXT = json.dumps(ClusterSpec.model_json_schema()).replace("\\\\", "\\").lower()
 
 
-def leaks(secret: str, text: str) -> list[str]:
+def leaks(secret: str, text: str, field: tuple = ()) -> list[str]:
+    """The secret's 8-character windows ``text`` shows, but for public ones: those of the
+    schema, and the field's own path the output names (``"gcp.service_account",`` shares
+    ``ccount",`` with a service-account JSON)."""
     plain = text.replace("\\n", "\n").replace('\\"', '"')
-    seen = f"{text}\n{plain}".lower()
+    seen = f"{text}\n{plain}"
+    if field:
+        seen = seen.replace(".".join(map(str, field)), "\0")
+    seen = seen.lower()
     return sorted(w for w in windows(secret) if w.lower() in seen and w.lower() not in PUBLIC_TEXT)
 
 
@@ -118,7 +124,7 @@ def test_no_command_shows_a_secret_placed_in_any_field(
     for argv in COMMANDS:
         code = main([*argv, "--spec", str(path)])
         out, err = capsys.readouterr()
-        assert not leaks(secret, out + err), (argv, ".".join(field), out + err)
+        assert not leaks(secret, out + err, field), (argv, ".".join(field), out + err)
         assert code in (0, 1, 2)
 
 
