@@ -24,17 +24,43 @@ class Client:
     timeout). Objects are applied server-side (field manager ``railyard``): applying the same
     object again changes nothing."""
 
-    def __init__(self, url: str, token: str, ca_file: Path | None, timeout: float = 30.0) -> None:
+    def __init__(
+        self,
+        url: str,
+        token: str | None,
+        ca_file: Path | None,
+        timeout: float = 30.0,
+        cert: tuple[str, str] | None = None,
+    ) -> None:
+        """``token`` (a bearer token) or ``cert`` (client certificate and key files)."""
         import requests
 
         self.url = url.rstrip("/")
         self.timeout = timeout
         self.session = requests.Session()
-        self.session.headers["Authorization"] = f"Bearer {token}"
+        # No proxy, netrc or REQUESTS_CA_BUNDLE from the environment: the bundle would
+        # override ``verify`` below (requests' merge of environment settings).
+        self.session.trust_env = False
+        if token:
+            self.session.headers["Authorization"] = f"Bearer {token}"
+        self.session.cert = cert
         self.session.verify = str(ca_file) if ca_file is not None else True
 
+    def _send(self, method: str, path: str, **kwargs: Any) -> Any:
+        """One request; a connection failure is a ``KubeError`` naming the call."""
+        import requests
+
+        try:
+            return self.session.request(method, self.url + path, timeout=self.timeout, **kwargs)
+        except requests.RequestException as exc:
+            from fabric.redact import redact
+
+            raise KubeError(
+                f"{method} {self.url}{path}: {type(exc).__name__}: {redact(str(exc))[:200]}"
+            ) from None
+
     def _call(self, method: str, path: str, **kwargs: Any) -> dict[str, Any]:
-        reply = self.session.request(method, self.url + path, timeout=self.timeout, **kwargs)
+        reply = self._send(method, path, **kwargs)
         if reply.status_code >= 400:
             from fabric.redact import redact
 
@@ -50,7 +76,7 @@ class Client:
 
     def exists(self, path: str) -> bool:
         """Whether the object at ``path`` exists."""
-        reply = self.session.get(self.url + path, timeout=self.timeout)
+        reply = self._send("GET", path)
         if reply.status_code == 404:
             return False
         if reply.status_code >= 400:
@@ -59,7 +85,7 @@ class Client:
 
     def delete(self, path: str) -> None:
         """Delete the object at ``path``; one already gone is fine."""
-        reply = self.session.delete(self.url + path, timeout=self.timeout)
+        reply = self._send("DELETE", path)
         if reply.status_code >= 400 and reply.status_code != 404:
             raise KubeError(f"DELETE {path}: HTTP {reply.status_code}")
 
@@ -97,6 +123,7 @@ PLURALS = {
     "MacvlanNetwork": "macvlannetworks",
     "HostDeviceNetwork": "hostdevicenetworks",
     "CustomResourceDefinition": "customresourcedefinitions",
+    "ResourceFlavor": "resourceflavors",
 }
 
 
@@ -110,6 +137,33 @@ def object_path(obj: dict[str, Any]) -> str:
     return f"{base}{namespace}/{kind}/{meta['name']}"
 
 
+#: API groups served by every API server (no CRD needed); any other group's kinds are CRDs.
+BUILTIN_GROUPS = ("", "apps", "batch", "rbac.authorization.k8s.io", "apiextensions.k8s.io")
+
+
+def crd_name(obj: dict[str, Any]) -> str | None:
+    """The CustomResourceDefinition ``obj``'s kind needs (``<plural>.<group>``), or None for
+    a built-in kind."""
+    group = obj["apiVersion"].rpartition("/")[0]
+    if group in BUILTIN_GROUPS:
+        return None
+    return f"{PLURALS.get(obj['kind'], obj['kind'].lower() + 's')}.{group}"
+
+
+def missing_crds(client: Client, objects: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    """(CRD name, kind) of each custom kind in ``objects`` the API server does not serve, in
+    the order the objects name them."""
+    needed = {name: o["kind"] for o in objects if (name := crd_name(o)) is not None}
+    base = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/"
+    return [(name, kind) for name, kind in needed.items() if not client.exists(base + name)]
+
+
+def node_labels(client: Client) -> dict[str, dict[str, str]]:
+    """Every Node's labels, by node name."""
+    items = client.get("/api/v1/nodes").get("items") or []
+    return {n["metadata"]["name"]: n["metadata"].get("labels") or {} for n in items}
+
+
 #: The taint and the node condition railyard's fabric health sets on a node.
 TAINT_KEY = "railyard.dev/fabric-unhealthy"
 CONDITION = "RailyardFabricHealthy"
@@ -120,10 +174,11 @@ def mark_health(client: Client, node: str, healthy: bool, reason: str, message: 
     unhealthy (lifted when it recovers; other taints kept) and a ``RailyardFabricHealthy``
     condition. Returns whether anything changed: the same verdict twice changes nothing."""
     current = client.get(f"/api/v1/nodes/{node}")
-    taints = [t for t in current.get("spec", {}).get("taints", []) if t["key"] != TAINT_KEY]
+    before = (current.get("spec") or {}).get("taints") or []
+    taints = [t for t in before if t["key"] != TAINT_KEY]
     if not healthy:
         taints.append({"key": TAINT_KEY, "value": reason, "effect": "NoSchedule"})
-    changed = taints != current.get("spec", {}).get("taints", [])
+    changed = taints != before
     if changed:
         patch = {
             "metadata": {"resourceVersion": current["metadata"]["resourceVersion"]},
@@ -132,7 +187,11 @@ def mark_health(client: Client, node: str, healthy: bool, reason: str, message: 
         client.merge_patch(f"/api/v1/nodes/{node}", patch)
     status = "True" if healthy else "False"
     old = next(
-        (c for c in current.get("status", {}).get("conditions", []) if c["type"] == CONDITION),
+        (
+            c
+            for c in (current.get("status") or {}).get("conditions") or []
+            if c["type"] == CONDITION
+        ),
         None,
     )
     if old is not None and (old["status"], old.get("reason"), old.get("message")) == (

@@ -4,11 +4,13 @@ spec -> the target's component (:func:`cluster_component`, a
 :class:`fabric.components.target.TargetCluster` found through the registry) ->
 ``AnsibleHandoff`` (``fabric.handoff.resource``: writes the target's inventory, runs
 playbooks/site.yml through ansible-runner) -> ``Verification`` (``fabric.verify.resource``:
-the check suite). Each step depends on the one before, so a failed hand-off stops the update
-before the checks, and a failed check fails ``pulumi up`` with its summary. ``outputs`` (the
-stack's outputs) are the target's :data:`~fabric.components.target.TARGET_OUTPUTS` plus each
-step's. The top layer (entry): it may import every step, and nothing imports it but
-``__main__.py``.
+the check suite); beside the hand-off, once the target's nodes exist, ``KubernetesObjects``
+where the orchestrator is kubernetes or both (``fabric.components.kubernetes``: topology
+labels, the Kueue objects, the Network Operator's). Each step depends on the one before, so
+a failed hand-off stops the update before the checks, and a failed check fails ``pulumi up``
+with its summary. ``outputs`` (the stack's outputs) are the target's
+:data:`~fabric.components.target.TARGET_OUTPUTS` plus each step's. The top layer (entry): it
+may import every step, and nothing imports it but ``__main__.py``.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from dataclasses import dataclass
 
 import pulumi
 
+from fabric.components.kubernetes import kubernetes_objects
 from fabric.components.munge import munge_key
 from fabric.components.target import TargetCluster, target_outputs
 from fabric.handoff.resource import AnsibleHandoff
@@ -108,6 +111,14 @@ class Cluster(pulumi.ComponentResource):
         outputs: dict[str, pulumi.Input] = dict(target_outputs(self.target))
         after: list[pulumi.Resource] = [self.target]
         recap: pulumi.Input[str] | None = None
+        if args.spec.kubernetes is not None:  # orchestrator kubernetes or both
+            self.kubernetes, rendered = kubernetes_objects(
+                f"{name}-kubernetes",
+                args.spec,
+                pulumi.ResourceOptions(parent=self, depends_on=[self.target]),
+            )
+            outputs["kubernetes_missing_nodes"] = self.kubernetes.missing_nodes
+            outputs["kubernetes_rendered"] = rendered
         # A lab datacenter only provides powered-off nodes: a baremetal stack hands off.
         datacenter = args.spec.lab is not None and args.spec.lab.datacenter
         if args.handoff and not datacenter:

@@ -155,6 +155,11 @@ class StateLayout:
         return self.dir / "lab.json"
 
     @property
+    def lab_faults(self) -> Path:
+        """The faults ``railyard lab fault`` injected and has not put back."""
+        return self.dir / "lab-faults.json"
+
+    @property
     def logs(self) -> Path:
         """Logs of the lab's helper processes."""
         return self.dir / "logs"

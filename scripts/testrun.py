@@ -73,6 +73,7 @@ EXPECTED: dict[str, float] = {
     "molecule:hca": 60.0,
     "molecule:node_health": 60.0,
     "integration:test_lab_bmc_auth": 50.0,
+    "integration:test_kubernetes_lab": 100.0,
     "integration:test_fault_mtu": 40.0,
     "molecule:switch_qos": 30.0,
     "integration:test_counters_ibsim": 10.0,
@@ -92,6 +93,7 @@ DEFAULT_EXPECTED = 300.0
 #: image either.
 MODULE_NEEDS: dict[str, tuple[str, ...]] = {
     "test_imds_mock": ("build:imds-mock",),
+    "test_kubernetes_lab": ("build:image", "build:pulumi", "build:kube"),
     # nodes of their own (fabric.lab.node), no Pulumi stack
     "test_cloud_lab": ("build:image",),
     "test_roce_switch": ("build:image",),
@@ -393,6 +395,8 @@ def plan(root: Path, python: str) -> list[Step]:
         # Only test_imds_mock needs it: the labs do not wait for it (about 1 min on a new machine).
         Step("build:imds-mock", [str(root / "scripts" / "bootstrap.sh"), "imds"]),
         Step("build:image", [python, "-m", "fabric", "lab", "image"]),
+        # Only test_kubernetes_lab needs it: kube-apiserver from Go modules (~9 CPU-min once).
+        Step("build:kube", [str(root / "scripts" / "kube-apiserver.sh")]),
         Step("lint:ruff", [str(bin_dir / "ruff"), "check", "."]),
         Step("lint:ruff-format", [str(bin_dir / "ruff"), "format", "--check", "."]),
         Step("lint:yamllint", [str(bin_dir / "yamllint"), "-s", "."]),

@@ -38,7 +38,8 @@ exit codes (the same for every command):
   0    ok
   1    what was checked is wrong: validate found problems in the spec, check had a
        failed check, run's playbook failed on a host, lab status found the lab
-       unhealthy or not up, lab image could not build the image
+       unhealthy or not up, lab image could not build the image, lab fault: the lab
+       refused the fault (nothing recorded)
   2    bad usage or input: a bad option or argument, a retired spelling (e.g.
        --from-spec: use --spec FILE), an unknown --stack, an unreadable or missing
        file, a spec with problems given to any command but validate, tool output that

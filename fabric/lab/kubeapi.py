@@ -5,7 +5,8 @@ No kubelet runs: the lab's nodes are registered as Node objects, and Kueue's CRD
 publishes them in its Go module, are installed, so labels, Topology objects and node taints
 can be applied and read back as on a real cluster. Credentials are generated per start: a CA,
 the server's certificate, a service-account signing key and a random bearer token (a member
-of ``system:masters``), written 0600 into the server's folder and never printed.
+of ``system:masters``), written 0600 into the server's folder and never printed. Proven
+against the real server by ``tests/integration/test_kubernetes_lab.py`` (docs/kubernetes.md).
 """
 
 from __future__ import annotations
@@ -172,6 +173,7 @@ def start_server(folder: Path, address: str = "127.0.0.1", timeout: float = 120.
             "--service-account-signing-key-file", str(folder / "sa.key"),
             "--service-cluster-ip-range", SERVICE_RANGE,
             "--authorization-mode", "RBAC",
+            "--endpoint-reconciler-type", "none",
         ],
         folder / "kube-apiserver.log",
     )  # fmt: skip
@@ -208,9 +210,13 @@ def _wait_ready(api: ApiServer, timeout: float) -> None:
 
 
 def stop_server(api: ApiServer) -> None:
-    """Stop kube-apiserver, then etcd."""
-    stop(api.apiserver)
-    stop(api.etcd)
+    """Stop kube-apiserver, then etcd; reap them when this process started them."""
+    for helper in (api.apiserver, api.etcd):
+        stop(helper)
+        try:
+            os.waitpid(helper.pid, os.WNOHANG)
+        except ChildProcessError:
+            pass
 
 
 def register_nodes(client: Client, hosts: list[str]) -> None:
@@ -244,7 +250,7 @@ def install_crds(client: Client, files: list[Path], timeout: float = 60.0) -> li
     for name in names:
         path = f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}"
         while True:
-            conditions = client.get(path).get("status", {}).get("conditions", [])
+            conditions = (client.get(path).get("status") or {}).get("conditions") or []
             if any(c["type"] == "Established" and c["status"] == "True" for c in conditions):
                 break
             if time.monotonic() > deadline:

@@ -7,12 +7,15 @@ Above that the picture is a leaf-level summary: each leaf with its host count an
 ports, and the links between two switches aggregated into one edge per pair (its cable count,
 how many fail); when even the pairs are more than ``MAX_PAIRS``, each upper layer is drawn as
 one node. Colours: red where a failing check names the cable, port, host or switch; orange
-where a cable's only failure is its error counters (``counters:`` subjects).
+where a cable's only failure is its error counters (``counters:`` subjects); grey (dashed
+cables) what no check named at all, e.g. the hosts ``check --limit`` left out. A legend says
+what the colours and a cable's ``P:Q`` label mean, where the master SM is and the rates.
 """
 
 from __future__ import annotations
 
 import math
+import textwrap
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -27,6 +30,8 @@ MAX_PAIRS = 600
 #: Switches per row in the summary: a wider layer is drawn in several rows.
 SUMMARY_ROW = 16
 LAYER_NAMES = {1: "leaves", 2: "spines", 3: "super-spines"}
+#: Characters per line of the legend.
+LEGEND_WIDTH = 90
 
 
 @dataclass(frozen=True)
@@ -39,11 +44,14 @@ class Marks:
     links: set[str] = field(default_factory=set)
     switches: set[str] = field(default_factory=set)
     erring_ports: set[str] = field(default_factory=set)
+    #: what any check named (subjects without their ``kind:``); None: everything was checked
+    checked: set[str] | None = None
 
     @classmethod
-    def of(cls, subjects: Iterable[str]) -> Marks:
+    def of(cls, subjects: Iterable[str], checked: Iterable[str] | None = None) -> Marks:
         """Marks from failing checks' subjects (``port:``, ``link:``, ``host:``, ``switch:``,
-        ``counters:``)."""
+        ``counters:``); ``checked``: the subjects of every check that ran, whatever its
+        outcome (None: draw nothing as unchecked)."""
         by: dict[str, set[str]] = {}
         for subject in subjects:
             kind, _, what = subject.partition(":")
@@ -54,7 +62,23 @@ class Marks:
             links=by.get("link", set()),
             switches=by.get("switch", set()),
             erring_ports=by.get("counters", set()),
+            checked=None if checked is None else {s.partition(":")[2] for s in checked},
         )
+
+    def host_checked(self, host: str) -> bool:
+        """Whether any check named ``host`` or one of its ports."""
+        if self.checked is None:
+            return True
+        return host in self.checked or any(s.startswith(f"{host}/") for s in self.checked)
+
+
+@dataclass(frozen=True)
+class Legend:
+    """What the picture's legend says beyond colours and labels: the master SM the spec
+    expects, and a note on the numbers (a simulated fabric's rates and device names)."""
+
+    master_sm: str | None = None
+    note: str | None = None
 
 
 def layers(graph: FabricGraph) -> dict[str, int]:
@@ -97,32 +121,96 @@ class _Judge:
         self.graph, self.marks = graph, marks
 
     def link(self, link: Link) -> str | None:
-        """RED, ORANGE or None (healthy) for one cable."""
+        """RED, ORANGE, GREY (no check named it) or None (healthy) for one cable."""
         g, m = self.graph, self.marks
         a, b = g.node_name(link.a_guid), g.node_name(link.b_guid)
         ids = {f"{a}/{link.a_port}-{b}/{link.b_port}", f"{b}/{link.b_port}-{a}/{link.a_port}"}
         ports = {f"{a}/{link.a_port}", f"{b}/{link.b_port}"}
         if ids & m.links or ports & m.ports:
             return RED
-        return ORANGE if ports & m.erring_ports else None
+        if ports & m.erring_ports:
+            return ORANGE
+        if m.checked is not None and not (ids | ports) & m.checked:
+            return GREY
+        return None
 
     def ca_failed(self, guid: str) -> bool:
         host = _host(self.graph, guid)
         return host in self.marks.hosts or any(p.startswith(f"{host}/") for p in self.marks.ports)
 
+    def ca_color(self, guid: str) -> str:
+        """RED (a failing check names it), GREY (no check named it) or GREEN."""
+        if self.ca_failed(guid):
+            return RED
+        return GREEN if self.marks.host_checked(_host(self.graph, guid)) else GREY
 
-def fabric_dot(graph: FabricGraph, marks: Marks, summary_hosts: int = SUMMARY_HOSTS) -> str:
-    """Graphviz DOT of ``graph`` in layers; the leaf-level summary above ``summary_hosts``."""
+
+def rates(graph: FabricGraph) -> list[str]:
+    """``12 cables 4xHDR 200 Gb/s``: the cables of each width, speed and rate."""
+    counted: dict[tuple[str, str, float], int] = {}
+    for link in graph.links:
+        key = (link.width, link.speed, link.rate_gbps)
+        counted[key] = counted.get(key, 0) + 1
+    return [
+        f"{n} cable{'s' * (n != 1)} {width}{speed} {rate:g} Gb/s"
+        for (width, speed, rate), n in sorted(counted.items(), key=lambda kv: -kv[1])
+    ]
+
+
+def legend_lines(graph: FabricGraph, legend: Legend | None, detailed: bool = True) -> list[str]:
+    """The legend's lines, the same in the picture and under it in report.md."""
+    legend = legend or Legend()
+    lines = []
+    if detailed:
+        lines.append(
+            "cable label P:Q: port P of the upper switch, port Q of the switch or HCA below"
+        )
+    lines += [
+        "HCA green: its checks passed; red: a failing check names it; grey: not checked",
+        "cable dark grey: passed; red: a failing check names it; orange: its error counters rise; "
+        "dashed: not checked",
+    ]
+    if legend.master_sm:
+        lines.append(f"master SM (double outline): {legend.master_sm}")
+    lines.append("declared rates: " + ", ".join(rates(graph)))
+    if legend.note:
+        lines.append(legend.note)
+    return lines
+
+
+def _legend(graph: FabricGraph, legend: Legend | None, detailed: bool) -> str:
+    """The legend, as left-justified lines of the graph's label under its title (a label of
+    the graph, not a node: the layout and graphviz's plain output keep to the fabric)."""
+    rows = [
+        ("    " if i else "") + chunk
+        for line in legend_lines(graph, legend, detailed)
+        for i, chunk in enumerate(textwrap.wrap(line, LEGEND_WIDTH))
+    ]
+    return "".join(f"{_escape(row)}\\l" for row in rows)
+
+
+def _escape(text: str) -> str:
+    return text.replace("\\", "\\\\").replace('"', "'")
+
+
+def fabric_dot(
+    graph: FabricGraph,
+    marks: Marks,
+    summary_hosts: int = SUMMARY_HOSTS,
+    legend: Legend | None = None,
+) -> str:
+    """Graphviz DOT of ``graph`` in layers, with its legend; the leaf-level summary above
+    ``summary_hosts``."""
     hosts = {ca.host or ca.guid for ca in graph.cas.values()}
     if len(hosts) > summary_hosts:
-        return _summary(graph, marks)
-    return _detailed(graph, marks)
+        return _summary(graph, marks, legend)
+    return _detailed(graph, marks, legend)
 
 
-def _head(title: str) -> list[str]:
+def _head(title: str, legend: str = "") -> list[str]:
     return [
         "graph fabric {",
-        f'  label="{title}"; labelloc=t; fontname=Helvetica;',
+        f'  label="{title}\\n{legend}"; labelloc=t; labeljust=l; fontname=Helvetica;',
         "  rankdir=TB; newrank=true; splines=true; nodesep=0.25; ranksep=0.9;",
         "  node [fontname=Helvetica fontsize=10]; edge [fontsize=8];",
     ]
@@ -155,9 +243,13 @@ def _upper_first(layer: dict[str, int], link: Link) -> tuple[str, int, str, int]
     return link.b_guid, link.b_port, link.a_guid, link.a_port
 
 
-def _detailed(graph: FabricGraph, marks: Marks) -> str:
+def _detailed(graph: FabricGraph, marks: Marks, legend: Legend | None = None) -> str:
     layer, judge = layers(graph), _Judge(graph, marks)
-    out = _head(f"{len(graph.cas)} HCAs, {len(graph.switches)} switches")
+    master = legend.master_sm if legend else None
+    out = _head(
+        f"{len(graph.cas)} HCAs, {len(graph.switches)} switches",
+        _legend(graph, legend, detailed=True),
+    )
     by_layer: dict[int, list[str]] = {}
     for guid, sw in sorted(graph.switches.items(), key=lambda kv: kv[1].name):
         color = RED if sw.name in marks.switches else GREY
@@ -167,16 +259,23 @@ def _detailed(graph: FabricGraph, marks: Marks) -> str:
         by_layer.setdefault(layer[guid], []).append(sw.name)
     for guid, ca in sorted(graph.cas.items(), key=lambda kv: graph.node_name(kv[0])):
         name = graph.node_name(guid)
-        color = RED if judge.ca_failed(guid) else GREEN
+        color = judge.ca_color(guid)
+        sm = " peripheries=2" if master and _host(graph, guid) == master else ""
         out.append(
-            f'  {_id(name)} [label="{_host(graph, guid)}\\n{ca.device or ""}" shape=ellipse color="{color}"];'
+            f'  {_id(name)} [label="{_host(graph, guid)}\\n{ca.device or ""}" shape=ellipse color="{color}"{sm}];'
         )
         by_layer.setdefault(0, []).append(name)
     out += _ranks(by_layer)
     for link in graph.links:
         up, up_port, down, down_port = _upper_first(layer, link)
         color = judge.link(link)
-        style = f'color="{color}" penwidth=2.5' if color else f'color="{LINK}" penwidth=1.0'
+        style = (
+            f'color="{GREY}" style=dashed penwidth=1.0'
+            if color == GREY
+            else f'color="{color}" penwidth=2.5'
+            if color
+            else f'color="{LINK}" penwidth=1.0'
+        )
         out.append(
             f"  {_id(graph.node_name(up))} -- {_id(graph.node_name(down))} "
             f'[{style} label="{up_port}:{down_port}"];'
@@ -185,7 +284,7 @@ def _detailed(graph: FabricGraph, marks: Marks) -> str:
     return "\n".join(out) + "\n"
 
 
-def _summary(graph: FabricGraph, marks: Marks) -> str:
+def _summary(graph: FabricGraph, marks: Marks, legend: Legend | None = None) -> str:
     layer, judge = layers(graph), _Judge(graph, marks)
     hosts: dict[str, set[str]] = {}
     failing: dict[str, int] = {}
@@ -217,7 +316,8 @@ def _summary(graph: FabricGraph, marks: Marks) -> str:
     total_hosts = len({h for hs in hosts.values() for h in hs})
     out = _head(
         f"{total_hosts} hosts, {len(graph.cas)} HCAs, {len(graph.switches)} switches "
-        "(leaf-level summary)"
+        "(leaf-level summary)",
+        _legend(graph, legend, detailed=False),
     )
     by_layer: dict[int, list[str]] = {}
     members: dict[str, int] = {}

@@ -12,6 +12,7 @@ import subprocess
 import xml.etree.ElementTree as ET
 from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.table import Table
@@ -19,7 +20,11 @@ from rich.table import Table
 from fabric.graph import FabricGraph
 from fabric.verify import picture
 from fabric.verify.causes import Cause, Diagnosis, diagnose, explained, key
+from fabric.verify.picture import legend_lines
 from fabric.verify.results import CheckResult
+
+if TYPE_CHECKING:
+    from fabric.spec import ClusterSpec
 
 #: Colours of the picture (``fabric.verify.picture``); ORANGE: a cable whose error counters rise
 #: (``counters:`` subjects) but that no other check fails.
@@ -106,9 +111,12 @@ def markdown(
     title: str,
     picture: str | None = None,
     causes: list[Cause] | None = None,
+    spec: ClusterSpec | None = None,
+    graph: FabricGraph | None = None,
 ) -> str:
-    """A Markdown report: verdict, root causes, failures by cause, checks that could not run,
-    counts per check, checks not generated."""
+    """A Markdown report: verdict, root causes, the picture and its legend (``graph``), failures
+    by cause, checks that could not run, counts per check, checks not generated. A simulated
+    ``spec`` gets one line on its numbers under the verdict."""
     found = _diagnosis(results, causes)
     failed = [r for r in results if r.outcome == "failed"]
     errors = [r for r in results if r.outcome == "error"]
@@ -119,12 +127,16 @@ def markdown(
         f"{len(results)} checks, {len(failed)} failed, {len(errors)} could not run.",
         "",
     ]
+    if spec is not None and spec.simulated:
+        lines += [f"Note: {SIMULATED_NOTE}.", ""]
     if found.causes:
         lines += ["## Root causes", ""]
         lines += [f"- {_cell(line)}" for line in found.headlines()]
         lines += [""]
     if picture:
         lines += [f"![fabric]({picture})", ""]
+        if graph is not None:
+            lines += [f"- {line}" for line in legend_lines(graph, legend(spec))] + [""]
     if failed:
         cause_of = found.cause_of()
         lines += [
@@ -213,10 +225,41 @@ def failing_subjects(results: Iterable[CheckResult]) -> set[str]:
     return {s for r in results if r.outcome == "failed" for s in r.subjects}
 
 
-def fabric_dot(graph: FabricGraph, results: Iterable[CheckResult]) -> str:
+def checked_subjects(results: Iterable[CheckResult]) -> set[str]:
+    """Subjects of every check that ran (passed, failed or could not run; not skipped)."""
+    return {s for r in results if r.outcome != "skipped" for s in r.subjects}
+
+
+#: One line under a simulated fabric's numbers (``lab status`` says the same).
+SIMULATED_NOTE = (
+    "simulated fabric: ibsim's fastest rate is HDR, so a 400 Gb/s (NDR) link in the spec runs "
+    "at 200 Gb/s here, and the HCA a node calls ibsim0 is the spec's mlx5_0 (the lab maps "
+    "device names)"
+)
+
+
+def legend(spec: ClusterSpec | None) -> picture.Legend:
+    """The picture's legend facts from the spec: the expected master SM, the simulated note."""
+    if spec is None:
+        return picture.Legend()
+    from fabric.spec.sm import expected_master
+
+    ib = spec.fabric.infiniband
+    sms = ib.subnet_managers if ib else []
+    index = expected_master(sms) if sms else None
+    master = None if index is None else (sms[index].host or sms[index].switch)
+    return picture.Legend(master_sm=master, note=SIMULATED_NOTE if spec.simulated else None)
+
+
+def fabric_dot(
+    graph: FabricGraph, results: Iterable[CheckResult], spec: ClusterSpec | None = None
+) -> str:
     """Graphviz DOT of ``graph`` in layers (``fabric.verify.picture``): failing links, ports and
-    hosts in red; a cable whose only failure is rising error counters in orange."""
-    return picture.fabric_dot(graph, picture.Marks.of(failing_subjects(results)))
+    hosts in red; a cable whose only failure is rising error counters in orange; what no check
+    named in grey; a legend (the master SM and the simulated note from ``spec`` when given)."""
+    results = list(results)
+    marks = picture.Marks.of(failing_subjects(results), checked_subjects(results))
+    return picture.fabric_dot(graph, marks, legend=legend(spec))
 
 
 def render_picture(dot: str, out_dir: Path, stem: str = "fabric") -> list[Path]:
@@ -237,3 +280,13 @@ def render_picture(dot: str, out_dir: Path, stem: str = "fabric") -> list[Path]:
         )
         files.append(target)
     return files
+
+
+def add_left_out(report: Path, left_out: dict[str, str]) -> None:
+    """Add a "Left out by --limit" section to a written report.md: each family the limit
+    left out, not checked or checked in part, and why."""
+    if not left_out or not report.is_file():
+        return
+    lines = ["", "## Left out by --limit", "", "| family | what and why |", "| --- | --- |"]
+    lines += [f"| {family} | {_cell(why)} |" for family, why in sorted(left_out.items())]
+    report.write_text(report.read_text().rstrip("\n") + "\n" + "\n".join(lines) + "\n")

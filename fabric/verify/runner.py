@@ -209,7 +209,7 @@ def write_reports(
     model = model or cluster_model(stack, spec_path)
     graph = model.declared_graph
     if graph is not None:
-        rendered = render_picture(fabric_dot(graph, outcome.results), out_dir)
+        rendered = render_picture(fabric_dot(graph, outcome.results, model.spec), out_dir)
         files += [str(p) for p in rendered]
         picture = rendered[0].name
     outcome.causes = diagnose(outcome.results, graph).causes
@@ -223,6 +223,8 @@ def write_reports(
             f"railyard checks: {stack}",
             picture,
             outcome.causes,
+            spec=model.spec,
+            graph=graph,
         )
     )
     return files + [str(md)]

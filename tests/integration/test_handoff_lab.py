@@ -3,7 +3,8 @@
 spine, and runs ``playbooks/site.yml`` (``railyard:handoff``); the check suite is off
 (``railyard:verify``, another component's test). Then: OpenSM MASTER at the priority-14 SM,
 every Slurm node idle, ``scontrol show topology`` as the fabric, and a second run that
-changes nothing. Last, a node is added through the spec and a second ``pulumi up`` (day 2).
+changes nothing. Then README.md's tour, as a user runs it. Last, a node is added through the
+spec and a second ``pulumi up`` (day 2).
 
 Its own stack name, subnets (198.19.60-75.0/24 and 198.19.80-95.0/24) and ports, so it runs
 beside the ``lab`` stack and the other integration tests.
@@ -175,6 +176,57 @@ def test_munge_key_is_in_no_file_on_the_controller(lab: OwnLab) -> None:
     files = [p for root in roots if root.exists() for p in root.rglob("*") if p.is_file()]
     assert files, "neither the stack's state nor its run artifacts were found"
     assert [str(p) for p in files if key in p.read_bytes()] == []
+
+
+def test_the_readme_tour_walks_on_this_lab(lab: OwnLab) -> None:
+    """README.md's tour, command by command, as a user runs it (``tests/integration/tour.py``):
+    status, check, a pulled cable, its cause, the repair, check again."""
+    from fabric.verify.picture import GREEN
+    from tests.integration.tour import README, steps, walk
+
+    ran = walk(lab.name, lab.stack_file, {"gpu01": "hn1"}, {**os.environ, **lab.env})
+    failed = [r for r in ran if not r.ok]
+    assert not failed, failed[0].why()
+    assert len(ran) == len(steps(README.read_text()))
+    reports = lab.state / "reports"
+    assert (reports / "report.md").is_file() and (reports / "fabric.png").is_file()
+    # healthy, as README says: every HCA green, no cable left unchecked (grey, dashed)
+    hcas = [line for line in (reports / "fabric.dot").read_text().splitlines() if "ellipse" in line]
+    assert len(hcas) == 3 and all(f'color="{GREEN}"' in line for line in hcas), hcas
+    cables = [line for line in (reports / "fabric.dot").read_text().splitlines() if " -- " in line]
+    assert len(cables) == 9 and not [c for c in cables if "dashed" in c], cables
+
+
+def test_check_limited_to_one_node_says_what_it_left_out(lab: OwnLab) -> None:
+    """``check --limit hn1``: the SM, pair and Slurm families need other hosts; they are
+    listed as left out (JSON and report.md), and the picture greys what was not checked."""
+    import json
+
+    from fabric.verify.picture import GREEN, GREY
+
+    proc = subprocess.run(
+        [str(REPO_ROOT / ".venv" / "bin" / "railyard"), "check", "--stack", lab.name]
+        + ["--spec", str(lab.stack_file), "--limit", "hn1", "--json"],
+        capture_output=True,
+        text=True,
+        cwd=REPO_ROOT,
+        timeout=600,
+        env={**os.environ, **lab.env},
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    left_out = json.loads(proc.stdout)["left_out"]
+    assert {"sm", "ib_pairs", "slurm", "slurm_topology"} <= set(left_out), left_out
+    assert "test_host_sees_master" in left_out["sm"] and "--limit hn1" in left_out["sm"]
+    reports = lab.state / "reports"
+    assert "## Left out by --limit" in (reports / "report.md").read_text()
+    dot = (reports / "fabric.dot").read_text().splitlines()
+    colour = {
+        host: next(line for line in dot if line.startswith(f'  "{host}/mlx5_0" ['))
+        for host in ("hn1", "hn2", "hsm1")
+    }
+    assert f'color="{GREEN}"' in colour["hn1"], colour
+    assert all(f'color="{GREY}"' in colour[h] for h in ("hn2", "hsm1")), colour
 
 
 # Day 2, the declarative way (last in this module: it changes the lab): hn3 is added to the

@@ -82,6 +82,8 @@ def test_every_handler_is_cmd_command() -> None:
         "parse",
         "lab image",
         "lab status",
+        *(f"lab fault {action}" for action in ("list", "pull", "speed", "width", "counter")),
+        *(f"lab fault {action}" for action in ("sm", "mtu", "restore")),
         "run",
         "check",
         "import",

@@ -55,6 +55,15 @@ CONVENTION: dict[str, Rule] = {
     "parse": Rule(["parse", "ibstat", IBSTAT], spec=False, stack=False),
     "lab image": Rule(["lab", "image"], spec=False, stack=False),
     "lab status": Rule(["lab", "status"], spec=False, stack=True),  # the lab's state, no spec
+    # faults on a running lab: its state, no spec
+    "lab fault list": Rule(["lab", "fault", "list"], spec=False, stack=True),
+    "lab fault pull": Rule(["lab", "fault", "pull", "gpu01"], spec=False, stack=True),
+    "lab fault speed": Rule(["lab", "fault", "speed", "gpu01", "EDR"], spec=False, stack=True),
+    "lab fault width": Rule(["lab", "fault", "width", "gpu01", "1x"], spec=False, stack=True),
+    "lab fault counter": Rule(["lab", "fault", "counter", "gpu01"], spec=False, stack=True),
+    "lab fault sm": Rule(["lab", "fault", "sm", "sm1"], spec=False, stack=True),
+    "lab fault mtu": Rule(["lab", "fault", "mtu", "leaf1:p1", "1500"], spec=False, stack=True),
+    "lab fault restore": Rule(["lab", "fault", "restore", "--all"], spec=False, stack=True),
     "run": Rule(["run", "site.yml"], spec=True, stack=True),
     "check": Rule(["check"], spec=True, stack=True),
     "import": Rule(["import", CAPTURE], spec=False, stack=True, stack_default=None),

@@ -1,6 +1,6 @@
 """The Kubernetes client's calls (fabric.kube_client) against a small HTTP server on
 loopback, and the lab API server's credentials and binaries (fabric.lab.kubeapi): error handling
-and redaction only; nothing here proves the calls against a real kube-apiserver (docs/kubernetes.md)."""
+and redaction only; the calls against a real kube-apiserver: tests/integration/test_kubernetes_lab.py."""
 
 from __future__ import annotations
 

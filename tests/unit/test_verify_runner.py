@@ -35,7 +35,7 @@ def test_reports_read_the_model_handed_in_and_no_spec_file(tmp_path: Path, monke
 
     drawn: list[object] = []
     monkeypatch.setattr("fabric.topology.from_spec.graph_from_spec", again)
-    monkeypatch.setattr("fabric.verify.report.fabric_dot", lambda g, _: drawn.append(g) or "")
+    monkeypatch.setattr("fabric.verify.report.fabric_dot", lambda g, *_: drawn.append(g) or "")
     monkeypatch.setattr("fabric.verify.report.render_picture", lambda _, out: [out / "fabric.png"])
     files = runner.write_reports(
         _outcome(tmp_path), "nosuchstack", tmp_path / "missing.yaml", model=model
