@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import pulumi
 
-from fabric.components.kubernetes import kubernetes_objects
+from fabric.components.kubernetes import kubernetes_objects, kubernetes_secret
 from fabric.components.munge import munge_key
 from fabric.components.target import TargetCluster, target_outputs
 from fabric.handoff.resource import AnsibleHandoff
@@ -124,12 +124,15 @@ class Cluster(pulumi.ComponentResource):
         if args.handoff and not datacenter:
             key = munge_key(name, args.spec, pulumi.ResourceOptions(parent=self))
             outputs["munge_key"] = key
+            kube = args.spec.kubernetes is not None  # railyard-health's taints need its token
             self.handoff = AnsibleHandoff(
                 f"{name}-handoff",
                 stack=args.stack,
                 spec_json=spec_json,
                 inventory=inventory,
                 munge_key=key,
+                kube_token=kubernetes_secret(args.spec, "token") if kube else None,
+                kube_ca=kubernetes_secret(args.spec, "ca_certificate") if kube else None,
                 opts=pulumi.ResourceOptions(parent=self, depends_on=after),
             )
             after, recap = [self.handoff], self.handoff.recap

@@ -91,18 +91,19 @@ def cmd_run(args: argparse.Namespace) -> int:
     import json
 
     from fabric.handoff.runner import PLAYBOOK_TIMEOUT, REPO_ROOT, run_playbook
-    from fabric.handoff.secrets import munge_key
+    from fabric.handoff.secrets import kube_secrets, munge_key
     from fabric.spec import load_spec
 
     spec_file = spec_path(args)
     spec = load_spec(spec_file)
     key = munge_key(args.stack, REPO_ROOT)
+    secrets = ({"slurm_munge_key": key} if key else {}) | kube_secrets()
     result = run_playbook(
         args.playbook,
         stack=args.stack,
         spec=spec,
         limit=args.limit,
-        secret_vars={"slurm_munge_key": key} if key else None,
+        secret_vars=secrets or None,
         extra_vars=dict(args.extra_vars),
         timeout=args.timeout or PLAYBOOK_TIMEOUT,
     )

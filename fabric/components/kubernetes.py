@@ -213,22 +213,28 @@ def cluster_objects(spec: ClusterSpec) -> tuple[list[dict[str, Any]], list[dict[
     return [*operator, *applied], []
 
 
+def kubernetes_secret(spec: ClusterSpec, field: str) -> pulumi.Output[str] | None:
+    """The stack's config secret the spec's ``kubernetes.<field>`` names (``token``,
+    ``ca_certificate``, ...), or None when the spec names none."""
+    from fabric.components.config_secret import config_secret
+
+    ref = getattr(spec.kubernetes, field, None)
+    if ref is None:
+        return None
+    fix = '"$(cat FILE)"` (FILE: the token or PEM)'
+    return config_secret(ref.config, f"kubernetes.{field}.config", fix)
+
+
 def kubernetes_objects(
     name: str, spec: ClusterSpec, opts: pulumi.ResourceOptions | None = None
 ) -> tuple[KubernetesObjects, list[dict[str, Any]]]:
     """The ``KubernetesObjects`` of ``spec`` (its credentials from the stack's config
     secrets), and the objects rendered but not applied."""
-    from fabric.components.config_secret import config_secret
-
     k8s = spec.kubernetes
     assert k8s is not None
 
     def secret(field: str) -> pulumi.Output[str] | None:
-        ref = getattr(k8s, field)
-        if ref is None:
-            return None
-        fix = '"$(cat FILE)"` (FILE: the token or PEM)'
-        return config_secret(ref.config, f"kubernetes.{field}.config", fix)
+        return kubernetes_secret(spec, field)
 
     applied, rendered = cluster_objects(spec)
     resource = KubernetesObjects(

@@ -154,9 +154,36 @@ def cloud_health_config(spec: ClusterSpec, host: str) -> dict[str, Any]:
     return base | added | gpu_config(spec, host) if added else {}
 
 
+#: Where ``roles/node_health`` puts the API server's token and CA on a node (its defaults
+#: ``node_health_kube_token_file`` and ``node_health_kube_ca_file``; a unit test keeps them equal).
+KUBE_TOKEN_FILE = "/etc/railyard/kube-token"
+KUBE_CA_FILE = "/etc/railyard/kube-ca.crt"
+
+
+def orchestrator_config(spec: ClusterSpec) -> dict[str, Any]:
+    """What the health check tells besides its output: ``"slurm": false`` unless the
+    orchestrator runs Slurm (then ``scontrol`` is never run), and with a ``kubernetes`` section
+    where the node's taint is set (the API server, the token and CA files the role installs) when
+    the spec gives a token."""
+    out: dict[str, Any] = {}
+    if spec.orchestrator == "kubernetes":
+        out["slurm"] = False
+    if spec.kubernetes is not None and spec.kubernetes.token is not None:
+        # railyard-health speaks bearer tokens only: with a client certificate, no taint
+        kube: dict[str, Any] = {
+            "api_server": spec.kubernetes.api_server,
+            "token_file": KUBE_TOKEN_FILE,
+        }
+        if spec.kubernetes.ca_certificate is not None:
+            kube["ca_file"] = KUBE_CA_FILE
+        out["kubernetes"] = kube
+    return out
+
+
 def health_configs(model: ClusterModel) -> dict[str, dict[str, Any]]:
     """Compute node -> its health check's configuration: every compute node with a declared
-    InfiniBand port, and every EFA or A3 compute instance without declared HCAs."""
+    InfiniBand port, and every EFA or A3 compute instance without declared HCAs; each with
+    :func:`orchestrator_config`."""
     spec, ib = model.spec, model.ib_ports
     with_ports = {p.host for p in ib}
     out = {
@@ -168,4 +195,5 @@ def health_configs(model: ClusterModel) -> dict[str, dict[str, Any]]:
         for host in spec.hosts_with_role("compute"):
             if not spec.hosts[host].hcas and (config := cloud_health_config(spec, host)):
                 out[host] = config
-    return out
+    extra = orchestrator_config(spec)
+    return {host: config | extra for host, config in out.items()}

@@ -31,7 +31,10 @@ from fabric.state import REPO_ROOT
 from fabric.targets import line_of
 
 #: Inputs whose change re-runs the playbook.
-RERUN_ON = ("stack", "spec_json", "inventory", "playbook", "limit", "content_hash", "munge_key")
+RERUN_ON = (
+    *("stack", "spec_json", "inventory", "playbook", "limit", "content_hash", "munge_key"),
+    *("kube_token", "kube_ca"),
+)
 #: Paths under roles/ and playbooks/ that do not change what runs on the hosts.
 IGNORED_PARTS = frozenset({"molecule", "tests", "__pycache__", ".pytest_cache"})
 OUTPUTS = ("status", "rc", "recap", "artifacts", "changed_hosts")
@@ -95,6 +98,9 @@ def run(props: dict[str, Any]) -> dict[str, Any]:
         }
         if props.get("munge_key"):
             env[MUNGE_KEY_ENV] = props["munge_key"]
+        for name, prop in (("RAILYARD_KUBE_TOKEN", "kube_token"), ("RAILYARD_KUBE_CA", "kube_ca")):
+            if props.get(prop):  # railyard-health's taints (fabric.handoff.secrets.KUBE_SECRET_ENV)
+                env[name] = props[prop]
         try:
             proc = subprocess.run(
                 argv,
@@ -178,10 +184,14 @@ class AnsibleHandoff(rerun.RerunResource):
         playbook: str = "playbooks/site.yml",
         limit: str | None = None,
         munge_key: pulumi.Input[str] | None = None,
+        kube_token: pulumi.Input[str] | None = None,
+        kube_ca: pulumi.Input[str] | None = None,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         props: dict[str, Any] = {
             "munge_key": munge_key,
+            "kube_token": kube_token,
+            "kube_ca": kube_ca,
             "stack": stack,
             "spec_json": spec_json,
             "inventory": inventory,
@@ -189,7 +199,9 @@ class AnsibleHandoff(rerun.RerunResource):
             "limit": limit,
             "content_hash": content_hash(),
         }
-        secret = pulumi.ResourceOptions(additional_secret_outputs=["munge_key"])
+        secret = pulumi.ResourceOptions(
+            additional_secret_outputs=["munge_key", "kube_token", "kube_ca"]
+        )
         super().__init__(
             AnsibleHandoffProvider(),
             name,

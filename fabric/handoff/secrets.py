@@ -21,6 +21,13 @@ from fabric.handoff.vars import HandoffError
 from fabric.state import StateLayout, pulumi_env
 
 MUNGE_KEY_ENV = "RAILYARD_MUNGE_KEY"
+#: The Kubernetes API server's token and CA for railyard-health's taints (orchestrator
+#: kubernetes or both): ``pulumi up`` hands them to its ``fabric run`` child in these, and
+#: the run gives them to roles/node_health as these secret variables.
+KUBE_SECRET_ENV = {
+    "RAILYARD_KUBE_TOKEN": "node_health_kube_token",
+    "RAILYARD_KUBE_CA": "node_health_kube_ca",
+}
 MUNGE_KEY_OUTPUT = "munge_key"
 #: ``pulumi stack output`` takes a few seconds; the bound is for a backend that hangs.
 PULUMI_TIMEOUT = 120
@@ -84,3 +91,12 @@ def munge_key(stack: str, cwd: Path, state_root: Path | None = None) -> str | No
     return os.environ.pop(MUNGE_KEY_ENV, None) or stack_output(
         stack, MUNGE_KEY_OUTPUT, cwd, state_root
     )
+
+
+def kube_secrets() -> dict[str, str]:
+    """The node_health role's Kubernetes secrets ``pulumi up`` handed over (taken out of the
+    environment, as the munge key is); empty when none: the role then keeps the files it
+    wrote before."""
+    return {
+        var: value for env, var in KUBE_SECRET_ENV.items() if (value := os.environ.pop(env, ""))
+    }

@@ -78,6 +78,8 @@ def role_vars_from_spec(spec: ClusterSpec, model: ClusterModel | None = None) ->
         "railyard_cluster": spec.name,
         "railyard_target": spec.target,
         "railyard_fabric_kind": spec.fabric.kind,
+        # slurm, kubernetes or both: site.yml configures Slurm unless it is kubernetes
+        "railyard_orchestrator": spec.orchestrator,
     }
     out |= cluster_hosts_vars(spec)
     out |= rdma_stack_vars(spec)
@@ -86,7 +88,8 @@ def role_vars_from_spec(spec: ClusterSpec, model: ClusterModel | None = None) ->
     out |= roce_qos_vars(spec)
     for _, handoff in parts("handoff"):  # each target's roles (efa, gcp_gpudirect)
         out |= handoff.role_vars(spec)
-    out |= slurm_vars(spec, model)
+    if spec.orchestrator != "kubernetes":
+        out |= slurm_vars(spec, model)
     out |= node_health_vars(model, out.get("slurm_extra_config", {}))
     out["railyard_fabric_manager_hosts"] = fabric_manager_hosts(spec)
     if spec.bmc is not None and spec.bmc.endpoints:
@@ -337,7 +340,8 @@ def node_health_vars(model: ClusterModel, extra: dict[str, Any]) -> dict[str, An
     """The health check per compute node with InfiniBand ports, or on EFA and A3 instances
     (``railyard_node_health``:
     host -> ``fabric.handoff.health.health_configs``), and slurm.conf's HealthCheckProgram,
-    HealthCheckInterval and HealthCheckNodeState from ``health`` (interval 0: none)."""
+    HealthCheckInterval and HealthCheckNodeState from ``health`` (interval 0: none); with
+    ``orchestrator: kubernetes`` (no slurmd) the role's timer at that interval instead."""
     from fabric.handoff.health import health_configs
 
     spec = model.spec
@@ -345,7 +349,10 @@ def node_health_vars(model: ClusterModel, extra: dict[str, Any]) -> dict[str, An
         return {}
     configs = health_configs(model)
     out: dict[str, Any] = {"railyard_node_health": configs}
-    if configs and spec.health.interval > 0:
+    if spec.orchestrator == "kubernetes":
+        # no slurmd to run it: roles/node_health's systemd timer, every health.interval
+        out["node_health_timer_interval"] = spec.health.interval if configs else 0
+    elif configs and spec.health.interval > 0:
         out["slurm_extra_config"] = extra | {
             "HealthCheckProgram": HEALTH_PROGRAM,
             "HealthCheckInterval": spec.health.interval,

@@ -51,6 +51,16 @@ serves (``dma-buf``: the NVIDIA open kernel module on Linux >= 5.12, ``efa_nv_pe
 ``nvidia_peermem``; empty: none needed, as GPUDirect-TCPX(O) on A3 High and Mega). Without it
 (InfiniBand, RoCE), a GPU node must have ``nvidia_peermem`` or dma-buf.
 
+With a ``kubernetes`` section in the configuration (``api_server``, ``token_file``,
+``ca_file``), a run that drains or resumes also sets or lifts the node's
+``railyard.dev/fabric-unhealthy:NoSchedule`` taint (other taints kept) and its
+``RailyardFabricHealthy`` condition on the API server (``mark_kubernetes``; every call
+bounded by ``KUBE_TIMEOUT``). A call that fails is a harness error (reported, exit 3 on a
+healthy verdict, never a traceback), never a drain. With ``"slurm": false`` (``orchestrator:
+kubernetes``: no slurmd, a systemd timer of ``roles/node_health`` runs the program every
+``health.interval``) ``scontrol`` is never run: the taint is the only action, and
+``--if-drained`` is a normal run.
+
 Exit codes: 0 healthy, 1 a check failed, 2 bad configuration (one line naming the field),
 3 a check could not be made (harness error; nothing changed).
 """
@@ -102,6 +112,85 @@ _FIELD = re.compile(r"^(?P<name>[A-Za-z0-9]+):\.+(?P<value>.*?)\s*$")
 
 class ConfigError(ValueError):
     """The health check's configuration is unusable (names the field)."""
+
+
+#: Where Kubernetes looks (``fabric.kube_client``'s taint and condition): the configuration's
+#: optional ``kubernetes`` section (``api_server``, ``token_file``, ``ca_file``) turns it on.
+KUBE_TAINT = "railyard.dev/fabric-unhealthy"
+KUBE_CONDITION = "RailyardFabricHealthy"
+KUBE_KEYS = ("api_server", "token_file")
+#: Seconds for one API server call (at most three per run, inside RUN_TIMEOUT).
+KUBE_TIMEOUT = 4.0
+#: How a mark that could not be made begins: a harness error (exit 3 on a healthy verdict).
+KUBE_NOT_MARKED = "kubernetes: not marked:"
+
+
+def _kube_call(
+    kube: dict[str, Any], method: str, path: str, body: Any = None, kind: str = ""
+) -> Any:
+    """One API server call (no proxy; the token from its file, never printed)."""
+    import ssl
+    import urllib.request
+
+    token = Path(kube["token_file"]).read_text().strip()
+    context = ssl.create_default_context(cafile=kube.get("ca_file") or None)
+    opener = urllib.request.build_opener(
+        urllib.request.ProxyHandler({}), urllib.request.HTTPSHandler(context=context)
+    )
+    headers = {"Authorization": f"Bearer {token}", "Accept": "application/json"}
+    if kind:
+        headers["Content-Type"] = f"application/{kind}+json"
+    data = json.dumps(body).encode() if body is not None else None
+    request = urllib.request.Request(
+        kube["api_server"].rstrip("/") + path, data=data, headers=headers, method=method
+    )
+    with opener.open(request, timeout=KUBE_TIMEOUT) as reply:
+        return json.loads(reply.read() or b"{}")
+
+
+def mark_kubernetes(kube: dict[str, Any], node: str, failures: list[str]) -> str:
+    """Set (a failure) or lift (healthy) the ``NoSchedule`` taint on the Node, other taints
+    kept, and its ``RailyardFabricHealthy`` condition; what was done, or why not."""
+    import urllib.error
+
+    missing = [k for k in KUBE_KEYS if not kube.get(k)]
+    if missing:
+        return f"{KUBE_NOT_MARKED} no '{missing[0]}' in the kubernetes section"
+    path = f"/api/v1/nodes/{node.lower()}"
+    reason = "FabricUnhealthy" if failures else "FabricHealthy"
+    message = reason_of(failures) if failures else "every declared fabric port healthy"
+    try:
+        current = _kube_call(kube, "GET", path)
+        before = (current.get("spec") or {}).get("taints") or []
+        taints = [t for t in before if t.get("key") != KUBE_TAINT]
+        if failures:
+            taints.append({"key": KUBE_TAINT, "value": reason, "effect": "NoSchedule"})
+        if taints != before:
+            version = current["metadata"]["resourceVersion"]
+            patch = {"metadata": {"resourceVersion": version}, "spec": {"taints": taints or None}}
+            _kube_call(kube, "PATCH", path, patch, "merge-patch")
+        now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        conditions = (current.get("status") or {}).get("conditions") or []
+        old = next((c for c in conditions if c.get("type") == KUBE_CONDITION), None)
+        status = "False" if failures else "True"
+        if old is None or (old.get("status"), old.get("message")) != (status, message):
+            since = old["lastTransitionTime"] if old and old.get("status") == status else now
+            condition = {
+                "type": KUBE_CONDITION,
+                "status": status,
+                "reason": reason,
+                "message": message,
+                "lastHeartbeatTime": now,
+                "lastTransitionTime": since,
+            }
+            body = {"status": {"conditions": [condition]}}
+            _kube_call(kube, "PATCH", path + "/status", body, "strategic-merge-patch")
+    except urllib.error.HTTPError as exc:
+        return f"{KUBE_NOT_MARKED} {exc.code} {exc.reason} from {path}"
+    except (OSError, ValueError, KeyError) as exc:
+        return f"{KUBE_NOT_MARKED} {type(exc).__name__}: {str(exc)[:120]}"
+    verb = "tainted" if failures else "untainted"
+    return f"kubernetes: {verb}" if taints != before else "kubernetes: taint as it was"
 
 
 def tool_env(config: dict[str, Any]) -> dict[str, str]:
@@ -559,7 +648,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ConfigError as exc:
         print(f"railyard-health: {exc}", file=sys.stderr)
         return 2
-    if args.if_drained and not args.check:
+    slurm = config.get("slurm", True) is not False
+    if args.if_drained and not args.check and slurm:
         found = node_state(str(config["node"]), checker.env)
         if found is None or "DRAIN" not in found[0] or not found[1].startswith(REASON_PREFIX):
             why = "slurmctld not reachable" if found is None else f"state {found[0]}"
@@ -578,7 +668,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     elif harness and not failures:
         action = "harness error: nothing changed"
     else:
-        action = act(str(config["node"]), failures, checker.env)
+        node = str(config["node"])
+        action = act(node, failures, checker.env) if slurm else "no slurm"
+        if config.get("kubernetes"):
+            marked = mark_kubernetes(config["kubernetes"], node, failures)
+            action += "; " + marked
+            if marked.startswith(KUBE_NOT_MARKED):  # the API server, not the fabric
+                harness.append(marked)
     seconds = time.monotonic() - start
     if args.json:
         print(

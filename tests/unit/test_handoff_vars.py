@@ -219,11 +219,18 @@ ROLES = (
     "cluster_hosts",
     "efa",
     "gcp_gpudirect",
+    "node_health",
 )
 
 
 @pytest.mark.parametrize(
-    "stack", ["Pulumi.lab.yaml", "Pulumi.aws-efa.example.yaml", "Pulumi.gcp-a3-high.example.yaml"]
+    "stack",
+    [
+        "Pulumi.lab.yaml",
+        "Pulumi.aws-efa.example.yaml",
+        "Pulumi.gcp-a3-high.example.yaml",
+        "examples/kubernetes-ib.yaml",
+    ],
 )
 def test_every_variable_is_declared_by_its_role(stack):
     out = role_vars_from_spec(load_spec(REPO_ROOT / stack))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -133,3 +134,54 @@ def test_the_program_checks_the_config_keys_each_target_declares() -> None:
     assert checked_config() == tuple(declared)
     assert {"aws:region", "gcp:project", "gcp:zone", "railyard:bootTarget"} <= set(declared)
     assert all(":" in key for key in declared)
+
+
+@pulumi.runtime.test
+def test_the_handoff_gets_the_api_servers_token_as_a_secret(
+    mock_pulumi: Callable[..., Mocks], state_root: Path
+) -> pulumi.Output:
+    """With a ``kubernetes`` section, the hand-off hands railyard-health the API server's
+    token and CA (its taints), from the stack's config secrets, as secret inputs."""
+    from fabric.program import Cluster, ClusterArgs
+
+    token, ca = "lab-token-0123", "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----"
+    mocks = mock_pulumi(
+        "lab",
+        config={"railyard:kubernetesToken": token, "railyard:kubernetesCa": ca},
+        secret_keys=["railyard:kubernetesToken", "railyard:kubernetesCa"],
+    )
+    spec = {
+        **LAB,
+        "orchestrator": "both",
+        "kubernetes": {
+            "api_server": "https://198.18.0.2:6443",
+            "token": {"config": "kubernetesToken"},
+            "ca_certificate": {"config": "kubernetesCa"},
+            "network_operator": {"repository": "registry.example.com/mellanox"},
+        },
+    }
+    cluster = Cluster("lab", ClusterArgs(spec=ClusterSpec.model_validate(spec), stack="lab"))
+
+    def check(_: Any) -> None:
+        handoff = next(args for args in mocks.resources if args.name == "lab-handoff")
+        for prop, value in (("kube_token", token), ("kube_ca", ca)):  # secrets, not plain text
+            wrapped = handoff.inputs[prop]
+            assert (
+                wrapped[pulumi.runtime.rpc._special_sig_key]
+                == pulumi.runtime.rpc._special_secret_sig
+            )
+            assert wrapped["value"] == value
+
+    return cluster.outputs["handoff"].apply(check)
+
+
+def test_the_run_takes_the_kubernetes_secrets_out_of_the_environment(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from fabric.handoff.secrets import kube_secrets
+
+    monkeypatch.setenv("RAILYARD_KUBE_TOKEN", "t0ken")
+    monkeypatch.delenv("RAILYARD_KUBE_CA", raising=False)
+    assert kube_secrets() == {"node_health_kube_token": "t0ken"}
+    assert "RAILYARD_KUBE_TOKEN" not in os.environ  # the playbook's children never see it
+    assert kube_secrets() == {}
