@@ -242,9 +242,14 @@ def test_prometheus_loads_the_shipped_rules_and_none_fires_on_the_healthy_lab(
     watched: Watched,
 ) -> None:
     url = f"http://127.0.0.1:{watched.prometheus}/api/v1/rules"
-    with urllib.request.urlopen(url, timeout=10) as reply:
-        groups = json.load(reply)["data"]["groups"]
-    rules = [r for g in groups for r in g["rules"]]
+    deadline = time.monotonic() + 60  # a rule's health is "unknown" until its first evaluation
+    while True:
+        with urllib.request.urlopen(url, timeout=10) as reply:
+            groups = json.load(reply)["data"]["groups"]
+        rules = [r for g in groups for r in g["rules"]]
+        if all(r["health"] != "unknown" for r in rules) or time.monotonic() > deadline:
+            break
+        time.sleep(2)  # the evaluation interval
     assert [g["file"] for g in groups] == [str(RULES)], groups
     assert len(rules) == 14 and all(r["health"] == "ok" for r in rules), rules
     watched.wait_for("count(railyard_cable_up == 1)", lambda v: v == 3)
