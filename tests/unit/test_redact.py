@@ -278,3 +278,48 @@ def test_password_in_a_host_list(capsys: pytest.CaptureFixture[str], tmp_path: P
         main(argv)
         outputs.extend(capsys.readouterr())
     assert PASSWORD not in "".join(outputs), outputs
+
+
+# --- redact_doc: every string of a JSON document, each distinct one judged once ---------------
+
+_KEY = base64.b64encode(bytes(range(7, 55))).decode()  # 64 characters: a munge-key-like blob
+
+
+def test_redact_doc_hides_a_secret_wherever_it_is_nested() -> None:
+    from fabric.redact import redact_doc
+
+    doc = {
+        "families": {
+            "ib": {"parameters": [{"host": "gpu01", "netdev": _KEY}, {"host": "gpu02"}]},
+            "nccl": {"parameters": [{"hosts": ["gpu01", _KEY], "pair": ("gpu01", _KEY)}]},
+            _KEY: [(1, (_KEY, None)), 2.5, True],
+        }
+    }
+    out = redact_doc(doc)
+    assert _KEY not in repr(out)
+    assert out["families"]["ib"]["parameters"][1] == {"host": "gpu02"}
+    assert out["families"]["nccl"]["parameters"][0]["hosts"][0] == "gpu01"
+    assert out["families"]["nccl"]["parameters"][0]["pair"][1].startswith(MARKER)
+    (key,) = (k for k in out["families"] if k not in ("ib", "nccl"))
+    assert key.startswith(MARKER)
+    assert out["families"][key][0][1][0].startswith(MARKER)
+    assert out["families"][key][1:] == [2.5, True]
+
+
+def test_redact_doc_returns_a_document_without_secrets_as_it_is() -> None:
+    from fabric.redact import redact_doc
+
+    doc = {"ib": [{"host": f"gpu{i:04d}", "node_guid": f"0x0002c903020{i:05x}"} for i in range(50)]}
+    assert redact_doc(doc) is doc
+
+
+@pytest.mark.parametrize(
+    "text", ["0x0002c9030204bd5c", "0002c9030204bd5c", "0x" + "a" * 31, "deadbeef" * 3]
+)
+def test_guid_shaped_hex_is_no_secret(text: str) -> None:
+    assert redact(text) == text
+
+
+@pytest.mark.parametrize("text", ["a1b2" * 8, "f" * 40, "0x" + "A1b2" * 5 + "C3d4E5f6"])
+def test_hex_of_key_length_or_mixed_case_is_still_judged(text: str) -> None:
+    assert redact(text) != text, text
