@@ -1,7 +1,10 @@
 """``railyard check [--stack NAME] [--spec FILE]``: run the check suite and write its
 reports. ``railyard check --plan [--spec FILE | --stack NAME]``: list what it would
 check, touching no host. ``--json``: one JSON document of the results (or the plan). With
-``--limit`` the checks the limit left out are listed (``left_out``), not passed over."""
+``--limit`` the checks the limit left out are listed (``left_out``), not passed over.
+``--mark-nodes``: then set or lift each checked node's fabric taint and condition on the
+spec's Kubernetes API server (``fabric.cli.kube_marks``); a call the server refuses or that
+fails is exit 3 (``Exit.NOT_MARKED``), after the results."""
 
 from __future__ import annotations
 
@@ -9,7 +12,7 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from fabric.cli.errors import Exit, check_readable, emit, whole_number
+from fabric.cli.errors import CommandError, Exit, check_readable, emit, whole_number
 from fabric.cli.options import add_json, add_retired, add_spec, add_stack, spec_path
 
 if TYPE_CHECKING:
@@ -48,6 +51,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="parallel pytest-xdist workers, 1 to 64 (default: one per 4 hosts checked, at "
         "least 2, at most 4 per core and 64)",
     )
+    parser.add_argument(
+        "--mark-nodes",
+        action="store_true",
+        help="after the checks, taint each checked Kubernetes node a check failed on "
+        "(railyard.dev/fabric-unhealthy:NoSchedule and the RailyardFabricHealthy condition) "
+        "and lift the taint from the others, keeping other taints; the spec's "
+        "kubernetes.api_server, the token from RAILYARD_KUBE_TOKEN, the CA (PEM) from "
+        "RAILYARD_KUBE_CA, else the stack's Pulumi config secrets the spec names; exit 3 when "
+        "an API server call fails",
+    )
     add_json(parser, "print the results (or the plan) as one JSON document instead of tables")
     parser.set_defaults(func=cmd_check)
 
@@ -63,6 +76,11 @@ def cmd_check(args: argparse.Namespace) -> int:
     SpecError) is bad input, found before the suite runs: exit 2 (via main)."""
     import json
 
+    if args.plan and args.mark_nodes:
+        raise CommandError(
+            "--mark-nodes marks the nodes from a check run, and --plan runs no check; pass "
+            "one of them"
+        )
     if args.plan:
         return cmd_check_plan(spec_path(args, only_one=True), as_json=args.json)
     from fabric.verify import context
@@ -72,6 +90,13 @@ def cmd_check(args: argparse.Namespace) -> int:
     inventory = context.inventory_path(args.stack)
     inventory_doc = context.load_inventory(inventory)
     cluster = context.load_cluster_spec(spec)
+    where = None
+    if args.mark_nodes:  # what marking needs, found before any check runs
+        from fabric.cli import kube_marks
+
+        where = kube_marks.target(cluster, args.stack, spec)
+        kube_marks.export(where)
+    checked = context.select_hosts(args.limit, inventory_doc)
     dropped = left_out(cluster, inventory_doc, args.limit) if args.limit else {}
     outcome = run_checks(
         args.stack,
@@ -85,15 +110,40 @@ def cmd_check(args: argparse.Namespace) -> int:
         from fabric.verify.report import add_left_out
 
         add_left_out(Path(outcome.report_dir) / "report.md", dropped)
+    marked: dict[str, Any] = {}
+    mark_lines: list[str] = []
+    not_marked = None
+    if where is not None:
+        from fabric.cli import kube_marks
+
+        if outcome.results:
+            marks, not_marked = kube_marks.mark(where, outcome.results, checked)
+            mark_lines = [m.line() for m in marks]
+        else:
+            marks, mark_lines = [], ["kubernetes: the check suite did not run: no node marked"]
+        marked = {"kubernetes": kube_marks.report(where, marks, not_marked)}
     if args.json:
         limited = {"left_out": dropped} if args.limit else {}
-        emit(json.dumps({**outcome.model_dump(), **limited}, indent=2))
+        emit(json.dumps({**outcome.model_dump(), **limited, **marked}, indent=2))
+        if not_marked is not None:
+            return Exit.NOT_MARKED
     else:
         from fabric.verify.report import terminal_table
 
         terminal_table(outcome.results, outcome.not_generated, causes=outcome.causes)
         lines = [f"left out: {family}: {why}" for family, why in dropped.items()]
-        emit("\n".join([*lines, outcome.summary(), "reports: " + ", ".join(outcome.files)]))
+        emit(
+            "\n".join(
+                [*lines, outcome.summary(), "reports: " + ", ".join(outcome.files), *mark_lines]
+            )
+        )
+        if not_marked is not None:
+            raise CommandError(
+                f"--mark-nodes: {not_marked}; the marks listed above were made, the rest "
+                "not: check the API server, the token in RAILYARD_KUBE_TOKEN (it must patch "
+                "nodes and nodes/status) and the CA in RAILYARD_KUBE_CA, then run again",
+                Exit.NOT_MARKED,
+            )
     return Exit.OK if outcome.ok else Exit.FAILED
 
 

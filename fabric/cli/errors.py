@@ -29,6 +29,7 @@ class Exit(IntEnum):
     OK = 0
     FAILED = 1
     USAGE = 2
+    NOT_MARKED = 3
     INTERRUPTED = 130
 
 
@@ -45,6 +46,8 @@ exit codes (the same for every command):
        file, a spec with problems given to any command but validate, tool output that
        parse (or topology --from-ibnetdiscover) cannot read, a stack without an
        inventory, an unknown playbook
+  3    check --mark-nodes: the checks ran, but a call to the Kubernetes API server
+       failed, so not every node's taint is as the checks found it
   130  interrupted (Ctrl-C)
 
 a cluster is named the same way everywhere: --spec FILE or --stack NAME.

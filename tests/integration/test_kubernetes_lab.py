@@ -486,6 +486,133 @@ def test_a_pulled_cable_taints_the_node_within_one_health_interval(
         remove_handoff_files(lab.name, lab.state_root)
 
 
+#: The hand-off's subnet manager play alone: the check run below needs a MASTER SM (the
+#: pulled-cable test above starts it; run alone, this one does).
+SM_PLAYBOOK = """
+- name: Run the InfiniBand subnet managers.
+  hosts: subnet_managers
+  gather_facts: false
+  roles:
+    - role: {roles}/subnet_manager
+"""
+#: How long a re-cabled port may take to be Active again (an SM sweep) before the checks pass.
+RECABLE_S = 90
+
+
+def _check_and_mark(
+    lab: OwnLab, server: ApiServer, report_dir: Path, *, from_env: bool = True
+) -> tuple[int, dict[str, Any]]:
+    """``python -m fabric check --limit kn1 --mark-nodes --json`` as an operator runs it, the
+    API server's token and CA in the environment (``from_env``), else read from the stack's
+    Pulumi config secrets the spec names: (exit code, the JSON result)."""
+    import os
+    import sys
+
+    from fabric.state import REPO_ROOT
+
+    env = {**os.environ, **lab.env}
+    for name in ("RAILYARD_KUBE_TOKEN", "RAILYARD_KUBE_CA"):
+        env.pop(name, None)
+    if from_env:
+        env["RAILYARD_KUBE_TOKEN"] = server.token()
+        env["RAILYARD_KUBE_CA"] = server.ca_file.read_text()
+    argv = ["check", "--stack", lab.name, "--spec", str(lab.stack_file), "--limit", "kn1"]
+    argv += ["-n", "1", "--report-dir", str(report_dir), "--mark-nodes", "--json"]
+    done = subprocess.run(
+        [sys.executable, "-m", "fabric", *argv],
+        capture_output=True,
+        text=True,
+        cwd=REPO_ROOT,
+        env=env,
+        timeout=300,
+        check=False,
+    )
+    assert server.token() not in done.stdout + done.stderr
+    assert done.returncode in (0, 1), done.stdout[-2000:] + done.stderr[-2000:]
+    return done.returncode, json.loads(done.stdout)
+
+
+def test_check_suite_verdict_taints_and_lifts_the_checked_node(
+    kube_lab: KubeLab, client: Client, server: ApiServer, tmp_path: Path
+) -> None:
+    """``railyard check --mark-nodes`` against the real API server: kn1's cable pulled, the
+    check run over kn1 (``--limit kn1``) fails its port checks and taints kn1, the condition
+    ``False`` naming the first failed check; re-cabled, the next run passes and lifts the
+    taint (its token and CA read from the stack's Pulumi config secrets the spec names this
+    time, none in the environment). A foreign taint on kn1 stays throughout, and kn2, outside
+    the limit, is not touched (its resourceVersion unchanged)."""
+    from fabric.lab.faults import LabFaults
+
+    lab = kube_lab.lab
+    if lab.ssh("ksm1", "systemctl is-active opensm.service || true").strip() != "active":
+        from fabric.handoff.runner import remove_handoff_files, run_playbook
+        from fabric.state import REPO_ROOT
+
+        playbook = tmp_path / "sm.yml"
+        playbook.write_text(SM_PLAYBOOK.format(roles=REPO_ROOT / "roles"))
+        lines: list[str] = []
+        try:
+            result = run_playbook(
+                playbook,
+                stack=lab.name,
+                spec=spec_from_mapping(_kubernetes_spec(lab.tag, kube_lab.url)),
+                emit=lines.append,
+                state_root=lab.state_root,
+                artifacts_root=lab.root / "artifacts",
+                timeout=600,
+            )
+        finally:
+            remove_handoff_files(lab.name, lab.state_root)
+        assert result.ok, "\n".join(lines[-30:])
+    path = "/api/v1/nodes/kn1"
+    kept = [t for t in _taints(client, "kn1") if t["key"] != TAINT_KEY and t != FOREIGN_TAINT]
+    client.merge_patch(path, {"spec": {"taints": [*kept, FOREIGN_TAINT]}})
+    kn2 = client.get("/api/v1/nodes/kn2")["metadata"]["resourceVersion"]
+
+    faults = LabFaults(lab.state)
+    faults.inject("pull", "kn1")
+    try:
+        code, pulled = _check_and_mark(lab, server, tmp_path / "pulled")
+    finally:
+        faults.restore("pull", "kn1")
+    assert code == 1
+    failed = [f"{r['name']}[{r['param']}]" for r in pulled["results"] if r["outcome"] == "failed"]
+    assert "test_port_state_active[kn1/mlx5_0/1]" in failed, failed
+    marks = pulled["kubernetes"]["nodes"]
+    assert [(m["node"], m["action"]) for m in marks] == [("kn1", "tainted")], marks
+    assert pulled["kubernetes"]["error"] is None
+    node = client.get(path)
+    assert {"key": TAINT_KEY, "value": "FabricUnhealthy", "effect": "NoSchedule"} in (
+        node["spec"]["taints"]
+    )
+    assert FOREIGN_TAINT in node["spec"]["taints"]
+    condition = next(c for c in node["status"]["conditions"] if c["type"] == CONDITION)
+    assert (condition["status"], condition["reason"]) == ("False", "FabricUnhealthy")
+    named = condition["message"].removeprefix("railyard check: ").split(": ", 1)[0]
+    assert condition["message"].startswith("railyard check: ") and named in failed, condition
+    assert condition["message"] == marks[0]["detail"]
+
+    import time
+
+    start = time.monotonic()
+    while True:  # re-cabled: the SM brings the port back; the first run that passes lifts it
+        code, healed = _check_and_mark(lab, server, tmp_path / "healed", from_env=False)
+        if code == 0 or time.monotonic() - start > RECABLE_S:
+            break
+        time.sleep(3)
+    assert code == 0, [r for r in healed["results"] if r["outcome"] != "passed"]
+    marks = healed["kubernetes"]["nodes"]
+    assert [(m["node"], m["action"]) for m in marks] == [("kn1", "untainted")], marks
+    node = client.get(path)
+    assert all(t["key"] != TAINT_KEY for t in node["spec"]["taints"])
+    assert FOREIGN_TAINT in node["spec"]["taints"]
+    condition = next(c for c in node["status"]["conditions"] if c["type"] == CONDITION)
+    assert (condition["status"], condition["reason"]) == ("True", "FabricHealthy")
+    assert condition["message"].startswith("railyard check: all ")
+    assert client.get("/api/v1/nodes/kn2")["metadata"]["resourceVersion"] == kn2
+    print(f"check runs: pulled and re-cabled, the second pass {time.monotonic() - start:.1f}s")
+
+
 def test_pulumi_up_without_the_network_operator_crds_stops_naming_them(
     kube_lab: KubeLab, server: ApiServer
 ) -> None:

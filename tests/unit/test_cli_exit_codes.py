@@ -1,5 +1,5 @@
 """One set of CLI conventions: ``cmd_<command>`` handlers, exit codes 0/1/2/130 for every
-command, errors as one line on stderr (JSON on stdout under ``--json``), a fast ``--help``."""
+command (and 3 for ``check --mark-nodes`` when the API server fails a call), errors as one line on stderr (JSON on stdout under ``--json``), a fast ``--help``."""
 
 from __future__ import annotations
 
