@@ -13,6 +13,7 @@ and link counts matter.)
 from __future__ import annotations
 
 from fabric.graph import FabricGraph
+from fabric.parsers.ibnetdiscover import MAX_UNICAST_LID
 from fabric.spec import ClusterSpec
 from fabric.topology.from_spec import graph_from_spec
 
@@ -63,8 +64,12 @@ def graph(hosts: int) -> FabricGraph:
 def render_ibnetdiscover(graph: FabricGraph) -> str:
     """``graph`` in ibnetdiscover's plain format, as ibnetdiscover 44 prints it against ibsim
     (same line shapes, tabs and trailing spaces as tests/fixtures/ibnetdiscover__ibsim_lab__1.txt;
-    LIDs are numbered in node order instead of by an SM)."""
-    lid = {guid: n for n, guid in enumerate([*graph.switches, *graph.cas], start=1)}
+    LIDs are numbered in node order instead of by an SM). One subnet has 49,151 unicast LIDs, fewer
+    than 16,384 hosts' 131,072 HCAs (a cluster that size runs a subnet per rail plane): past the
+    last, the numbers start again at 1, so that the parser, which refuses a LID over 0xBFFF,
+    takes every size; neither parser nor writer keys anything on a LID."""
+    lids = [*graph.switches, *graph.cas]
+    lid = {guid: n % MAX_UNICAST_LID + 1 for n, guid in enumerate(lids)}
     adj = graph.neighbours()
     out = [
         "#",

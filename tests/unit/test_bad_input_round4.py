@@ -221,6 +221,9 @@ OUT_OF_RANGE = {
     "port-999": ('[1]\t"H-0002c90302000000"', '[999]\t"H-0002c90302000000"', "port number"),
     "remote-port-999": ('"H-0002c90302000000"[1]', '"H-0002c90302000000"[999]', "port number"),
     "ports-300": ('Switch\t64 "S-0002c90301000000"', 'Switch\t300 "S-0002c90301000000"', "count"),
+    # the parser reads every "lid N" of the text, in a description or a comment too
+    "description-lid": ('"gpu01 mlx5_0" lid 4 4xHDR', '"gpu01 lid 70000" lid 4 4xHDR', "LID"),
+    "comment-lid": ("# Topology file", "# lid 70000 Topology file", "LID"),
 }
 
 
@@ -238,3 +241,32 @@ def test_ibnetdiscover_numbers_out_of_range_name_their_line(case: str) -> None:
 def test_ibnetdiscover_largest_unicast_lid_is_accepted() -> None:
     text = _LAB.replace('"gpu01 mlx5_0" lid 4 4xHDR', '"gpu01 mlx5_0" lid 49151 4xHDR', 1)
     assert parse_ibnetdiscover(text).cas
+
+
+@pytest.mark.parametrize("case", sorted(OUT_OF_RANGE))
+def test_the_compiled_writer_declines_numbers_out_of_range(case: str, tmp_path: Path) -> None:
+    """``topology --from-ibnetdiscover FILE`` goes straight to the compiled writer: it declines
+    what the parser refuses, so the command names the line as the parser does, exit 2."""
+    import subprocess
+    import sys
+
+    from fabric.parsers.ibnetdiscover.tree import _tree_compiled, compiled_tree_conf
+
+    if _tree_compiled is None:
+        pytest.skip("the compiled writer is not built here")
+    old, new, what = OUT_OF_RANGE[case]
+    bad = _LAB.replace(old, new, 1)
+    assert compiled_tree_conf(_LAB) is not None
+    assert compiled_tree_conf(bad) is None
+    capture = tmp_path / "capture.txt"
+    capture.write_text(bad)
+    done = subprocess.run(
+        [sys.executable, "-m", "fabric", "topology", "--from-ibnetdiscover", str(capture)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
+        check=False,
+    )
+    assert (done.returncode, done.stdout) == (2, "")
+    assert what in done.stderr and "line " in done.stderr and done.stderr.count("\n") == 1

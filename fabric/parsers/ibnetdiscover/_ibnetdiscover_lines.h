@@ -27,6 +27,26 @@ static inline pos_t digits1(pos_t p, pos_t e) {
     return p > s ? p : NULL;
 }
 
+/* Whether the digit run at p is over `most`, read as ibnetdiscover._check_ranges reads it: the
+ * value of its first 12 digits (no run: not over). */
+static inline int over(pos_t p, pos_t e, unsigned long long most) {
+    unsigned long long v = 0;
+    for (int k = 0; k < 12 && p + k < e && is_digit(p[k]); k++) v = v * 10 + (unsigned long long)(p[k] - '0');
+    return v > most;
+}
+
+/* The most a LID (unicast), an LMC and a port number or count may be (ibnetdiscover.MAX_*). */
+#define MAX_UNICAST_LID 0xBFFFULL
+#define MAX_LMC 7ULL
+#define MAX_PORT 255ULL
+
+/* \d+ : its end, or NULL; with `strict`, NULL for a number over `most` too (declined, so that the
+ * Python path names the line: the topology.conf writer; the scanner matches the regex path, which
+ * reads any number, and parse checks the ranges before it). */
+static inline pos_t number(pos_t p, pos_t e, unsigned long long most, int strict) {
+    return strict && over(p, e, most) ? NULL : digits1(p, e);
+}
+
 /* [ \t]* */
 static inline pos_t blanks0(pos_t p, pos_t e) {
     while (p < e && is_blank(*p)) p++;
@@ -45,6 +65,19 @@ static inline pos_t lit(pos_t p, pos_t e, const char *s, size_t n) {
     for (size_t i = 0; i < n; i++) /* short literals: a loop beats a call to memcmp */
         if (p[i] != s[i]) return NULL;
     return p + n;
+}
+
+/* No "lid" or "lmc" in [p, e), then blanks and a number out of range: ibnetdiscover._check_ranges
+ * reads the whole text, descriptions and comments too. */
+static inline int lids_ok(pos_t p, pos_t e) {
+    while (p < e && (p = memchr(p, 'l', (size_t)(e - p))) != NULL) {
+        if (e - p > 3 && ((p[1] == 'i' && p[2] == 'd') || (p[1] == 'm' && p[2] == 'c')) && is_blank(p[3])) {
+            pos_t q = blanks0(p + 3, e);
+            if (over(q, e, p[1] == 'i' ? MAX_UNICAST_LID : MAX_LMC)) return 0;
+        }
+        p++;
+    }
+    return 1;
 }
 
 /* [^"\n]* up to the line end: true if nothing but such characters remain. */
@@ -114,48 +147,49 @@ static inline int rate_ok(rates_t *r, pos_t p, pos_t e) {
 
 /* A port line: [N](guid)? "id"[N](guid)? # (lid N lmc N )?"desc" lid N <width><speed>...
  * Returns 1 (id in *id, *idn), 0 or -1 on error. */
-static inline int port_line(rates_t *r, pos_t p, pos_t e, pos_t *id, Py_ssize_t *idn) {
+static inline int port_line(rates_t *r, pos_t p, pos_t e, pos_t *id, Py_ssize_t *idn, int strict) {
     pos_t d;
     Py_ssize_t dn;
-    p = digits1(p + 1, e);
+    p = number(p + 1, e, MAX_PORT, strict);
     if (!p || p >= e || *p != ']') return 0;
     p = blanks0(guid_paren(p + 1, e), e);
     if (!(p = quoted(p, e, 1, id, idn))) return 0;
     if (p >= e || *p != '[') return 0;
-    p = digits1(p + 1, e);
+    p = number(p + 1, e, MAX_PORT, strict);
     if (!p || p >= e || *p != ']') return 0;
     p = blanks0(guid_paren(p + 1, e), e);
     if (p >= e || *p != '#') return 0;
     p = blanks0(p + 1, e);
     pos_t q = lit(p, e, "lid ", 4);
-    if (q && (q = digits1(q, e)) && (q = lit(q, e, " lmc ", 5)) && (q = digits1(q, e)) && (q = lit(q, e, " ", 1)))
+    if (q && (q = number(q, e, MAX_UNICAST_LID, strict)) && (q = lit(q, e, " lmc ", 5)) && (q = number(q, e, MAX_LMC, strict))
+        && (q = lit(q, e, " ", 1)))
         p = q;
-    if (!(p = quoted(p, e, 0, &d, &dn))) return 0;
-    if (!(p = blanks1(p, e)) || !(p = lit(p, e, "lid", 3)) || !(p = blanks1(p, e)) || !(p = digits1(p, e))
-        || !(p = blanks1(p, e)))
+    if (!(p = quoted(p, e, 0, &d, &dn)) || (strict && !lids_ok(d, d + dn))) return 0;
+    if (!(p = blanks1(p, e)) || !(p = lit(p, e, "lid", 3)) || !(p = blanks1(p, e))
+        || !(p = number(p, e, MAX_UNICAST_LID, strict)) || !(p = blanks1(p, e)))
         return 0;
     int ok = rate_ok(r, p, e);
     if (ok <= 0) return ok;
-    return rest_ok(p, e);
+    return rest_ok(p, e) && (!strict || lids_ok(p, e));
 }
 
 /* A node header after its kind word: [ \t]+N[ \t]+"id"[ \t]*#[ \t]*"desc"... */
 static inline int header_line(pos_t p, pos_t e, pos_t *np, Py_ssize_t *nn, pos_t *id, Py_ssize_t *idn,
-                       pos_t *desc, Py_ssize_t *descn) {
+                       pos_t *desc, Py_ssize_t *descn, int strict) {
     if (!(p = blanks1(p, e))) return 0;
     *np = p;
-    if (!(p = digits1(p, e))) return 0;
+    if (!(p = number(p, e, MAX_PORT, strict))) return 0;
     *nn = p - *np;
     if (!(p = blanks1(p, e)) || !(p = quoted(p, e, 1, id, idn))) return 0;
     p = blanks0(p, e);
     if (p >= e || *p != '#') return 0;
     p = blanks0(p + 1, e);
     if (!(p = quoted(p, e, 0, desc, descn))) return 0;
-    return rest_ok(p, e);
+    return rest_ok(p, e) && (!strict || lids_ok(*desc, e));
 }
 
 /* A line that is a record or comment line the fast path allows: prefix, then [^"\n]*. */
-static inline int other_line(pos_t p, pos_t e) {
+static inline int other_line(pos_t p, pos_t e, int strict) {
     static const struct {
         const char *s;
         size_t n;
@@ -164,7 +198,7 @@ static inline int other_line(pos_t p, pos_t e) {
     for (size_t i = 0; p < e && i < sizeof prefixes / sizeof *prefixes; i++) {
         if (*p != prefixes[i].s[0]) continue; /* most lines fail at the first character */
         pos_t q = lit(p, e, prefixes[i].s, prefixes[i].n);
-        if (q) return rest_ok(q, e);
+        if (q) return rest_ok(q, e) && (!strict || lids_ok(p, e));
     }
     return blanks0(p, e) == e;
 }

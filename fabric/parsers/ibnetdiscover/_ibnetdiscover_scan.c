@@ -50,16 +50,16 @@ static PyObject *scan(PyObject *Py_UNUSED(self), PyObject *args) {
         PyObject *kind = NULL;
         int ok;
         if (p < e && *p == '[') {
-            ok = port_line(&rates, p, e, &id, &idn);
+            ok = port_line(&rates, p, e, &id, &idn, 0);
         } else if ((kind = lit(p, e, "Switch", 6) ? kind_switch
                           : lit(p, e, "Ca", 2)   ? kind_ca
                           : lit(p, e, "Rt", 2)   ? kind_rt
                                                  : NULL) != NULL
                    && p + (kind == kind_switch ? 6 : 2) < e && is_blank(p[kind == kind_switch ? 6 : 2])) {
-            ok = header_line(p + (kind == kind_switch ? 6 : 2), e, &np, &nn, &id, &idn, &desc, &descn);
+            ok = header_line(p + (kind == kind_switch ? 6 : 2), e, &np, &nn, &id, &idn, &desc, &descn, 0);
         } else {
             kind = NULL;
-            ok = other_line(p, e);
+            ok = other_line(p, e, 0);
         }
         if (ok < 0) goto done;
         if (ok == 0) {

@@ -400,9 +400,9 @@ static int read_lines(fabric_t *f, rates_t *rates, pos_t text, pos_t end) {
         Py_ssize_t idn = 0, nn = 0, descn = 0;
         size_t kind = 0;
         int ok;
-        if (p < e && *p == '[') ok = port_line(rates, p, e, &id, &idn);
-        else if ((kind = header_kind(p, e)) != 0) ok = header_line(p + kind, e, &np, &nn, &id, &idn, &desc, &descn);
-        else ok = other_line(p, e);
+        if (p < e && *p == '[') ok = port_line(rates, p, e, &id, &idn, 1);
+        else if ((kind = header_kind(p, e)) != 0) ok = header_line(p + kind, e, &np, &nn, &id, &idn, &desc, &descn, 1);
+        else ok = other_line(p, e, 1);
         if (ok <= 0) return ok;
         if (id != NULL) {
             if (reserve(f, &ncap, &pcap) < 0) {
