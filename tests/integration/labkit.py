@@ -138,14 +138,16 @@ class OwnLab:
         return out
 
     def fabric_run(
-        self, playbook: str, timeout: float = 1500.0
+        self, playbook: str, timeout: float = 1500.0, *, limit: str | None = None
     ) -> subprocess.CompletedProcess[str]:
-        """``python -m fabric run PLAYBOOK --stack <lab>``, as an operator runs it."""
+        """``python -m fabric run PLAYBOOK --stack <lab>``, as an operator runs it; with
+        ``limit``, ``--limit LIMIT`` (the Ansible host pattern of the hosts to run on)."""
         import sys
 
         return subprocess.run(
             [sys.executable, "-m", "fabric", "run", playbook, "--stack", self.name]
-            + ["--spec", str(self.stack_file)],
+            + ["--spec", str(self.stack_file)]
+            + (["--limit", limit] if limit is not None else []),
             capture_output=True,
             text=True,
             cwd=REPO_ROOT,

@@ -292,3 +292,96 @@ def test_an_sm_absence_is_timed_afresh_after_runs_that_did_not_ask(
     converged = _checker(tmp_path, 1300.0)
     assert converged.check() == []
     assert converged.harness_errors[0].startswith("no subnet manager answers for 0s")
+
+
+# -- a subnet manager change: its re-sweep's transmit discards are not the cable's ------------
+
+_SMINFO_A = (FIXTURES / "sminfo__ibsim_smmodes__1.txt").read_text()  # MASTER 0x2c90301000000
+_SMINFO_B = (FIXTURES / "sminfo__ibsim_extsm__1.txt").read_text()  # MASTER 0x2c903000000f1
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in FIXTURES.glob("sminfo__*.txt")))
+def test_the_node_side_sm_guid_is_the_parsers(name: str) -> None:
+    from fabric.parsers.common import normalize_guid
+    from fabric.parsers.sminfo import parse
+
+    text = (FIXTURES / name).read_text()
+    parsed = parse(text)
+    if parsed.sm_guid is None:  # a failure form (no SM answered): the reader finds none either
+        assert health.sm_guid(text) is None
+    else:
+        assert normalize_guid(health.sm_guid(text) or "") == parsed.sm_guid
+
+
+def _run_with(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    now: float,
+    sminfo: str,
+    discards: int,
+    symbol_errors: int = 0,
+    rc: int = 0,
+) -> health.Checker:
+    """One run of gpu03's checker: its port Active (the read stubbed), the switch end's
+    counters as given, and ``sminfo`` answering ``sminfo`` (real output)."""
+
+    def port(self: health.Checker, port: dict[str, object]) -> None:
+        self.readings["mlx5_0/1|leaf01 p3"] = {
+            "SymbolErrorCounter": symbol_errors,
+            "PortXmitDiscards": discards,
+        }
+
+    monkeypatch.setattr(health.Checker, "_port", port)
+    monkeypatch.setattr(health, "run", lambda argv, timeout=0, env=None: (rc, sminfo))
+    checker = _checker(tmp_path, now)  # failover window 24 s
+    checker.check()
+    return checker
+
+
+def test_discards_while_a_new_master_resweeps_warn_and_never_drain(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The failover drill's gpu08/hh2 case: the MASTER changes between two runs, and the
+    never-faulted node's switch port shows PortXmitDiscards +3. Within the failover window after
+    the change that is a warning; a symbol error in the same runs still fails, and discards
+    after the window fail again."""
+    assert _run_with(tmp_path, monkeypatch, 1000.0, _SMINFO_A, 0).failures == []
+    assert _run_with(tmp_path, monkeypatch, 1010.0, _SMINFO_A, 0).failures == []
+    changed = _run_with(tmp_path, monkeypatch, 1020.0, _SMINFO_B, 3)
+    assert changed.failures == []
+    assert changed.warnings == [
+        "leaf01 p3: PortXmitDiscards +3 in 10s (allowed 0), while a new MASTER SM re-sweeps "
+        "(the MASTER went or changed 0s ago, 24s window): not judged"
+    ]
+    after = _run_with(tmp_path, monkeypatch, 1030.0, _SMINFO_B, 5)  # counted from 1020: held
+    assert after.failures == [] and "re-sweeps" in after.warnings[0]
+    physical = _run_with(tmp_path, monkeypatch, 1040.0, _SMINFO_B, 5, symbol_errors=400)
+    assert len(physical.failures) == 1
+    assert physical.failures[0].startswith("leaf01 p3 errors: SymbolErrorCounter +400 in 10s")
+    # counted from 1040, within 1020 + 24 s: still the re-sweep's
+    assert _run_with(tmp_path, monkeypatch, 1050.0, _SMINFO_B, 6, 400).failures == []
+    past = _run_with(tmp_path, monkeypatch, 1060.0, _SMINFO_B, 9, 400)  # counted from 1050
+    assert past.failures == ["leaf01 p3 errors: PortXmitDiscards +3 in 10s (allowed 0)"]
+    assert past.warnings == []
+
+
+def test_discards_with_the_same_master_fail_as_ever(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert _run_with(tmp_path, monkeypatch, 1000.0, _SMINFO_A, 0).failures == []
+    same = _run_with(tmp_path, monkeypatch, 1010.0, _SMINFO_A, 3)
+    assert same.failures == ["leaf01 p3 errors: PortXmitDiscards +3 in 10s (allowed 0)"]
+    assert same.warnings == []
+
+
+def test_discards_after_an_sm_absence_warn_within_the_window(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No SM answered in the last run (the failover's gap, a harness error): the next run's
+    discards come from the new MASTER's sweep."""
+    absent = (FIXTURES / "sminfo__ibsimparse__3.txt").read_text()
+    assert _run_with(tmp_path, monkeypatch, 1000.0, _SMINFO_A, 0).failures == []
+    gap = _run_with(tmp_path, monkeypatch, 1010.0, absent, 0, rc=255)
+    assert gap.failures == [] and "within the 24s failover window" in gap.harness_errors[0]
+    back = _run_with(tmp_path, monkeypatch, 1020.0, _SMINFO_B, 2)
+    assert back.failures == [] and "PortXmitDiscards +2" in back.warnings[0]
