@@ -182,15 +182,16 @@ def cmd_check_plan(path: Path, *, as_json: bool) -> int:
 
     from fabric.redact import redact_doc
     from fabric.spec import load_spec
-    from fabric.verify.plan import CheckPlan, describe
+    from fabric.verify.plan import CheckPlan, describe, gc_paused
 
     check_readable(path, "give a spec YAML or a Pulumi.<stack>.yaml stack file")
-    spec = load_spec(path)  # any readable file, a device too: read up to the spec's size cap
-    families = redact_doc(describe(CheckPlan(spec=spec, hosts=list(spec.hosts))))  # no secret
-    if as_json:
-        # one line: a 16,384-host plan is 95 MB, and the indenting encoder takes 4 s of it
-        emit(json.dumps({"spec": str(path), "families": families}))
-        return Exit.OK
+    with gc_paused():  # millions of objects, no cycles: 2.3 of 16 CPU s at 16,384 hosts
+        spec = load_spec(path)  # any readable file, a device too: read up to the size cap
+        families = redact_doc(describe(CheckPlan(spec=spec, hosts=list(spec.hosts))))
+        if as_json:
+            # one line: a 16,384-host plan is 95 MB, and the indenting encoder takes 4 s of it
+            emit(json.dumps({"spec": str(path), "families": families}))
+            return Exit.OK
     lines = []
     for family, entry in families.items():
         if "not_generated" in entry:
