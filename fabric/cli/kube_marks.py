@@ -305,11 +305,9 @@ def config_secret(stack: str, spec_file: Path, key: str, field: str) -> str:
     except subprocess.TimeoutExpired:
         raise CommandError(f"{why}: pulumi did not answer in {PULUMI_TIMEOUT} s; {fix}") from None
     if done.returncode != 0:
-        lines = [line.strip() for line in done.stderr.splitlines() if line.strip()]
-        said = next(
-            (x for x in reversed(lines) if x.startswith("error:")), lines[-1] if lines else ""
-        )
-        raise CommandError(f"{why}: {said.removeprefix('error:').strip()[:300]}; {fix}")
+        from fabric.handoff.secrets import pulumi_said
+
+        raise CommandError(f"{why}: {pulumi_said(done.stderr)}; {fix}")
     return done.stdout.strip()
 
 

@@ -38,7 +38,7 @@ FIX = (
 )
 
 
-def _said(stderr: str) -> str:
+def pulumi_said(stderr: str) -> str:
     """pulumi's own reason: its last ``error:`` line (it names no secret value)."""
     lines = [line.strip() for line in stderr.splitlines() if line.strip()]
     errors = [line for line in lines if line.startswith("error:")]
@@ -72,7 +72,7 @@ def stack_output(stack: str, name: str, cwd: Path, state_root: Path | None = Non
             f"stack {stack}: pulumi stack output did not answer in {PULUMI_TIMEOUT} s; {FIX}"
         ) from None
     if proc.returncode != 0:
-        said = _said(proc.stderr)
+        said = pulumi_said(proc.stderr)
         if "no stack named" in said:
             return None
         raise HandoffError(f"stack {stack}: cannot read its {name} output: {said}; {FIX}")
