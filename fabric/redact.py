@@ -28,7 +28,11 @@ it is built, so a huge value (an alias-expanded list) costs no more than the cut
 
 from __future__ import annotations
 
+import dataclasses
 import re
+from functools import cache
+from itertools import accumulate, chain, compress, repeat, tee
+from operator import attrgetter
 from typing import Any
 
 #: How every redacted value starts: ``<redacted KIND, N characters>``.
@@ -84,14 +88,20 @@ KEY_CHARS = 32
 #: ``-----`` (PEM), ``{`` (credential JSON), ``eyJ`` (web token), a scheme, a token prefix, or
 #: a run of 16 base64 characters (base64 and hex keys, random words, AWS key ids). A text
 #: without any is returned as it is, in one scan (a 16,384-host plan holds 9 million strings).
-_MAYBE = re.compile(
-    r"@|-----|\{|eyJ|[Bb]earer|BEARER|[Bb]asic|xox|xapp-|gh[pousr]_|github_pat_|glpat-|sk-"
-    r"|k_(?:live|test)_|AIza|ya29\.|hf_|npm_|[A-Za-z0-9+/]{16}"
+#: (Each alternative starts with a plain character, grouped by it: the regex engine then skips
+#: to the next such character at once, and tries only the alternatives that start with it.)
+_MAYBE_MARKS = (
+    r"@|\{|-----|eyJ|B(?:earer|EARER|asic)|b(?:earer|asic)|x(?:ox|app-)"
+    r"|g(?:h[pousr]_|ithub_pat_|lpat-)|sk-|k_(?:live|test)_|AIza|ya29\.|hf_|npm_"
 )
+_BASE64_CHARS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+_BASE64_RUN = 16
+_MAYBE = re.compile(rf"{_MAYBE_MARKS}|[{_BASE64_CHARS}]{{{_BASE64_RUN}}}")
 
 #: Lower-case hex shorter than a hex key, as a GUID is (``0x0002c90300a1b2c3``): no pattern
 #: above matches it (a key needs 32 digits or mixed case), so it is passed without them.
-_GUID = re.compile(r"(?:0x)?[0-9a-f]{1,31}")
+_GUID_TEXT = r"(?:0x)?[0-9a-f]{1,31}"
+_GUID = re.compile(_GUID_TEXT)
 
 
 def marker(kind: str, length: int) -> str:
@@ -272,64 +282,181 @@ def _join(parts: Any, opening: str, closing: str, budget: int) -> str:
 
 
 def redact_doc(doc: Any) -> Any:
-    """A JSON-ready document (mappings, lists, scalars) with every string redacted: for
-    artifacts that quote the spec, such as ``check --plan``'s parameters. Each distinct
-    string is judged once (a 16,384-host plan holds 9 million strings, 540,000 distinct), and
-    the document is returned as it is when none holds a secret, else copied with them hidden."""
+    """A JSON-ready document (mappings, lists, scalars, and records: dataclass instances, read
+    as mappings of their fields) with every string redacted: for artifacts that quote the spec,
+    such as ``check --plan``'s parameters. Each distinct string is judged once, all of them
+    together (a 16,384-host plan holds 9 million strings, 540,000 distinct), and the document is
+    returned as it is when none holds a secret, else copied with them hidden (records as dicts)."""
     hidden = {}
-    for text in _strings(doc):
+    for text in _suspects(_strings(doc)):
         shown = redact(text)
         if shown != text:
             hidden[text] = shown
     return _replaced(doc, hidden) if hidden else doc
 
 
-def _strings(doc: Any) -> set[str]:
-    """Every distinct string of ``doc``, keys included, without a Python call per item: a
-    list of records (mappings) goes into the set in one call for its keys and one for its
-    values; only what is nested (lists, mappings, tuples) is walked."""
+def _suspects(texts: list[str]) -> set[str]:
+    """The texts that :func:`redact` may change (a superset: it judges each again): those
+    holding a mark of :data:`_MAYBE` or a run of 16 base64 characters, except GUID-shaped ones.
+    They are searched all at once, joined by newlines, as a Python call per text costs more
+    than its scan; neither shape spans a newline, so each match lies in one text (line), and
+    texts holding a newline are all taken."""
+    joined = "\n".join(texts)
+    suspects = set()
+    if joined.count("\n") >= len(texts):  # some text holds a newline: it is a line no more
+        suspects = {text for text in texts if "\n" in text}
+        texts = [text for text in texts if "\n" not in text]
+        joined = "\n".join(texts)
+    # GUID-shaped texts blanked first (no pattern matches them, see _GUID): 131,073 of them in
+    # a 16,384-host plan, each with a run of base64 characters
+    lines = _GUID_LINE.sub("\n", "\n" + joined)[1:]
+    for match in _MARKS.finditer(lines):  # none in most documents
+        start = lines.rfind("\n", 0, match.start()) + 1
+        end = lines.find("\n", match.end())
+        suspects.add(lines[start : end if end >= 0 else None])
+    # every base64 character as "a": a run is 16 a's in a row, in the text numbered by the
+    # newlines before it
+    pieces = lines.translate(_BASE64_AS_A).split("a" * _BASE64_RUN)
+    runs = set(accumulate(map(str.count, pieces[:-1], repeat("\n"))))
+    suspects.update(map(texts.__getitem__, runs))
+    return suspects
+
+
+#: :data:`_MAYBE` less its run of base64 characters, which :func:`_suspects` finds by
+#: translating every base64 character to ``a``.
+_MARKS = re.compile(_MAYBE_MARKS)
+#: A GUID-shaped line of texts joined by newlines, with the newline before it.
+_GUID_LINE = re.compile(rf"(?m)\n{_GUID_TEXT}$")
+_BASE64_AS_A = str.maketrans(_BASE64_CHARS, "a" * len(_BASE64_CHARS))
+
+
+def _strings(doc: Any) -> list[str]:
+    """Every distinct string of ``doc``, keys included (records' field names are not: they are
+    identifiers), without a Python call per item: a list of mappings goes into the set in one
+    call for its keys and one for its values, a list of records of one type in one call per
+    field; only what is nested (lists, mappings, tuples, records) is walked."""
     seen: set[Any] = set()
+    strings: list[str] = []
     stack = [doc]
-    while stack:
+    tuples: list[tuple[Any, ...]] = []
+    while stack or tuples:
+        new: set[Any] = set()
+        _take_rows(new, stack, tuples)  # those taken whole last round, opened
         while stack:
-            item = stack.pop()
-            if isinstance(item, dict):
-                _take_records(seen, stack, [item])
-            elif isinstance(item, (list, tuple)):
-                if set(map(type, item)) <= {dict}:
-                    _take_records(seen, stack, item)
-                    continue
-                try:
-                    seen.update(item)  # scalars, and tuples of scalars (opened below)
-                except TypeError:  # a mapping or a list among them
-                    stack.extend(item)
-            else:
-                seen.add(item)
-        stack = [item for item in seen if isinstance(item, tuple)]
-        seen.difference_update(stack)
-    return {item for item in seen if isinstance(item, str)}
+            _take(new, stack, stack.pop())
+        if seen:  # a later round: only what it adds is looked at
+            new -= seen
+            seen |= new
+        else:
+            seen = new
+        # the strings, and the kinds of item, in one pass over them (each item is read once:
+        # 540,000 scattered objects cost more to reach than to judge)
+        types, kinds_of, types_again = tee(map(type, new), 3)
+        strings.extend(compress(new, map(issubclass, types, repeat(str))))
+        kinds = set(kinds_of)
+        # tuples and records were taken whole, as values: opened together, next round
+        whole = {kind for kind in kinds if issubclass(kind, tuple) or _fields(kind) is not None}
+        items = list(compress(new, map(whole.__contains__, types_again))) if whole else []
+        tuples = [item for item in items if isinstance(item, tuple)]
+        stack = [[item for item in items if not isinstance(item, tuple)]] if items else []
+    return strings
 
 
-def _take_records(seen: set[Any], stack: list[Any], records: Any) -> None:
-    """Add the keys and the scalar values of ``records`` (mappings) to ``seen``; what is
-    nested in them goes on ``stack``."""
-    seen.update(*records)
+def _take(seen: set[Any], stack: list[Any], item: Any) -> None:
+    """Add the scalars of ``item`` to ``seen``; what is nested in it goes on ``stack``."""
+    if isinstance(item, dict):
+        _take_mappings(seen, stack, [item])
+    elif isinstance(item, (list, tuple)):
+        _take_items(seen, stack, item)
+    elif (fields := _fields(type(item))) is not None:
+        _take_records(seen, stack, [item], fields)
+    else:
+        seen.add(item)
+
+
+def _take_items(seen: set[Any], stack: list[Any], items: list[Any] | tuple[Any, ...]) -> None:
+    """Add the scalars of ``items`` to ``seen`` in one go, or, when some are walked (mappings,
+    lists, records), each kind of them in one go; what is nested deeper goes on ``stack``."""
+    kinds = set(map(type, items))
+    walked = _walked(kinds)
+    if not walked:
+        try:
+            seen.update(items)  # scalars, and tuples of scalars (opened later)
+        except TypeError:  # a tuple holding a list, a mapping's subclass...: one by one
+            stack.extend(items)
+    elif len(kinds) > 1:  # each kind apart
+        stack.extend([item for item in items if type(item) is kind] for kind in walked)
+        stack.append([item for item in items if type(item) not in walked])
+    elif dict in kinds:
+        _take_mappings(seen, stack, items)
+    elif list not in kinds:  # records of one type
+        _take_records(seen, stack, items, _fields(kinds.pop()) or ())
+    elif _walked(set(map(type, chain.from_iterable(items)))):
+        stack.extend(items)  # lists holding more than scalars: one by one
+    else:
+        _take_rows(seen, stack, items)  # lists of scalars (records' host lists): together
+
+
+def _walked(kinds: set[type]) -> set[type]:
+    """Those of ``kinds`` whose items are walked, not hashed whole: mappings, lists, records."""
+    return {kind for kind in kinds if kind is dict or kind is list or _fields(kind) is not None}
+
+
+@cache
+def _fields(kind: type) -> tuple[str, ...] | None:
+    """The field names of a dataclass type (its instances are records), else None."""
+    if not hasattr(kind, "__dataclass_fields__"):
+        return None
+    return tuple(field.name for field in dataclasses.fields(kind))
+
+
+def _take_mappings(seen: set[Any], stack: list[Any], mappings: Any) -> None:
+    """Add the keys and the scalar values of ``mappings`` to ``seen``; what is nested in them
+    goes on ``stack``."""
+    seen.update(*mappings)
+    _take_rows(seen, stack, list(map(dict.values, mappings)))
+
+
+def _take_records(seen: set[Any], stack: list[Any], records: Any, fields: tuple[str, ...]) -> None:
+    """Add the scalar field values of ``records`` (of one dataclass type with ``fields``) to
+    ``seen``, field by field; a field holding nested values (lists, mappings) goes on
+    ``stack``, as one list."""
+    columns = [attrgetter(name) for name in fields]
     try:
-        seen.update(*map(dict.values, records))
-    except TypeError:  # some record holds a list or a mapping
-        for record in records:
+        seen.update(*(map(column, records) for column in columns))
+    except TypeError:
+        for column in columns:
+            values = list(map(column, records))
             try:
-                seen.update(record.values())
+                seen.update(values)
             except TypeError:
-                stack.extend(record.values())
+                stack.append(values)
+
+
+def _take_rows(seen: set[Any], stack: list[Any], rows: list[Any]) -> None:
+    """Add the values of ``rows`` (iterables) to ``seen``; the values of the rows holding
+    nested ones (lists, mappings) go on ``stack``, all in one list."""
+    try:
+        seen.update(*rows)
+    except TypeError:
+        nested = []
+        for row in rows:
+            try:
+                seen.update(row)
+            except TypeError:
+                nested.append(row)
+        stack.append(list(chain.from_iterable(nested)))
 
 
 def _replaced(doc: Any, hidden: dict[str, str]) -> Any:
-    """``doc`` with each string of ``hidden`` replaced (tuples as lists, as JSON has them)."""
+    """``doc`` with each string of ``hidden`` replaced (tuples as lists, records as dicts of
+    their fields, as JSON has them)."""
     if isinstance(doc, str):
         return hidden.get(doc, doc)
     if isinstance(doc, dict):
         return {_replaced(key, hidden): _replaced(value, hidden) for key, value in doc.items()}
     if isinstance(doc, (list, tuple)):
         return [_replaced(item, hidden) for item in doc]
+    if (names := _fields(type(doc))) is not None:
+        return {name: _replaced(getattr(doc, name), hidden) for name in names}
     return doc

@@ -4,11 +4,10 @@ as JSON too)."""
 from __future__ import annotations
 
 import argparse
-from collections.abc import Iterator
-from contextlib import contextmanager
 
 from fabric.cli.errors import Exit, emit_json, positive_mib, read_input
 from fabric.cli.options import add_json
+from fabric.gcpause import gc_paused
 
 
 class _ToolsFormatter(argparse.HelpFormatter):
@@ -66,26 +65,10 @@ def cmd_parse(args: argparse.Namespace) -> int:
         args.max_mb or DEFAULT_LIMIT_MIB,
         "--max-mb N",
     )
-    with _no_cycle_collection():
+    with gc_paused():
         result = parse(args.tool, source.text)
         if not source.complete:
             result = cut_short(args.tool, result, source.last_line)
         doc = result.model_dump(mode="json")
     emit_json(doc)
     return Exit.OK
-
-
-@contextmanager
-def _no_cycle_collection() -> Iterator[None]:
-    """Pause the cyclic garbage collector while a result is built: its passes over the
-    millions of young objects a large capture makes cost 2-3x the parse (bench/parsers) and
-    free nothing, since the result holds no reference cycles."""
-    import gc
-
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()

@@ -17,11 +17,11 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import field
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
-
 from fabric.model.pairs import ring_pairs
+from fabric.model.record import record
 from fabric.spec import ClusterSpec
 from fabric.targets import hook
 
@@ -30,11 +30,8 @@ from fabric.targets import hook
 NODE_BIN_DIR = "/opt/railyard/nccl-tests/bin"
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(frozen=True)
-
-
-class GpuRail(_Model):
+@record
+class GpuRail:
     """One HCA of a GPU node and the GPU it serves."""
 
     host: str
@@ -50,7 +47,8 @@ class GpuRail(_Model):
         return f"{self.host}/{self.device}"
 
 
-class RailPair(_Model):
+@record
+class RailPair:
     """Two GPU nodes' HCAs on one rail: ``ib_write_bw --use_cuda`` from source to target."""
 
     rail: int
@@ -72,7 +70,8 @@ class RailPair(_Model):
         )
 
 
-class NcclRun(_Model):
+@record
+class NcclRun:
     """One nccl-tests all-reduce: on one node (``node``), below a leaf group (``leaf``), or
     across the spines (``fabric``)."""
 
@@ -81,7 +80,7 @@ class NcclRun(_Model):
     hosts: list[str]
     gpus_per_node: int
     gpu_type: str | None = None
-    hcas: list[str] = []
+    hcas: list[str] = field(default_factory=list)
     link_layer: str | None = None
     rate_gbps: int | None = None
 
@@ -118,7 +117,8 @@ def nvswitch_hosts(spec: ClusterSpec, hosts: Sequence[str]) -> list[str]:
     return [h for h in gpu_hosts(spec, hosts) if has_nvswitch(*gpus_of(spec, h))]
 
 
-class FirmwareMinimum(_Model):
+@record
+class FirmwareMinimum:
     """A declared HCA with the least firmware it may run (``hcas[].min_firmware``)."""
 
     host: str
@@ -170,16 +170,9 @@ def gpu_rails(spec: ClusterSpec, hosts: Sequence[str]) -> list[GpuRail]:
         hcas = spec.hosts[host].hcas
         by_rail = len({h.rail for h in hcas}) == len(hcas)
         for position, hca in enumerate(hcas):
-            out.append(
-                GpuRail(
-                    host=host,
-                    device=hca.device,
-                    rail=hca.rail if by_rail else position,
-                    gpu=(hca.rail if by_rail else position) % gpus,
-                    link_layer=hca.link_layer,
-                    rate_gbps=hca.rate_gbps,
-                )
-            )
+            rail = hca.rail if by_rail else position
+            # positional, in field order: 131,072 rails at 16,384 hosts
+            out.append(GpuRail(host, hca.device, rail, rail % gpus, hca.link_layer, hca.rate_gbps))
     return out
 
 
@@ -195,15 +188,15 @@ def rail_pairs(rails: Sequence[GpuRail]) -> list[RailPair]:
             a, b = on_rail[source], on_rail[target]
             out.append(
                 RailPair(
-                    rail=rail,
-                    source=source,
-                    target=target,
-                    source_device=a.device,
-                    target_device=b.device,
-                    source_gpu=a.gpu,
-                    target_gpu=b.gpu,
-                    link_layer=a.link_layer,
-                    rate_gbps=min(a.rate_gbps, b.rate_gbps),
+                    rail,
+                    source,
+                    target,
+                    a.device,
+                    b.device,
+                    a.gpu,
+                    b.gpu,
+                    a.link_layer,
+                    min(a.rate_gbps, b.rate_gbps),
                 )
             )
     return out

@@ -118,18 +118,20 @@ def _gbps(rate: float) -> str:
 
 def check_cable_rates(c: Checker) -> None:
     """A cable's width and speed carry the rate of each host HCA it ends at."""
-    rates = {
-        (host, hca.device): (index, hca_index, hca.rate_gbps)
-        for host, index in c.hosts.items()
-        for hca_index, hca in enumerate(c.spec.nodes[index].hcas)
-    }
+    # Each group's HCAs by device (the last one listed wins), looked up through the host's
+    # group: every host's (host, device) pairs were 131,072 entries at 16,384 hosts.
+    rates = [
+        {hca.device: (hca_index, hca.rate_gbps) for hca_index, hca in enumerate(group.hcas)}
+        for group in c.spec.nodes
+    ]
     for index, cable in enumerate(c.spec.fabric.cabling):
         carries = WIDTH_LANES[cable.width] * _CABLE_LANE_RATES[cable.speed]
         for side, end in (("a", cable.a), ("b", cable.b)):
-            found = rates.get((end.host or "", end.hca or ""))
-            if found is None or carries >= found[2]:
+            group = c.hosts.get(end.host or "")
+            found = rates[group].get(end.hca or "") if group is not None else None
+            if found is None or carries >= found[1]:
                 continue
-            group, hca_index, rate = found
+            hca_index, rate = found
             path = f"fabric.cabling[{index}]"
             c.add(
                 f"{path}.speed",

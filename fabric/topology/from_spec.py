@@ -129,40 +129,34 @@ def graph_from_spec(spec: ClusterSpec) -> FabricGraph:
     links: list[Link] = []
     next_port = [1] * topo.leaves
     first_uplink = nports - topo.uplinks_per_leaf + 1
-    speeds: dict[tuple[str, int], tuple[str, float]] = {}
+    leaf_guids = [leaf.guid for leaf in leaves]
+    shapes: dict[int, tuple[str, int, str, str, float]] = {}  # by HCA: a node group's are shared
+    new = tuple.__new__  # Ca and Link built without their Python-level __new__: 390,000 here
     for n, (leaf_index, host, hca) in enumerate(_placements(spec, topo)):
-        guid = guid_str(CA_GUID_BASE + 4 * n)
-        cas[guid] = Ca(
-            guid=guid,
-            host=host,
-            device=hca.device,
-            description=f"{host} {hca.device}",
-            ports=hca.ports,
-        )
-        shape = (hca.width, hca.rate_gbps)
-        if shape not in speeds:  # a few HCA shapes over thousands of HCAs
+        shape = shapes.get(id(hca))
+        if shape is None:
             speed = speed_for(hca.width, hca.rate_gbps)
-            speeds[shape] = (speed, link_rate(hca.width, speed))
-        speed, rate = speeds[shape]
-        for ca_port in range(1, hca.ports + 1):
+            shape = shapes[id(hca)] = (
+                hca.device,
+                hca.ports,
+                hca.width,
+                speed,
+                link_rate(hca.width, speed),
+            )
+        device, ports, width, speed, rate = shape
+        guid = f"0x{CA_GUID_BASE + 4 * n:016x}"  # guid_str, inline
+        cas[guid] = new(Ca, (guid, host, device, f"{host} {device}", ports, "hca"))
+        for ca_port in range(1, ports + 1):
             leaf_port = next_port[leaf_index]
             if leaf_port >= first_uplink:
                 raise GraphError(
-                    f"leaf{leaf_index + 1:02d} is out of host ports at {host} {hca.device}: "
+                    f"leaf{leaf_index + 1:02d} is out of host ports at {host} {device}: "
                     f"ports_per_switch={nports} minus uplinks_per_leaf={topo.uplinks_per_leaf} leaves "
                     f"{first_uplink - 1}; lower nodes_per_leaf or raise ports_per_switch"
                 )
-            next_port[leaf_index] += 1
+            next_port[leaf_index] = leaf_port + 1
             links.append(
-                Link(
-                    leaves[leaf_index].guid,
-                    leaf_port,
-                    guid,
-                    ca_port,
-                    hca.width,
-                    speed,
-                    rate,
-                )
+                new(Link, (leaf_guids[leaf_index], leaf_port, guid, ca_port, width, speed, rate))
             )
     supers = [
         Switch(
@@ -197,6 +191,7 @@ def _uplinks(
     spine_top = nports - (topo.uplinks_per_spine if supers else 0)
     spine_port = [1] * len(spines)
     links: list[Link] = []
+    new = tuple.__new__  # no Python-level Link.__new__: 131,072 uplinks at 16,384 hosts
     for n, leaf in enumerate(leaves):
         pod, index = divmod(n, per_pod)
         for i in range(topo.uplinks_per_leaf):
@@ -208,7 +203,9 @@ def _uplinks(
                     f"ports_per_switch={nports} less uplinks_per_spine; "
                     "add spines or lower uplinks_per_leaf"
                 )
-            links.append(Link(leaf.guid, first_uplink + i, spines[s].guid, spine_port[s], *up))
+            links.append(
+                new(Link, (leaf.guid, first_uplink + i, spines[s].guid, spine_port[s], *up))
+            )
             spine_port[s] += 1
     super_port = [1] * len(supers)
     for n, spine in enumerate(spines if supers else []):

@@ -21,12 +21,14 @@ Blocks (``topology/block``): one block per Slurm leaf switch, named after it.
 
 from __future__ import annotations
 
-import gc
+import itertools
 import re
-from itertools import repeat
-from operator import attrgetter
+from collections.abc import Iterable, Sequence
+from itertools import chain, repeat
+from operator import attrgetter, is_not
 
-from fabric.graph import FabricGraph, GraphError, SwitchEnds
+from fabric.gcpause import gc_paused
+from fabric.graph import Ca, FabricGraph, GraphError, Switch, SwitchEnds
 from fabric.hostlist import compress
 
 _DIGITS = re.compile(r"(\d+)")
@@ -66,29 +68,46 @@ def slurm_tree(graph: FabricGraph, slurm_names: bool = True) -> SlurmTree:
     """Apply the module's placement rule: hosts to their rail-0 leaf; upper levels by BFS.
     ``slurm_names``: refuse a switch name Slurm cannot read (a space, ``=``, ``,``, ...); off
     for outputs that write names their own way (Kubernetes label values)."""
-    enabled = gc.isenabled()
-    gc.disable()  # builds only acyclic containers; the collector would rescan the whole graph
-    try:
-        return _slurm_tree(graph, slurm_names)
-    finally:
-        if enabled:
-            gc.enable()
+    with gc_paused():
+        near, far = _flat_ends(graph.switch_ends())
+        return slurm_tree_of_ends(graph.switches, graph.cas, near, far, slurm_names)
 
 
-def _slurm_tree(graph: FabricGraph, slurm_names: bool) -> SlurmTree:
-    switches = graph.switches
+def slurm_tree_of_ends(
+    switches: dict[str, Switch],
+    cas: dict[str, Ca],
+    near: Sequence[str],
+    far: Sequence[str],
+    slurm_names: bool = True,
+) -> SlurmTree:
+    """``slurm_tree`` of the fabric of ``switches`` and ``cas`` given by its switch ends
+    (``FabricGraph.switch_ends``) one link end an entry, in link order: switch ``near[i]`` is
+    cabled to node ``far[i]``."""
+    with gc_paused():
+        return _slurm_tree(switches, cas, near, far, slurm_names)
+
+
+def _slurm_tree(
+    switches: dict[str, Switch],
+    cas: dict[str, Ca],
+    near: Sequence[str],
+    far: Sequence[str],
+    slurm_names: bool,
+) -> SlurmTree:
     order = {guid: natural_key(sw.name) for guid, sw in switches.items()}
     rank_of = {key: n for n, key in enumerate(sorted(set(order.values())))}
     rank = {guid: rank_of[key] for guid, key in order.items()}  # same comparisons as the keys
-    ends = graph.switch_ends()
-    cas = graph.cas
     hosts = dict(zip(cas, map(attrgetter("host"), cas.values()), strict=True))  # None for no host
     hca_hosts = (
         hosts
         if set(map(attrgetter("kind"), cas.values())) <= {"hca"}
         else {g: ca.host for g, ca in cas.items() if ca.kind == "hca"}
     )
-    host_leaf = _host_leaves(ends, hca_hosts, rank)
+    to_ca = list(map(cas.__contains__, far))
+    node_near = list(itertools.compress(near, to_ca))
+    node_far = list(itertools.compress(far, to_ca))
+    to_switch = list(map(switches.__contains__, far))
+    host_leaf = _host_leaves(node_near, node_far, hca_hosts, rank)
     if not host_leaf:
         raise GraphError(
             f"no switch is cabled to a host's HCA ({len(switches)} switches, {len(cas)} CAs), "
@@ -97,12 +116,10 @@ def _slurm_tree(graph: FabricGraph, slurm_names: bool) -> SlurmTree:
     leaf_hosts: dict[str, list[str]] = {}
     for host, sw in host_leaf.items():
         leaf_hosts.setdefault(sw, []).append(host)
-    rail_of = _rail_leaves(ends, hosts, set(leaf_hosts), host_leaf)
-    sw_adj: dict[str, set[str]] = {guid: set() for guid in switches}
-    for sw, others in ends:
-        sw_adj[sw].update(filter(switches.__contains__, others))
-    for sw, kids in sw_adj.items():
-        kids.discard(sw)
+    rail_of = _rail_leaves(node_near, node_far, hosts, set(leaf_hosts), host_leaf)
+    sw_adj = _switch_adjacency(
+        itertools.compress(near, to_switch), itertools.compress(far, to_switch), switches
+    )
     level = _levels([*leaf_hosts, *rail_of], sw_adj)
     at_level: dict[int, set[str]] = {}
     for g, lvl in level.items():
@@ -158,46 +175,73 @@ def _merge_same_children(
     return merged
 
 
+def _flat_ends(ends: list[SwitchEnds]) -> tuple[Sequence[str], list[str]]:
+    """``ends`` one link end an entry, as two parallel sequences: the switch and the node at
+    the far end, in order (whether ``ends`` holds one end an entry or several), so what
+    follows is C-level maps, not a Python loop per end (385,000 at 16,384 hosts)."""
+    if not ends:
+        return (), []
+    near, groups = zip(*ends, strict=True)
+    far = list(chain.from_iterable(groups))
+    if len(far) == len(near) and set(map(len, groups)) == {1}:
+        return near, far
+    return list(chain.from_iterable(map(repeat, near, map(len, groups)))), far
+
+
 def _host_leaves(
-    ends: list[SwitchEnds], hca_host: dict[str, str | None], rank: dict[str, int]
+    near: Sequence[str], far: Sequence[str], hca_host: dict[str, str | None], rank: dict[str, int]
 ) -> dict[str, str]:
     """Host -> its rail-0 leaf (lowest-ranked switch any of its HCAs is cabled to; the first seen
-    in link order on a tie), hosts in first-seen order."""
-    host_leaf: dict[str, str] = {}
-    for sw, others in ends:
-        hosts = list(filter(None, map(hca_host.get, others)))
-        if not hosts:
-            continue
-        r = rank[sw]
-        bests = list(map(host_leaf.get, hosts))
-        if not any(bests):  # all new (the first rail): in order, a repeated host keeps its first
-            host_leaf.update(zip(hosts, repeat(sw)))
-        elif None not in bests and r >= max(map(rank.__getitem__, bests)):
-            continue  # all placed on leaves at least as low (the other rails)
-        else:
-            for host in hosts:
-                best = host_leaf.get(host)
-                if best is None or r < rank[best]:
-                    host_leaf[host] = sw
+    in link order on a tie), hosts in first-seen order. Switch ``near[i]`` is cabled to node
+    ``far[i]``."""
+    at = list(map(hca_host.get, far))  # None: a switch, a CA that is no host's HCA
+    hosts = list(filter(None, at))
+    leaves = list(itertools.compress(near, at))
+    ranks = list(map(rank.__getitem__, leaves))
+    # The ends from the best to the worst reversed: ranks descending, and (a stable sort of
+    # the reversed ends) on a tie the last end first; each host's best end is written last.
+    worst_first = sorted(range(len(leaves) - 1, -1, -1), key=ranks.__getitem__, reverse=True)
+    best = zip(
+        map(hosts.__getitem__, worst_first), map(leaves.__getitem__, worst_first), strict=True
+    )
+    host_leaf: dict[str, str] = dict.fromkeys(hosts, "")  # first-seen order
+    host_leaf.update(best)
     return host_leaf
 
 
 def _rail_leaves(
-    ends: list[SwitchEnds],
+    near: Sequence[str],
+    far: Sequence[str],
     hosts: dict[str, str | None],
     leaves: set[str],
     host_leaf: dict[str, str],
 ) -> dict[str, str]:
     """Rail leaves (switches cabled to placed hosts that hold none) -> the rail-0 leaf of the first
-    such host they reach, to be folded into it."""
-    rail_of: dict[str, str] = {}
-    for sw, others in ends:
-        if sw in leaves or sw in rail_of:
-            continue
-        for host in filter(host_leaf.__contains__, map(hosts.get, others)):
-            rail_of[sw] = host_leaf[host]
-            break
+    such host they reach, to be folded into it; in the order of those first ends."""
+    leaf_at = list(map(host_leaf.get, map(hosts.get, far)))  # None: not a placed host
+    placed = list(map(is_not, leaf_at, repeat(None)))
+    at = list(itertools.compress(near, placed))
+    rail_of: dict[str, str] = dict.fromkeys(at, "")  # first-end order
+    # Written from the last end to the first: each switch keeps its first end's leaf.
+    rail_of.update(
+        zip(reversed(at), reversed(list(itertools.compress(leaf_at, placed))), strict=True)
+    )
+    for leaf in leaves:
+        rail_of.pop(leaf, None)
     return rail_of
+
+
+def _switch_adjacency(
+    near: Iterable[str], far: Iterable[str], switches: dict[str, Switch]
+) -> dict[str, set[str]]:
+    """Switch -> the other switches it is cabled to (every switch, with none for some), from
+    the switch-to-switch ends: ``near[i]`` cabled to ``far[i]``."""
+    sw_adj: dict[str, set[str]] = {guid: set() for guid in switches}
+    for sw, other in zip(near, far, strict=True):
+        sw_adj[sw].add(other)
+    for sw, kids in sw_adj.items():
+        kids.discard(sw)
+    return sw_adj
 
 
 def _prune_pass_through_tops(uppers: dict[str, set[str]]) -> None:

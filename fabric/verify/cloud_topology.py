@@ -20,7 +20,7 @@ from typing import Any
 from fabric.graph import FabricGraph
 from fabric.targets import hook, hooks
 from fabric.topology.render import slurm_switch_view
-from fabric.verify.harness import HarnessError
+from fabric.verify.harness_error import HarnessError
 from fabric.verify.slurm import parse_show_topology
 
 __all__ = ["placement_command", "provider_graph", "topology_problems"]

@@ -18,16 +18,12 @@ import pytest
 
 from fabric.topology.ibsim_clients import dead_clients, parse_attached
 from fabric.topology.ibsim_console import FaultError, IbsimConsole
+from fabric.verify.harness_error import HarnessError
 
 #: Seconds the lab's ibsim console gets to answer ``Attached`` when a check drops stale
 #: clients: ibsim answers its console between MADs, and a faulted fabric keeps it busy (5 s
 #: was too short: issue 18's ping checks failed at setup and teardown).
 CONSOLE_TIMEOUT = 20.0
-
-
-class HarnessError(RuntimeError):
-    """The check could not look (a tool failed or printed something unreadable): the harness's
-    problem, never reported as the fabric's."""
 
 
 @pytest.hookimpl(hookwrapper=True)

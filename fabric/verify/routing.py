@@ -34,6 +34,8 @@ import math
 import shlex
 from collections import deque
 from dataclasses import dataclass, field
+from itertools import compress
+from operator import attrgetter
 
 from fabric.graph import FabricGraph
 from fabric.parsers.common import ParseError
@@ -204,15 +206,25 @@ class RouteVerdict:
 def host_switches(graph: FabricGraph) -> set[str]:
     """GUIDs of the switches with a host's HCA cabled: the bottom level. A CA with no host
     (a node description never set, a SHARP aggregation node) does not make a leaf."""
-    return {
-        end
-        for link in graph.links
-        for end, other in ((link.a_guid, link.b_guid), (link.b_guid, link.a_guid))
-        if end in graph.switches
-        and other in graph.cas
-        and graph.cas[other].kind == "hca"
-        and graph.cas[other].host
-    }
+    hcas = {g for g, ca in graph.cas.items() if ca.kind == "hca" and ca.host}
+    a_end = list(map(attrgetter("a_guid"), graph.links))
+    b_end = list(map(attrgetter("b_guid"), graph.links))
+    return {  # C-level selections: a Python test per link end took 0.2 s at 16,384 hosts
+        *compress(a_end, map(hcas.__contains__, b_end)),
+        *compress(b_end, map(hcas.__contains__, a_end)),
+    } & graph.switches.keys()
+
+
+def _has_host_switch(graph: FabricGraph) -> bool:
+    """Whether some switch has a host's HCA cabled (``host_switches`` is not empty), stopping
+    at the first such link (a fat tree's first links are a leaf's hosts)."""
+    switches, cas = graph.switches, graph.cas
+    for link in graph.links:
+        for end, other in ((link.a_guid, link.b_guid), (link.b_guid, link.a_guid)):
+            ca = cas.get(other)
+            if ca is not None and ca.kind == "hca" and ca.host and end in switches:
+                return True
+    return False
 
 
 def switch_levels(graph: FabricGraph) -> dict[str, int]:
@@ -239,7 +251,7 @@ def unjudged_levels(graph: FabricGraph) -> str | None:
     levels count from the hosts, so the fabric needs a switch with a host's HCA cabled."""
     if not graph.switches:
         return "the declared fabric holds no switch: no forwarding table to judge"
-    if not host_switches(graph):
+    if not _has_host_switch(graph):
         return (
             f"no host's HCA is cabled to any of the declared fabric's {len(graph.switches)} "
             "switches (a switch-only capture or cabling): switch levels count from the hosts, "

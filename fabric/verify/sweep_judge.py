@@ -20,7 +20,7 @@ discovery that reported MAD errors) is an ``error`` result, never a failure.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
 from fabric.graph import FabricGraph, Link
@@ -144,29 +144,53 @@ class _Cable:
         return f"{kind}:{self.hca_port}"
 
 
-def _names(declared: FabricGraph, link: Link) -> tuple[str, str, str, str | None]:
-    """A cable's ends' names, its id (both ends) and its HCA port (None between switches)."""
-    a, b = declared.node_name(link.a_guid), declared.node_name(link.b_guid)
-    cas = declared.cas
-    hca = (
-        f"{a}/{link.a_port}"
-        if link.a_guid in cas
-        else f"{b}/{link.b_port}"
-        if link.b_guid in cas
-        else None
-    )
-    return a, b, f"{a}/{link.a_port}-{b}/{link.b_port}", hca
+#: Node GUID -> its name (``FabricGraph.node_name``) and, for a CA, the host its cables are
+#: judged under (None for a switch).
+_Ends = dict[str, tuple[str, str | None]]
+
+
+def _ends(declared: FabricGraph) -> _Ends:
+    """Every node's :data:`_Ends` entry, computed once per node rather than per cable end."""
+    out: _Ends = {guid: (switch.name, None) for guid, switch in declared.switches.items()}
+    node_name = declared.node_name
+    for guid in declared.cas:  # after the switches: a GUID in both is a CA, named as a switch
+        name = node_name(guid)
+        out[guid] = (name, name.split("/", 1)[0])
+    return out
+
+
+def _name(ends: _Ends, guid: str) -> str:
+    """``FabricGraph.node_name`` from :func:`_ends` (a node the graph lacks: its GUID)."""
+    end = ends.get(guid)
+    return guid if end is None else end[0]
+
+
+def _cable_names(links: list[Link], ends: _Ends) -> Iterator[tuple[str, str, str | None]]:
+    """Each link's id (both ends), its HCA port (its id between switches) and that port's host."""
+    for link in links:
+        a_guid, b_guid = link.a_guid, link.b_guid
+        a_name, a_host = ends.get(a_guid) or (a_guid, None)
+        b_name, b_host = ends.get(b_guid) or (b_guid, None)
+        a_end, b_end = f"{a_name}/{link.a_port}", f"{b_name}/{link.b_port}"
+        cable_id = f"{a_end}-{b_end}"
+        if a_host is not None:
+            yield cable_id, a_end, a_host
+        elif b_host is not None:
+            yield cable_id, b_end, b_host
+        else:
+            yield cable_id, cable_id, None
 
 
 def _cables(declared: FabricGraph) -> list[_Cable]:
     out = []
-    switches = declared.switches
-    for link in declared.links:
-        a, b, cable_id, hca = _names(declared, link)
+    switches, ends, links = declared.switches, _ends(declared), declared.links
+    for link, (cable_id, port, host) in zip(links, _cable_names(links, ends), strict=True):
+        a, b = _name(ends, link.a_guid), _name(ends, link.b_guid)
         a_end = f"{a.replace('/', ' ', 1)} port {link.a_port}"
         b_end = f"{b.replace('/', ' ', 1)} port {link.b_port}"
         switch_first = link.a_guid in switches or link.b_guid not in switches
         label = f"{a_end} ↔ {b_end}" if switch_first else f"{b_end} ↔ {a_end}"
+        hca = None if host is None else port
         out.append(_Cable(link, cable_id, (a, link.a_port), (b, link.b_port), hca, label))
     return out
 
@@ -184,11 +208,13 @@ class CableId:
 
 def cable_ids(declared: FabricGraph) -> list[CableId]:
     """Every declared cable as the sweep's results name it, in the graph's order."""
-    out = []
-    for link in declared.links:
-        _, _, cable_id, hca = _names(declared, link)
-        out.append(CableId(cable_id, hca or cable_id, hca.split("/", 1)[0] if hca else None))
-    return out
+    return [CableId(link, port, host) for link, port, host in cable_names(declared)]
+
+
+def cable_names(declared: FabricGraph) -> Iterator[tuple[str, str, str | None]]:
+    """:func:`cable_ids` as plain ``(link, port, host)`` tuples, for a caller that builds its
+    own object per cable (the check plan names every cable of a 16k-host fabric)."""
+    return _cable_names(declared.links, _ends(declared))
 
 
 def _group(cables: list[_Cable], found: list[Discrepancy]) -> dict[str, list[Discrepancy]]:

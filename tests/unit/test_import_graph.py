@@ -38,6 +38,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = (
             "fabric.state",
             "fabric.catalog",
             "fabric.graph",
+            "fabric.gcpause",
             "fabric.redact",
             "fabric.targets",
         ),

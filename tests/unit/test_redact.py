@@ -12,6 +12,7 @@ import base64
 import copy
 import random
 import types
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
@@ -311,6 +312,62 @@ def test_redact_doc_returns_a_document_without_secrets_as_it_is() -> None:
 
     doc = {"ib": [{"host": f"gpu{i:04d}", "node_guid": f"0x0002c903020{i:05x}"} for i in range(50)]}
     assert redact_doc(doc) is doc
+
+
+@dataclass(frozen=True, slots=True)
+class _Port:
+    """A plan record as the plan holds them: frozen, slotted, no ``__dict__``."""
+
+    host: str
+    port: int
+    netdev: str | None
+    peers: tuple[str, ...] = ()
+
+
+def test_redact_doc_hides_a_secret_in_one_record_among_many() -> None:
+    from fabric.redact import redact_doc
+
+    ports = [_Port(f"gpu{i:04d}", 1, None, (f"gpu{i + 1:04d}",)) for i in range(200)]
+    ports[137] = _Port("gpu0137", 1, _KEY)
+    ports[150] = _Port("gpu0150", 2, None, ("gpu0151", f"admin:{_KEY}@bmc"))
+    doc = {"ib": {"checks": ["test_ib_active_mtu"], "parameters": ports}, "hosts": ["gpu0000"]}
+    out = redact_doc(doc)
+    assert _KEY not in repr(out)
+    params = out["ib"]["parameters"]
+    assert params[137] == {
+        "host": "gpu0137",
+        "port": 1,
+        "netdev": params[137]["netdev"],
+        "peers": [],
+    }
+    assert list(params[137]) == ["host", "port", "netdev", "peers"]  # the fields' order
+    assert params[137]["netdev"].startswith(MARKER)
+    assert params[150]["peers"][0] == "gpu0151" and MARKER in params[150]["peers"][1]
+    assert params[0] == {"host": "gpu0000", "port": 1, "netdev": None, "peers": ["gpu0001"]}
+    assert out["hosts"] == ["gpu0000"] and doc["ib"]["parameters"] is ports  # ports untouched
+    assert ports[137].netdev == _KEY
+
+
+def test_redact_doc_returns_records_without_secrets_as_they_are() -> None:
+    from fabric.redact import redact_doc
+
+    ports = [_Port(f"gpu{i:04d}", i % 8, f"ib{i % 8}", ("0x0002c90302000a1b",)) for i in range(200)]
+    doc = {"ib": {"parameters": ports}, "slurm": {"parameters": ["gpu0001"]}, "one": ports[0]}
+    out = redact_doc(doc)
+    assert out is doc and out["ib"]["parameters"] is ports
+    assert all(isinstance(port, _Port) for port in out["ib"]["parameters"])
+
+
+def test_redact_doc_judges_texts_holding_newlines_whole() -> None:
+    """All distinct strings are judged at once, one per line: a string holding a newline is
+    judged on its own, and a secret on its second line is found."""
+    from fabric.redact import redact_doc
+
+    doc = {"note": f"first line\n{_KEY}", "hosts": ["gpu01", "a\nb"], "plain": "x" * 15}
+    out = redact_doc(doc)
+    assert out["note"] == "first line\n" + out["note"].split("\n")[1]
+    assert out["note"].split("\n")[1].startswith(MARKER)
+    assert out["hosts"] == ["gpu01", "a\nb"] and out["plain"] == "x" * 15
 
 
 @pytest.mark.parametrize(

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 
+from fabric.graph import Ca, FabricGraph, Link, Switch
 from fabric.lab.simfabric import fat_tree
 from fabric.parsers.ibnetdiscover import parse as parse_ibnetdiscover
 from fabric.parsers.ibroute import IbrouteReport
@@ -14,7 +15,7 @@ from fabric.parsers.ibroute import parse as parse_ibroute
 from fabric.parsers.opensm_log import parse as parse_log
 from fabric.state import REPO_ROOT
 from fabric.topology.ibsim import simulated
-from fabric.verify.routing import judge_engine, judge_routes
+from fabric.verify.routing import host_switches, judge_engine, judge_routes, unjudged_levels
 
 FIXTURES = REPO_ROOT / "tests" / "fixtures"
 
@@ -191,3 +192,30 @@ def test_a_declared_chain_takes_any_engine_of_it() -> None:
     other = judge_engine("updn,minhop", log)
     assert not other.ok
     assert "OpenSM routes with ftree, not the declared updn,minhop" in other.message
+
+
+def test_the_bottom_level_is_the_switches_with_a_hosts_hca() -> None:
+    """A CA with no host or not an HCA (a SHARP aggregation node) makes no leaf, whichever end
+    of the link it is; ``unjudged_levels`` agrees with ``host_switches``."""
+    switches = {g: Switch(g, g.lower(), g.lower(), 8) for g in ("L1", "L2", "L3", "S1")}
+    cas = {
+        "H1": Ca("H1", "gpu01", "mlx5_0", "", 1),
+        "H2": Ca("H2", None, "mlx5_0", "", 1),
+        "H3": Ca("H3", "agg01", "agg", "", 1, "aggregation"),
+    }
+
+    def link(a: str, b: str) -> Link:
+        return Link(a, 1, b, 2, "4X", "HDR", 200.0)
+
+    graph = FabricGraph(
+        switches=switches,
+        cas=cas,
+        links=[link("L2", "H2"), link("H3", "L3"), link("L1", "S1"), link("H1", "L1")],
+    )
+    assert host_switches(graph) == {"L1"}
+    assert unjudged_levels(graph) is None
+    no_host = FabricGraph(switches=switches, cas=cas, links=graph.links[:3])
+    assert host_switches(no_host) == set()
+    assert "no host's HCA is cabled to any of the declared fabric's 4" in str(
+        unjudged_levels(no_host)
+    )

@@ -6,12 +6,13 @@ import pytest
 import yaml
 from conftest import bare_metal_access
 
-from fabric.graph import FabricGraph, GraphError
+from fabric.graph import Ca, DeferredLinks, FabricGraph, GraphError, Link, Switch
 from fabric.hostlist import expand
 from fabric.parsers.ibnetdiscover import parse
 from fabric.spec import ClusterSpec
 from fabric.state import REPO_ROOT
 from fabric.topology.from_spec import graph_from_spec
+from fabric.topology.render import only_hosts, slurm_switch_view
 from fabric.topology.slurm import block_conf, natural_key, slurm_tree, topology_yaml, tree_conf
 
 FIXTURES = REPO_ROOT / "tests/fixtures"
@@ -182,3 +183,62 @@ def test_switch_without_a_usable_description_is_named_by_guid() -> None:
 
 def test_natural_key() -> None:
     assert sorted(["leaf10", "leaf2", "leaf1"], key=natural_key) == ["leaf1", "leaf2", "leaf10"]
+
+
+def _one_link(a: str, a_port: int, b: str, b_port: int) -> Link:
+    return Link(a, a_port, b, b_port, "4X", "HDR", 200.0)
+
+
+def test_a_host_sits_under_its_first_seen_leaf_among_leaves_of_one_rank() -> None:
+    """``leaf1`` and ``leaf01`` sort alike: the host goes to the one its links reach first, and
+    a leaf lists its hosts in the order their links come (issue 44 rewrote the placement)."""
+    switches = {g: Switch(g, n, n, 8) for g, n in (("S1", "leaf01"), ("S2", "leaf1"))}
+    switches["S3"] = Switch("S3", "spine1", "spine1", 8)
+    cas = {f"C{h}{k}": Ca(f"C{h}{k}", f"n{h}", f"mlx5_{k}", "", 1) for h in (1, 2) for k in (0, 1)}
+    links = [
+        _one_link("C20", 1, "S2", 1),  # n2 first seen on leaf1
+        _one_link("S1", 1, "C11", 1),  # n1 first seen on leaf01
+        _one_link("C21", 1, "S1", 2),
+        _one_link("S2", 2, "C10", 1),
+        _one_link("S1", 8, "S3", 1),
+        _one_link("S3", 2, "S2", 8),
+    ]
+    tree = slurm_tree(FabricGraph(switches=switches, cas=cas, links=links))
+    assert tree.leaves == {"leaf1": ["n2"], "leaf01": ["n1"]}
+    assert list(tree.leaves) == ["leaf1", "leaf01"]
+
+
+def test_switch_ends_grouped_by_switch_give_the_same_tree() -> None:
+    """``switch_ends`` may hold several far ends an entry (``DeferredLinks``, the fast
+    ibnetdiscover parser): the tree is the one of the same ends one an entry."""
+    graph = rails()
+    grouped: list[tuple[str, list[str]]] = []
+    for sw, others in graph.switch_ends():  # runs of one switch merged: the same end order
+        if grouped and grouped[-1][0] == sw:
+            grouped[-1][1].extend(others)
+        else:
+            grouped.append((sw, list(others)))
+    assert len(grouped) < len(graph.switch_ends())
+    deferred = FabricGraph(
+        switches=graph.switches, cas=graph.cas, links=DeferredLinks(lambda: graph.links, grouped)
+    )
+    want, got = slurm_tree(graph), slurm_tree(deferred)
+    assert (got.leaves, got.uppers, got.merged) == (want.leaves, want.uppers, want.merged)
+    assert list(got.leaves) == list(want.leaves) and got.hosts() == want.hosts()
+
+
+def test_switch_view_is_the_tree_of_the_kept_hosts() -> None:
+    """``slurm_switch_view`` (no links built for the kept hosts) shows the tree ``tree_conf``
+    writes for ``only_hosts``: every node below a switch, three levels deep."""
+    graph = parse((FIXTURES / "ibnetdiscover__superbench__1.txt").read_text())
+    hosts = sorted({ca.host for ca in graph.cas.values() if ca.host})[::2]
+    tree = slurm_tree(only_hosts(graph, hosts))
+    view = slurm_switch_view(graph, hosts)
+    assert list(view) == [*tree.leaves, *tree.uppers]
+
+    def below(sw: str) -> set[str]:
+        return set(tree.leaves.get(sw, ())).union(*map(below, tree.uppers.get(sw, ())))
+
+    for sw, (nodes, kids) in view.items():
+        assert nodes == sorted(below(sw)) and kids == sorted(tree.uppers.get(sw, []))
+    assert any(kid in tree.uppers for kids in tree.uppers.values() for kid in kids)

@@ -36,7 +36,6 @@ the growing result repeatedly). The package imports its modules on first use, so
 
 from __future__ import annotations
 
-import gc
 import importlib
 
 #: ``typing.TYPE_CHECKING`` without importing ``typing`` (``python -m fabric topology`` loads
@@ -74,23 +73,19 @@ def parse(text: str) -> FabricGraph:
 
     The bulk path (:mod:`.fast`) first; the line parser (:mod:`.lines`) when it declines.
     """
+    from fabric.gcpause import gc_paused
     from fabric.parsers.ibnetdiscover.fast import _parse_fast
 
     if "\r\n" in text:  # CRLF line endings (a capture saved on Windows), as every parser takes
         text = text.replace("\r\n", "\n")
     _check_ranges(text)
-    enabled = gc.isenabled()
-    gc.disable()  # the parse allocates ~1 M tuples and strings that all live on: no cycles to find
-    try:
+    with gc_paused():  # the parse allocates ~1 M tuples and strings that all live on: no cycles
         graph = _parse_fast(text)
         if graph is None:  # the line parser, imported only when the bulk path declines
             from fabric.parsers.ibnetdiscover.lines import _parse
 
             return _parse(text)
         return graph
-    finally:
-        if enabled:
-            gc.enable()
 
 
 #: The most a LID (unicast: 1 to 0xBFFF; multicast LIDs name no port), an LMC (3 bits) and a

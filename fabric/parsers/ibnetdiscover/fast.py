@@ -16,13 +16,13 @@ same graph for every text this path accepts.
 
 from __future__ import annotations
 
-import gc
 import re
 from collections import Counter
 from functools import cache, partial
 from itertools import compress, count, repeat
 from operator import itemgetter, not_
 
+from fabric.gcpause import gc_paused
 from fabric.graph import (
     LANE_GBPS,
     WIDTH_LANES,
@@ -282,9 +282,7 @@ def _build_links(
     rule is decided per line from the node GUIDs (ports only when they tie); port numbers and
     rates are then taken out column-wise for the kept lines, and for the others only if a
     slower end could matter."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
+    with gc_paused():
         pieces = text.split('"')
         ids = pieces[1::4]
         kept, others = _kept_lines(pieces, ids, headers, ends, guid_of)
@@ -297,9 +295,6 @@ def _build_links(
             if min(rates[w][2] for w in words) < max(link.rate_gbps for link in links):
                 _reconcile(links, list(_link_rows(pieces, ids, others, guid_of)))
         return links
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def _kept_lines(

@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict
 from fabric.parsers.fi_info import FiInfoReport
 from fabric.targets.aws.catalog import aws_instance
 from fabric.verify.families.base import Fixture, host_fixture
-from fabric.verify.harness import HarnessError
+from fabric.verify.harness_error import HarnessError
 
 if TYPE_CHECKING:
     from fabric.spec import ClusterSpec

@@ -14,7 +14,7 @@ from typing import Any
 from fabric.graph import FabricGraph, GraphError
 from fabric.redact import redact
 from fabric.topology.cloud import aws_topology_graph
-from fabric.verify.harness import HarnessError
+from fabric.verify.harness_error import HarnessError
 
 __all__ = ["AWS_IDS_PER_CALL", "aws_graph", "describe_instance_topology", "graph", "instance_id"]
 

@@ -31,7 +31,7 @@ from pydantic import BaseModel, ConfigDict
 from fabric.parsers.ibstat import IbstatReport
 from fabric.targets.azure.catalog import azure_size
 from fabric.verify.families.base import Fixture, host_fixture
-from fabric.verify.harness import HarnessError
+from fabric.verify.harness_error import HarnessError
 
 if TYPE_CHECKING:
     from fabric.spec import ClusterSpec

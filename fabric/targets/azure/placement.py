@@ -19,7 +19,7 @@ from typing import Any
 
 from fabric.graph import FabricGraph, GraphError
 from fabric.topology.cloud import graph_from_paths
-from fabric.verify.harness import HarnessError
+from fabric.verify.harness_error import HarnessError
 
 __all__ = ["NEEDS_REGION", "azure_graph", "graph", "imds_compute"]
 

@@ -23,7 +23,7 @@ from fabric.parsers.ip_addr import addresses_in
 from fabric.targets.gcp.catalog import gcp_machine
 from fabric.targets.gcp.model import gpu_subnet_cidrs
 from fabric.verify.families.base import Fixture, host_fixture
-from fabric.verify.harness import HarnessError
+from fabric.verify.harness_error import HarnessError
 
 if TYPE_CHECKING:
     from fabric.spec import ClusterSpec

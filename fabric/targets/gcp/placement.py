@@ -11,7 +11,7 @@ from typing import Any
 
 from fabric.graph import FabricGraph, GraphError
 from fabric.topology.cloud import CURL_HTTP_ERROR, gce_instances_from_metadata, gce_topology_graph
-from fabric.verify.harness import HarnessError
+from fabric.verify.harness_error import HarnessError
 
 __all__ = ["gce_graph", "gce_reading", "graph"]
 

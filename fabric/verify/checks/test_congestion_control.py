@@ -10,7 +10,7 @@ import pytest
 from fabric.parsers.ibccquery import parse as parse_ibccquery
 from fabric.verify.congestion import SHOWN, judge, query_command
 from fabric.verify.facts import Facts, keep_255
-from fabric.verify.harness import HarnessError
+from fabric.verify.harness_error import HarnessError
 from fabric.verify.plan import CheckPlan
 from fabric.verify.routing import RoutingHarnessError, judge_routes, read_fabric, read_tables
 from fabric.verify.sweep import shell_runner

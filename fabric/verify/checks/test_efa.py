@@ -16,7 +16,7 @@ import pytest
 
 from fabric.parsers import PARSERS, ParseError
 from fabric.verify.families import checks_part
-from fabric.verify.harness import HarnessError
+from fabric.verify.harness_error import HarnessError
 
 #: The EFA families' judging (the target's ``checks`` part, found by the family's name).
 efa = checks_part("efa")

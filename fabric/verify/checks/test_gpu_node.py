@@ -26,7 +26,7 @@ from fabric.parsers import dcgmi_diag, lspci, nvidia_driver, nvidia_smi_q, pci_l
 from fabric.parsers.errors import ParseError
 from fabric.verify import health_gpu
 from fabric.verify.facts import Facts
-from fabric.verify.harness import HarnessError
+from fabric.verify.harness_error import HarnessError
 from fabric.verify.plan import CheckPlan
 
 #: Seconds for one quick read (nvidia-smi -q, lspci, sysfs); for DCGM's level-1 diagnostic.

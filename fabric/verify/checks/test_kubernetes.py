@@ -13,7 +13,7 @@ import pytest
 
 from fabric.verify.facts import Facts
 from fabric.verify.families.kubernetes import label_problems
-from fabric.verify.harness import HarnessError
+from fabric.verify.harness_error import HarnessError
 from fabric.verify.plan import CheckPlan
 
 pytestmark = pytest.mark.family("kubernetes_labels")

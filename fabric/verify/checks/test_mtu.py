@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from fabric.verify.facts import TOOL_ATTEMPTS, Facts
-from fabric.verify.harness import HarnessError
+from fabric.verify.harness_error import HarnessError
 from fabric.verify.mtu import df_ping_command, df_ping_payload, ib_mtu_bytes
 from fabric.verify.plan import CheckPlan, HcaPort, Pair
 

@@ -23,7 +23,7 @@ from fabric.targets import hook
 from fabric.verify.bandwidth import Exclusive
 from fabric.verify.facts import Facts
 from fabric.verify.gids import roce_gid_index
-from fabric.verify.harness import HarnessError
+from fabric.verify.harness_error import HarnessError
 from fabric.verify.nccl import NetworkExpectation, RunShape, bisect, expectation, judge_shape
 from fabric.verify.nccl_run import (
     NcclHarnessError,

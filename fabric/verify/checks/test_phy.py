@@ -11,7 +11,7 @@ import pytest
 from fabric.parsers import ibdiagnet
 from fabric.parsers.common import ParseError
 from fabric.verify.facts import Facts
-from fabric.verify.harness import HarnessError
+from fabric.verify.harness_error import HarnessError
 
 pytestmark = pytest.mark.family("phy")
 

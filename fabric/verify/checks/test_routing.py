@@ -15,7 +15,7 @@ from collections.abc import Callable
 import pytest
 
 from fabric.verify.facts import Facts
-from fabric.verify.harness import HarnessError
+from fabric.verify.harness_error import HarnessError
 from fabric.verify.plan import CheckPlan
 from fabric.verify.routing import (
     SHOWN,

@@ -13,7 +13,7 @@ import pytest
 
 from fabric.parsers import ParseError
 from fabric.verify.facts import Facts
-from fabric.verify.harness import HarnessError
+from fabric.verify.harness_error import HarnessError
 from fabric.verify.plan import CheckPlan, SubnetManagerExpect
 from fabric.verify.sm import (
     LAB_PING_SERVER,

@@ -4,14 +4,11 @@ runs are the model's (``fabric.model.ports``, ``fabric.model.gpus``)."""
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict
+from fabric.model.record import keyword_record, record
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(frozen=True)
-
-
-class SubnetManagerExpect(_Model):
+@keyword_record
+class SubnetManagerExpect:
     """A declared subnet manager, in any mode (``fabric.spec.models.SubnetManager``): how it
     is recognised (a managed host's port, an external port's node description or GUID, a
     switch's name), its priority and whether it is the expected master."""
@@ -39,7 +36,8 @@ class SubnetManagerExpect(_Model):
         return "MASTER" if self.master else "STANDBY"
 
 
-class Pair(_Model):
+@record
+class Pair:
     """A sampled (source, target) host pair."""
 
     source: str
@@ -51,7 +49,8 @@ class Pair(_Model):
         return f"{self.source}->{self.target}"
 
 
-class SwitchHop(_Model):
+@record
+class SwitchHop:
     """One host-switch hop of a RoCE fabric: the host's fabric netdev and the switch port
     facing it (``fabric.switches[].ports``). A host->switch->host path is two hops."""
 
@@ -71,7 +70,8 @@ class SwitchHop(_Model):
         return f"switch {self.switch} port {self.port} <-> host {self.host} {self.netdev}"
 
 
-class DeclaredLink(_Model):
+@record
+class DeclaredLink:
     """A declared cable, named by both ends."""
 
     a_name: str
@@ -88,7 +88,8 @@ class DeclaredLink(_Model):
         return f"{self.a_name}/{self.a_port}-{self.b_name}/{self.b_port}"
 
 
-class SweptCable(_Model):
+@record
+class SweptCable:
     """A declared InfiniBand cable the fabric sweep judges (``fabric.verify.sweep_judge``):
     ``link`` names both ends (the discovery check's parameter), ``port`` the HCA port (or
     ``link`` between switches: the state and counter checks' parameter), ``host`` its host."""
@@ -103,7 +104,8 @@ class SweptCable(_Model):
         return self.link
 
 
-class ProviderTopology(_Model):
+@record
+class ProviderTopology:
     """A cloud's placement of the Slurm compute nodes, read when the check runs
     (``fabric.verify.cloud_topology``) and compared with the topology Slurm loaded."""
 

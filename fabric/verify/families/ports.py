@@ -16,17 +16,22 @@ if TYPE_CHECKING:
 ORDER = 10
 
 
+def _swept_ports(plan: CheckPlan) -> set[str]:
+    """The ids (``host/device/port``) of the HCA ports the fabric sweep judges."""
+    return {c.port for c in plan.swept_cables}
+
+
 def _host_ports(plan: CheckPlan) -> list[HcaPort]:
     """RDMA ports judged on their host (``ibstat`` over SSH): those the fabric sweep does
     not judge (RoCE ports; InfiniBand ports without a declared cable or a sweep)."""
-    swept = {c.port for c in plan.swept_cables}
+    swept = plan.swept_ports
     return [p for p in plan.rdma_ports if p.id not in swept]
 
 
 def _host_ib_ports(plan: CheckPlan) -> list[HcaPort]:
     """InfiniBand ports whose width and far end are read on their host (``iblinkinfo``
     over SSH): those the fabric sweep does not judge."""
-    swept = {c.port for c in plan.swept_cables}
+    swept = plan.swept_ports
     return [p for p in plan.ib_ports if p.id not in swept]
 
 
@@ -53,7 +58,11 @@ def _links_why(plan: CheckPlan) -> str | None:
     return _no_ib(plan) or (None if plan.host_ib_ports else _swept(plan))
 
 
-SOURCES: dict[str, Source] = {"host_ports": _host_ports, "host_ib_ports": _host_ib_ports}
+SOURCES: dict[str, Source] = {
+    "swept_ports": _swept_ports,
+    "host_ports": _host_ports,
+    "host_ib_ports": _host_ib_ports,
+}
 
 #: Cable-level questions (state, physical state, rate, width, far end, error counters) are
 #: the ``sweep`` family's: one vantage host judges every declared cable, under the checks'

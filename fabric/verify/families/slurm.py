@@ -91,7 +91,8 @@ def _topology_why(plan: CheckPlan) -> str | None:
     if plan.slurm_switches and plan.slurm_controller is not None:
         return None
     try:
-        _switch_view(plan)
+        if not plan.slurm_switches:  # else the view was built: no error to tell (issue 44)
+            _switch_view(plan)
     except GraphError as exc:
         return f"the declared fabric gives Slurm no topology tree: {exc}"
     if not _placed(plan):

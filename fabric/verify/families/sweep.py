@@ -33,13 +33,13 @@ def _swept_cables(plan: CheckPlan) -> list[SweptCable]:
     sweep judges the whole fabric."""
     if not plan.sweep_hosts or plan.expected_graph is None:
         return []
-    from fabric.verify.sweep_judge import cable_ids
+    from fabric.verify.sweep_judge import cable_names
 
     selected, hosts = set(plan.hosts), plan.spec.hosts
     return [
-        SweptCable(link=c.link, port=c.port, host=c.host)
-        for c in cable_ids(plan.expected_graph)
-        if c.host is None or c.host in selected or c.host not in hosts
+        SweptCable(link, port, host)  # positional: 258,049 cables at 16,384 hosts
+        for link, port, host in cable_names(plan.expected_graph)
+        if host is None or host in selected or host not in hosts
     ]
 
 
