@@ -91,11 +91,12 @@ def cmd_check(args: argparse.Namespace) -> int:
     inventory_doc = context.load_inventory(inventory)
     cluster = context.load_cluster_spec(spec)
     where = None
+    suite_env: dict[str, str] = {}
     if args.mark_nodes:  # what marking needs, found before any check runs
         from fabric.cli import kube_marks
 
         where = kube_marks.target(cluster, args.stack, spec)
-        kube_marks.export(where)
+        suite_env = kube_marks.suite_env(where)
     checked = context.select_hosts(args.limit, inventory_doc)
     dropped = left_out(cluster, inventory_doc, args.limit) if args.limit else {}
     outcome = run_checks(
@@ -105,6 +106,7 @@ def cmd_check(args: argparse.Namespace) -> int:
         report_dir=args.report_dir,
         spec=args.spec,
         workers=args.workers,
+        env=suite_env,
     )
     if dropped:
         from fabric.verify.report import add_left_out

@@ -311,12 +311,13 @@ def config_secret(stack: str, spec_file: Path, key: str, field: str) -> str:
     return done.stdout.strip()
 
 
-def export(where: Target) -> None:
-    """Put the token and CA where the check suite's ``kubernetes_labels`` family reads them
-    (its own, when set, are kept): the suite's process inherits this environment."""
-    os.environ.setdefault(TOKEN_ENV, where.token)
+def suite_env(where: Target) -> dict[str, str]:
+    """The token and CA where the check suite's ``kubernetes_labels`` family reads them, for
+    the suite's process (``run_checks(env=...)``); the operator's own, when set, are kept."""
+    env = {TOKEN_ENV: os.environ.get(TOKEN_ENV) or where.token}
     if where.ca:
-        os.environ.setdefault(CA_ENV, where.ca)
+        env[CA_ENV] = os.environ.get(CA_ENV) or where.ca
+    return env
 
 
 @contextmanager

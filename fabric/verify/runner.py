@@ -17,6 +17,8 @@ from fabric.verify.causes import Cause, summary
 from fabric.verify.results import CheckResult, read_junit
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from fabric.model.cluster import ClusterModel
 
 #: Upper bound of one check-suite run (every check has its own, smaller timeouts).
@@ -120,13 +122,16 @@ def run_checks(
     quiet: bool = False,
     select: str | None = None,
     model: ClusterModel | None = None,
+    env: Mapping[str, str] | None = None,
 ) -> RunOutcome:
     """Run the checks against ``state/<stack>/inventory.yml``; render the reports into ``report_dir``.
 
     ``select`` is a pytest ``-k`` expression choosing checks by name (``test_sm_answers or ...``).
     ``workers``: pytest-xdist workers (default :func:`workers_for` the selected hosts).
     ``model``: the spec's cluster model where the caller has one (the reports read its declared
-    fabric; built from the spec file when not given).
+    fabric; built from the spec file when not given). ``env``: more environment for the suite's
+    process (``check --mark-nodes``: the API server's token and CA), this process's own
+    environment left as it is.
     """
     inventory = context.inventory_path(stack)
     # Read first: a missing inventory or an unknown --limit host fails here, clearly.
@@ -145,8 +150,9 @@ def run_checks(
         workers=workers,
         extra=["-k", select] if select else None,
     )
-    env = {
+    suite_env = {
         **os.environ,
+        **(env or {}),
         "PYTHONPATH": f"{REPO_ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
         "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
     }
@@ -156,7 +162,7 @@ def run_checks(
             rc = subprocess.run(
                 args,
                 cwd=REPO_ROOT,
-                env=env,
+                env=suite_env,
                 stdout=out,
                 stderr=subprocess.STDOUT,
                 check=False,

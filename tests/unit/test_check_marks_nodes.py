@@ -13,6 +13,7 @@ same calls against a real kube-apiserver: tests/integration/test_kubernetes_lab.
 from __future__ import annotations
 
 import json
+import os
 import ssl
 import threading
 from collections.abc import Iterator
@@ -451,3 +452,27 @@ def test_without_mark_nodes_nothing_is_marked(
     code, out, _ = _check(capsys, "--stack", name, "--spec", str(spec), "--json")
     assert code == 1 and "kubernetes" not in json.loads(out)
     assert _Api.seen == []
+
+
+def test_the_suite_gets_the_credentials_in_its_own_environment(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The token and CA reach the check suite's process through ``run_checks(env=...)``: this
+    process's environment is left as it was, and an operator's own values win."""
+    from fabric.cli import kube_marks
+
+    monkeypatch.delenv(kube_marks.TOKEN_ENV, raising=False)
+    monkeypatch.delenv(kube_marks.CA_ENV, raising=False)
+    where = kube_marks.Target("https://198.18.0.1:6443", "from-config", "/tmp/ca.pem")
+    assert kube_marks.suite_env(where) == {
+        kube_marks.TOKEN_ENV: "from-config",
+        kube_marks.CA_ENV: "/tmp/ca.pem",
+    }
+    assert kube_marks.TOKEN_ENV not in os.environ and kube_marks.CA_ENV not in os.environ
+    monkeypatch.setenv(kube_marks.TOKEN_ENV, "operator's")
+    assert (
+        kube_marks.suite_env(kube_marks.Target("https://198.18.0.1:6443", "x"))[
+            kube_marks.TOKEN_ENV
+        ]
+        == "operator's"
+    )
