@@ -23,7 +23,7 @@ from typing import Literal
 from fabric.model.pairs import ring_pairs
 from fabric.model.record import record
 from fabric.spec import ClusterSpec
-from fabric.targets import hook
+from fabric.spec.gpus import gpus_of, has_nvswitch
 
 #: Where ``roles/nccl_tests`` puts the binaries on every GPU node (built, or linked to a
 #: declared path): its ``nccl_tests_bin_dir`` default.
@@ -95,23 +95,6 @@ class NcclRun:
 GPUDIRECT_PATHS = ["dma-buf", "efa_nv_peermem", "nvidia_peermem"]
 
 
-#: GPU types whose 8-GPU HGX/DGX baseboards join the GPUs through NVSwitch (A100: HGX A100 8-GPU,
-#: DGX A100, AWS p4d/p4de, GCP A2; H100/H200: HGX H100/H200 8-GPU, DGX H100/H200, AWS p5/p5e/p5en,
-#: GCP A3, Azure ND H100/H200 v5; B200: HGX B200). NVIDIA's Fabric Manager User Guide: such a
-#: system needs ``nvidia-fabricmanager`` running at the driver's version before CUDA can use its
-#: GPUs. A 4-GPU HGX board (NVLink without NVSwitch) and PCIe cards do not.
-NVSWITCH_GPU_TYPES = frozenset({"a100", "a800", "h100", "h800", "h200", "b200"})
-#: The fewest GPUs of such a type on one NVSwitch baseboard.
-NVSWITCH_MIN_GPUS = 8
-
-
-def has_nvswitch(gpus: int, gpu_type: str | None) -> bool:
-    """Whether a node of ``gpus`` GPUs of ``gpu_type`` (``h100``, ``H100-SXM``...) is an
-    NVSwitch system (:data:`NVSWITCH_GPU_TYPES`, eight GPUs or more)."""
-    kind = (gpu_type or "").lower().replace("nvidia", "").strip(" -_")
-    return gpus >= NVSWITCH_MIN_GPUS and kind.split("-")[0].split("_")[0] in NVSWITCH_GPU_TYPES
-
-
 def nvswitch_hosts(spec: ClusterSpec, hosts: Sequence[str]) -> list[str]:
     """Selected GPU hosts that are NVSwitch systems, in declaration order."""
     return [h for h in gpu_hosts(spec, hosts) if has_nvswitch(*gpus_of(spec, h))]
@@ -141,19 +124,6 @@ def firmware_minimums(spec: ClusterSpec, hosts: Sequence[str]) -> list[FirmwareM
         for hca in group.hcas
         if hca.min_firmware
     ]
-
-
-def gpus_of(spec: ClusterSpec, host: str) -> tuple[int, str | None]:
-    """(GPUs, GPU type) of ``host``: declared on its node group, else from its target's
-    machine catalog (``machine`` of the target's ``catalog.py``)."""
-    group = spec.hosts[host]
-    if group.gpus:
-        return group.gpus, group.gpu_type
-    machine = hook(spec.target, "catalog", "machine")
-    known = machine(group.instance_type or "") if machine is not None else None
-    if known is not None and known.gpus:
-        return known.gpus, known.gpu_type
-    return 0, group.gpu_type
 
 
 def gpu_hosts(spec: ClusterSpec, hosts: Sequence[str]) -> list[str]:

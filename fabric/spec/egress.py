@@ -3,7 +3,8 @@
 With ``egress.mode: offline`` the nodes reach no mirror, registry or installer URL: the image
 carries everything, and ``egress.image_provides`` says so (the offline contract). The needs
 come from what the roles install: the slurm role's packages (munge everywhere, slurmctld on
-the controller, slurmd on compute nodes), the NVIDIA driver on GPU nodes, and what each
+the controller, slurmd on compute nodes), the NVIDIA driver on GPU nodes (declared GPUs, or
+the machine type's), the fabric manager on NVSwitch nodes (gpu_node role), and what each
 target's own roles and images need (``NEEDS`` and ``image_needs`` of its ``section.py``:
 AWS's EFA installer, GCP's RxDM, TCPX kernel, gIB plugin...). The egress block is the
 target's section's ``egress``. :func:`offline_image_lacks` is pure: the spec rule
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from fabric.spec.gpus import group_gpus, has_nvswitch
 from fabric.targets import hook, hooks
 
 if TYPE_CHECKING:  # the validator (models) runs the rules, which call these: types only here
@@ -28,6 +30,9 @@ NEEDS: dict[str, str] = {
     "slurmctld": "the slurmctld and slurm-client packages (slurm role, the controller)",
     "slurmd": "the slurmd and slurm-client packages (slurm role, compute nodes)",
     "nvidia-driver": "the NVIDIA driver (GPU compute nodes)",
+    "nvidia-fabricmanager": (
+        "the NVIDIA fabric manager at the driver's version (gpu_node role, NVSwitch GPU nodes)"
+    ),
     "nfs-client": "the NFS client, nfs-common (storage role: a shared nfs, efs or filestore)",
     "scratch-tools": "mdadm, xfsprogs and e2fsprogs (storage role: the local NVMe scratch)",
 }
@@ -56,14 +61,17 @@ def image_needs(spec: ClusterSpec) -> dict[str, list[str]]:
     out: dict[str, list[str]] = {}
     controller = spec.slurm.controller
     for group in spec.nodes:
+        gpus, gpu_type = group_gpus(spec.target, group)  # declared, or the machine's
         for host in group.hosts:
             wanted = ["munge"]
             if host == controller:
                 wanted.append("slurmctld")
             if group.role == "compute":
                 wanted.append("slurmd")
-                if group.gpus:
+                if gpus:
                     wanted.append("nvidia-driver")
+                if has_nvswitch(gpus, gpu_type):
+                    wanted.append("nvidia-fabricmanager")
                 if own is not None:
                     wanted += [n for n in own(spec, group) if n not in wanted]
             out[host] = wanted + _storage_needs(spec)

@@ -164,7 +164,7 @@ def test_no_nat_without_egress_nat(mode: str) -> None:
         egress["proxy"] = "http://proxy.example:3128"
     else:
         egress["image_provides"] = [
-            *("munge", "slurmd", "slurmctld", "nvidia-driver", "efa"),
+            *("munge", "slurmd", "slurmctld", "nvidia-driver", "nvidia-fabricmanager", "efa"),
             *("nfs-client", "scratch-tools"),  # the example's storage block: EFS and scratch
         ]
     mocks, _ = build(ClusterSpec.model_validate(example(egress=egress)))
@@ -518,6 +518,7 @@ def test_offline_image_lacks_names_each_need_and_its_hosts() -> None:
     everyone = ["head1", "gpu01", "gpu02", "gpu03", "gpu04"]
     assert {need: sorted(hosts) for need, hosts in offline_image_lacks(spec).items()} == {
         "nvidia-driver": ["gpu01", "gpu02", "gpu03", "gpu04"],
+        "nvidia-fabricmanager": ["gpu01", "gpu02", "gpu03", "gpu04"],  # p5: NVSwitch
         "slurmctld": ["head1"],
         "nfs-client": sorted(everyone),  # the storage role: EFS at /home, NVMe scratch
         "scratch-tools": sorted(everyone),

@@ -154,7 +154,9 @@ def test_no_nat_without_egress_nat(mode: str) -> None:
     if mode == "proxy":
         egress["proxy"] = "http://proxy.example:3128"
     else:
-        egress["image_provides"] = ["munge", "slurmd", "slurmctld", "nvidia-driver"]
+        egress["image_provides"] = [
+            *("munge", "slurmd", "slurmctld", "nvidia-driver", "nvidia-fabricmanager")
+        ]
     mocks, _ = build(ClusterSpec.model_validate(example(egress=egress)))
     assert not mocks.of("azure-native:network:NatGateway")
     assert "natGateway" not in mocks.named("c-subnet").inputs

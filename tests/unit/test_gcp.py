@@ -563,7 +563,7 @@ def test_offline_a3_mega_image_must_carry_the_blueprint_helpers() -> None:
     data["gcp"]["egress"] = {
         "mode": "offline",
         "image_provides": [
-            *("munge", "slurmd", "slurmctld", "nvidia-driver", "docker"),
+            *("munge", "slurmd", "slurmctld", "nvidia-driver", "nvidia-fabricmanager", "docker"),
             *("nfs-client", "scratch-tools"),  # the example's storage: Filestore, local SSD
         ],
     }

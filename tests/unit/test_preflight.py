@@ -17,17 +17,14 @@ from fabric.state import REPO_ROOT
 
 DEFAULTS = yaml.safe_load((REPO_ROOT / "roles/preflight/defaults/main.yml").read_text())
 PROBES: dict[str, Any] = DEFAULTS["preflight_probes"]
-#: Probes for needs no target declares yet: the fabric manager, which the NVSwitch targets'
-#: image needs name when the fabric-manager role lands.
-NOT_YET_DECLARED = {"nvidia-fabricmanager"}
 
 
 def test_every_declared_need_has_a_probe() -> None:
     assert set(needs()) <= set(PROBES), set(needs()) - set(PROBES)
 
 
-def test_no_probe_for_a_need_nobody_declares_but_the_known_ones() -> None:
-    assert set(PROBES) - set(needs()) <= NOT_YET_DECLARED
+def test_no_probe_for_a_need_nobody_declares() -> None:
+    assert set(PROBES) == set(needs()), set(PROBES) ^ set(needs())
 
 
 @pytest.mark.parametrize("name", sorted(PROBES))
@@ -54,7 +51,9 @@ def test_aws_hosts_get_their_needs_and_the_egress_mode() -> None:
     spec = spec_from_mapping(base("aws"))
     out = preflight_vars(spec)
     assert out["preflight_offline"] is False
-    assert out["preflight_needs"]["gpu1"] == ["munge", "slurmd", "nvidia-driver", "efa"]
+    assert out["preflight_needs"]["gpu1"] == [
+        *("munge", "slurmd", "nvidia-driver", "nvidia-fabricmanager", "efa")
+    ]  # 8 H100s on NVSwitch: the fabric manager
     assert out["preflight_needs"]["head1"] == ["munge", "slurmctld"]
 
 
@@ -62,7 +61,9 @@ def test_offline_egress_marks_every_need_the_image_s() -> None:
     data = base("aws")
     data["aws"]["egress"] = {
         "mode": "offline",
-        "image_provides": ["munge", "slurmd", "slurmctld", "nvidia-driver", "efa"],
+        "image_provides": [
+            *("munge", "slurmd", "slurmctld", "nvidia-driver", "nvidia-fabricmanager", "efa")
+        ],
     }
     assert preflight_vars(spec_from_mapping(data))["preflight_offline"] is True
 
@@ -70,7 +71,7 @@ def test_offline_egress_marks_every_need_the_image_s() -> None:
 def test_gcp_a3_mega_needs_its_image_pieces() -> None:
     spec = spec_from_mapping(base("gcp"))
     wanted = preflight_vars(spec)["preflight_needs"]["a3-1"]
-    assert {"nvidia-driver", "docker", "rxdm-image"} <= set(wanted)
+    assert {"nvidia-driver", "nvidia-fabricmanager", "docker", "rxdm-image"} <= set(wanted)
     assert set(wanted) <= set(PROBES)
 
 
