@@ -16,6 +16,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from fabric.parsers.text import Source
 
 #: The command's name in every usage line, error line and hint: the ``railyard`` console
@@ -247,16 +249,15 @@ def _raw_stdout() -> Any:
     return out.stream if isinstance(out, _GuardedStdout) else out
 
 
-def emit(text: str) -> bool:
-    """Print ``text`` (and a newline) on stdout and flush it. A reader that closed the pipe
-    (``| head``) ends the output quietly and the command keeps its exit code; False then.
-    A stdout that cannot be written (closed, full) raises StdoutError (exit 2)."""
+def _to_stdout(write: Callable[[Any], None]) -> bool:
+    """Run ``write`` on the real stdout stream. A reader that closed the pipe (``| head``)
+    ends the output quietly and the command keeps its exit code; False then. A stdout that
+    cannot be written (closed, full) raises StdoutError (exit 2)."""
     out = _raw_stdout()
     if out is None:
         raise StdoutError(None)
     try:
-        out.write(text + "\n")
-        out.flush()
+        write(out)
     except BrokenPipeError:
         _detach_stdout()
         return False
@@ -264,29 +265,34 @@ def emit(text: str) -> bool:
         _detach_stdout()
         raise StdoutError(err) from None
     return True
+
+
+def emit(text: str) -> bool:
+    """Print ``text`` (and a newline) on stdout and flush it (:func:`_to_stdout`)."""
+
+    def write(out: Any) -> None:
+        out.write(text + "\n")
+        out.flush()
+
+    return _to_stdout(write)
 
 
 def emit_bytes(data: bytes) -> bool:
     """:func:`emit` for text already encoded as UTF-8 (a 95 MB plan is not decoded again):
     written to stdout's byte buffer where it has one, else as text."""
-    out = _raw_stdout()
-    if out is None:
-        raise StdoutError(None)
-    buffer = getattr(out, "buffer", None)
-    if buffer is None:
-        return emit(data.decode())
-    try:
+
+    def write(out: Any) -> None:
+        buffer = getattr(out, "buffer", None)
+        if buffer is None:
+            out.write(data.decode() + "\n")
+        else:
+            out.flush()  # what was written as text comes first
+            buffer.write(data)
+            buffer.write(b"\n")
+            buffer.flush()
         out.flush()
-        buffer.write(data)
-        buffer.write(b"\n")
-        buffer.flush()
-    except BrokenPipeError:
-        _detach_stdout()
-        return False
-    except OSError as err:
-        _detach_stdout()
-        raise StdoutError(err) from None
-    return True
+
+    return _to_stdout(write)
 
 
 def emit_json(doc: Any) -> bool:
@@ -294,18 +300,7 @@ def emit_json(doc: Any) -> bool:
     held as one string)."""
     import json
 
-    out = _raw_stdout()
-    if out is None:
-        raise StdoutError(None)
-    try:
-        json.dump(doc, out, indent=2)
-    except BrokenPipeError:
-        _detach_stdout()
-        return False
-    except OSError as err:
-        _detach_stdout()
-        raise StdoutError(err) from None
-    return emit("")
+    return _to_stdout(lambda out: json.dump(doc, out, indent=2)) and emit("")
 
 
 def whole_number(text: str, low: int, high: int, unit: str, why: str) -> int:

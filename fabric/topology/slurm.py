@@ -68,9 +68,8 @@ def slurm_tree(graph: FabricGraph, slurm_names: bool = True) -> SlurmTree:
     """Apply the module's placement rule: hosts to their rail-0 leaf; upper levels by BFS.
     ``slurm_names``: refuse a switch name Slurm cannot read (a space, ``=``, ``,``, ...); off
     for outputs that write names their own way (Kubernetes label values)."""
-    with gc_paused():
-        near, far = _flat_ends(graph.switch_ends())
-        return slurm_tree_of_ends(graph.switches, graph.cas, near, far, slurm_names)
+    near, far = _flat_ends(graph.switch_ends())
+    return slurm_tree_of_ends(graph.switches, graph.cas, near, far, slurm_names)
 
 
 def slurm_tree_of_ends(

@@ -215,18 +215,6 @@ def host_switches(graph: FabricGraph) -> set[str]:
     } & graph.switches.keys()
 
 
-def _has_host_switch(graph: FabricGraph) -> bool:
-    """Whether some switch has a host's HCA cabled (``host_switches`` is not empty), stopping
-    at the first such link (a fat tree's first links are a leaf's hosts)."""
-    switches, cas = graph.switches, graph.cas
-    for link in graph.links:
-        for end, other in ((link.a_guid, link.b_guid), (link.b_guid, link.a_guid)):
-            ca = cas.get(other)
-            if ca is not None and ca.kind == "hca" and ca.host and end in switches:
-                return True
-    return False
-
-
 def switch_levels(graph: FabricGraph) -> dict[str, int]:
     """Switch name -> level, inferred from the cables alone: 0 for a switch with a host's HCA
     cabled, then its distance in switch hops from the nearest such switch (BFS). A switch no
@@ -251,7 +239,7 @@ def unjudged_levels(graph: FabricGraph) -> str | None:
     levels count from the hosts, so the fabric needs a switch with a host's HCA cabled."""
     if not graph.switches:
         return "the declared fabric holds no switch: no forwarding table to judge"
-    if not _has_host_switch(graph):
+    if not host_switches(graph):
         return (
             f"no host's HCA is cabled to any of the declared fabric's {len(graph.switches)} "
             "switches (a switch-only capture or cabling): switch levels count from the hosts, "

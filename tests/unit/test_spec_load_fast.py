@@ -12,7 +12,11 @@ import yaml
 from fabric.spec import SpecError, load_spec
 from fabric.spec.load import _PLAIN_DEPTH, _load_plain, _load_yaml, _NotPlain, _UniqueKeyLoader
 
-pytestmark = pytest.mark.skipif(not yaml.__with_libyaml__, reason="PyYAML without libyaml")
+
+def test_pyyaml_here_has_libyaml() -> None:
+    """The fast path needs PyYAML built with libyaml (PyPI's wheels are): without it every spec
+    takes the Python loader, correct but several times slower (bench/plan)."""
+    assert yaml.__with_libyaml__
 
 
 def _python(text: str) -> Any:

@@ -18,7 +18,8 @@ ORDER = 80
 
 def _unleveled(plan: CheckPlan) -> str | None:
     """Why the declared fabric (a fat tree, or ``fabric.cabling`` alone) gives the routes no
-    switch levels to be judged by (``fabric.verify.routing.unjudged_levels``), or None."""
+    switch levels to be judged by (``fabric.verify.routing.unjudged_levels``), or None: the
+    plan's ``routing_unleveled``, computed once."""
     if plan.expected_graph is None:
         return None
     from fabric.verify.routing import unjudged_levels
@@ -32,7 +33,7 @@ def _routing_hosts(plan: CheckPlan) -> list[str]:
     a declared fat tree or cabling whose switch levels can be inferred (hosts at the bottom)."""
     if plan.spec.fabric.kind != "infiniband" or plan.expected_graph is None:
         return []
-    if _unleveled(plan) is not None:
+    if plan.routing_unleveled is not None:
         return []
     host = plan.discovery_host or plan.observer
     return [host] if host else []
@@ -69,7 +70,7 @@ def _routing_why(plan: CheckPlan) -> str | None:
         return no_declared_fabric(
             plan.spec, "the routes", "no declared fat tree to judge the routes against"
         )
-    unleveled = _unleveled(plan)
+    unleveled = plan.routing_unleveled
     if unleveled is not None:
         return unleveled
     if not plan.routing_hosts:
@@ -94,6 +95,7 @@ def _cc_why(plan: CheckPlan) -> str | None:
 
 
 SOURCES: dict[str, Source] = {
+    "routing_unleveled": _unleveled,
     "routing_hosts": _routing_hosts,
     "sm_log_hosts": _sm_log_hosts,
     "cc_hosts": _cc_hosts,
